@@ -1,0 +1,147 @@
+"""Value objects of the registration API and the ms <-> datetime helpers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .secret import Secret
+
+__all__ = [
+    "ModelDraft",
+    "RegisteredModel",
+    "Token",
+    "datetime_to_ms",
+    "ms_to_datetime",
+    "now_ms",
+]
+
+
+def now_ms() -> int:
+    """The current time as a 13-digit millisecond timestamp."""
+    return time.time_ns() // 1_000_000
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    """A 13-digit millisecond timestamp as an aware UTC datetime."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def datetime_to_ms(value: datetime) -> int:
+    """An aware datetime as a 13-digit millisecond timestamp (naive means UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return round(value.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class Token:
+    """A platform token and the env it belongs to."""
+
+    token: Secret
+    env: str
+    expires_at_ms: int
+    issued_at_ms: int
+
+    @property
+    def expires_at(self) -> datetime:
+        """Expiry as an aware UTC datetime."""
+        return ms_to_datetime(self.expires_at_ms)
+
+    @property
+    def lifetime_s(self) -> float:
+        """Seconds between issue and expiry."""
+        return max(0.0, (self.expires_at_ms - self.issued_at_ms) / 1000)
+
+    def seconds_left(self, at_ms: int | None = None) -> float:
+        """Seconds until expiry (negative once expired)."""
+        return (self.expires_at_ms - (now_ms() if at_ms is None else at_ms)) / 1000
+
+
+@dataclass(frozen=True)
+class ModelDraft:
+    """What a school sends to register (or, with model_id, modify) a model."""
+
+    model_name: str
+    registry_url: str
+    api_key: Secret
+    model_id: str | None = None
+    req_params: list[str] | None = None
+    req_example: str | None = None
+    res_example: str | None = None
+
+    def to_body(self) -> dict[str, Any]:
+        """The request body in the wire's field names (reveals apiKey: send it, never show it)."""
+        body: dict[str, Any] = {
+            "modelName": self.model_name,
+            "registryUrl": self.registry_url,
+            "apiKey": self.api_key.reveal(),
+        }
+        if self.model_id is not None:
+            body["modelId"] = self.model_id
+        for key, value in (
+            ("reqParams", self.req_params),
+            ("reqExample", self.req_example),
+            ("resExample", self.res_example),
+        ):
+            if value is not None:
+                body[key] = value
+        return body
+
+
+@dataclass(frozen=True)
+class RegisteredModel:
+    """A model as the platform returns it."""
+
+    model_id: str
+    model_name: str
+    registry_url: str
+    api_key: Secret = field(repr=True)
+    create_time_ms: int | None = None
+    update_time_ms: int | None = None
+
+    @property
+    def create_time(self) -> datetime | None:
+        """createTime as an aware UTC datetime."""
+        return None if self.create_time_ms is None else ms_to_datetime(self.create_time_ms)
+
+    @property
+    def update_time(self) -> datetime | None:
+        """updateTime as an aware UTC datetime."""
+        return None if self.update_time_ms is None else ms_to_datetime(self.update_time_ms)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> RegisteredModel:
+        """Build from a response object (fields the spec marks optional may be missing)."""
+        return cls(
+            model_id=str(data.get("modelId") or ""),
+            model_name=str(data.get("modelName") or ""),
+            registry_url=str(data.get("registryUrl") or ""),
+            api_key=Secret(str(data.get("apiKey") or "")),
+            create_time_ms=_int_or_none(data.get("createTime")),
+            update_time_ms=_int_or_none(data.get("updateTime")),
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-safe view with apiKey masked (for records and tables)."""
+        return {
+            "modelName": self.model_name,
+            "modelId": self.model_id,
+            "registryUrl": self.registry_url,
+            "apiKey": self.api_key.masked,
+            "createTime": self.create_time.isoformat() if self.create_time else None,
+            "updateTime": self.update_time.isoformat() if self.update_time else None,
+        }
+
+
+def _int_or_none(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None

@@ -1,0 +1,213 @@
+"""Field rules shared by the client, the forms and the sandbox.
+
+Each ``check_*`` function returns the normalised value or raises
+:class:`~lmreg_nb.errors.ValidationError` naming the field and what to fix.
+:func:`url_warnings` lists what the platform may not like about a
+registryUrl without refusing it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ValidationError
+
+__all__ = [
+    "MAX_API_KEY",
+    "MAX_EXAMPLE_BYTES",
+    "MAX_MODEL_NAME",
+    "MAX_URL",
+    "check_api_key",
+    "check_email",
+    "check_mobile",
+    "check_model_id",
+    "check_model_name",
+    "check_registry_url",
+    "check_reserved",
+    "model_body",
+    "url_warnings",
+]
+
+MAX_MODEL_NAME = 64
+MAX_URL = 2048
+MAX_API_KEY = 512
+MAX_EXAMPLE_BYTES = 64 * 1024
+CHAT_PATH_SUFFIX = "v1/chat/completions"
+
+
+def _require_str(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {_type_name(value)}")
+    return value
+
+
+def _type_name(value: object) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text)
+
+
+def check_model_name(value: object) -> str:
+    """modelName: a trimmed string of 1 to 64 characters with no control characters."""
+    text = _require_str("modelName", value).strip()
+    if not text:
+        raise ValidationError("modelName", "must not be empty")
+    if len(text) > MAX_MODEL_NAME:
+        raise ValidationError(
+            "modelName", f"is {len(text)} characters; use at most {MAX_MODEL_NAME}"
+        )
+    if _has_control(text):
+        raise ValidationError("modelName", "must not contain control characters")
+    return text
+
+
+def check_registry_url(value: object) -> str:
+    """registryUrl: an absolute http(s) URL with a host, no user:password, <= 2048 chars."""
+    text = _require_str("registryUrl", value).strip()
+    if not text:
+        raise ValidationError("registryUrl", "must not be empty")
+    if len(text) > MAX_URL:
+        raise ValidationError("registryUrl", f"is {len(text)} characters; use at most {MAX_URL}")
+    if _has_control(text) or any(ch.isspace() for ch in text):
+        raise ValidationError("registryUrl", "must not contain spaces or control characters")
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValidationError("registryUrl", "is not a valid URL") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValidationError(
+            "registryUrl", "must start with https:// (or http://), e.g. https://llm.school.edu/v1/chat/completions"
+        )
+    if not host:
+        raise ValidationError("registryUrl", "must name a host, e.g. https://llm.school.edu/...")
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError("registryUrl", "must not contain user:password; the platform sends apiKey instead")
+    return text
+
+
+def check_api_key(value: object) -> str:
+    """apiKey: 1 to 512 visible characters, no whitespace."""
+    text = _require_str("apiKey", value)
+    if not text:
+        raise ValidationError("apiKey", "must not be empty")
+    if len(text) > MAX_API_KEY:
+        raise ValidationError("apiKey", f"is {len(text)} characters; use at most {MAX_API_KEY}")
+    if any(ch.isspace() or not ch.isprintable() for ch in text):
+        raise ValidationError("apiKey", "must be visible characters only, with no spaces")
+    return text
+
+
+def check_model_id(value: object) -> str:
+    """modelId: a non-empty string (the id the service assigned)."""
+    text = _require_str("modelId", value).strip()
+    if not text or len(text) > 128:
+        raise ValidationError("modelId", "must be the modelId shown by query-models")
+    return text
+
+
+def check_reserved(data: Mapping[str, Any]) -> dict[str, Any]:
+    """reqParams (list of strings), reqExample and resExample (strings <= 64 KiB)."""
+    out: dict[str, Any] = {}
+    params = data.get("reqParams")
+    if params is not None:
+        if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+            raise ValidationError("reqParams", "must be a list of strings")
+        if sum(len(p.encode("utf-8", "surrogatepass")) for p in params) > MAX_EXAMPLE_BYTES:
+            raise ValidationError("reqParams", "is over 64 KiB")
+        out["reqParams"] = list(params)
+    for field in ("reqExample", "resExample"):
+        value = data.get(field)
+        if value is None:
+            continue
+        text = _require_str(field, value)
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_EXAMPLE_BYTES:
+            raise ValidationError(field, "is over 64 KiB; shorten it")
+        out[field] = text
+    return out
+
+
+def model_body(data: Mapping[str, Any], *, modify: bool = False) -> dict[str, Any]:
+    """Validate a register (or, with ``modify``, a modify) body in the wire's field names.
+
+    Returns the normalised body. modelId is kept only for modify; createTime and
+    updateTime are dropped (the service sets them).
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError("body", "must be a JSON object")
+    body: dict[str, Any] = {
+        "modelName": check_model_name(data.get("modelName")),
+        "registryUrl": check_registry_url(data.get("registryUrl")),
+        "apiKey": check_api_key(data.get("apiKey")),
+    }
+    if modify:
+        body["modelId"] = check_model_id(data.get("modelId"))
+    body.update(check_reserved(data))
+    return body
+
+
+def url_warnings(url: str) -> list[str]:
+    """What the platform may not like about a registryUrl; empty when all is well."""
+    parts = urlsplit(url)
+    warnings: list[str] = []
+    if parts.scheme.lower() == "http":
+        warnings.append("registryUrl uses plain http; the platform expects https so apiKey is not sent in clear")
+    if not parts.path.rstrip("/").endswith(CHAT_PATH_SUFFIX):
+        warnings.append(f"registryUrl path should end in {CHAT_PATH_SUFFIX} (spec 4.5)")
+    reason = _unreachable_reason(parts.hostname or "")
+    if reason:
+        warnings.append(f"registryUrl host {parts.hostname} is {reason}; the platform cannot reach it")
+    return warnings
+
+
+def _unreachable_reason(host: str) -> str:
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return "loopback"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        if "." not in host:
+            return "a single-label name (only resolvable inside your network)"
+        if host.endswith((".local", ".internal", ".lan", ".home.arpa")):
+            return "a local-network name"
+        return ""
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_unspecified:
+        return "unspecified (0.0.0.0)"
+    if ip.is_link_local:
+        return "link-local"
+    if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT):
+        return "a private address"
+    return ""
+
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+_MOBILE = re.compile(r"^(?:\+?86)?1[3-9]\d{9}$")
+_EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")
+
+
+def check_mobile(value: object, field: str = "contact_mobile") -> str:
+    """A mainland China mobile number, with or without +86; returns its 11 digits."""
+    text = re.sub(r"[\s-]", "", _require_str(field, value))
+    if not _MOBILE.match(text):
+        raise ValidationError(field, "must be a mainland China mobile number, e.g. 13812345678 or +86 138 1234 5678")
+    return text[-11:]
+
+
+def check_email(value: object, field: str = "contact_email") -> str:
+    """An e-mail address (name@domain.tld)."""
+    text = _require_str(field, value).strip()
+    if len(text) > 254 or not _EMAIL.match(text) or ".." in text.split("@")[0]:
+        raise ValidationError(field, "must be an e-mail address like name@school.edu.cn")
+    return text

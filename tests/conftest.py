@@ -1,0 +1,41 @@
+"""Shared fixtures: a clean environment for every test, and a real sandbox process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test depends on the developer's shell, home folder or ./.env."""
+    for name in list(os.environ):
+        if name.startswith("LMREG_"):
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    # Settings read ./.env: run from a folder that has none.
+    monkeypatch.chdir(home)
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SandboxInfo"]:
+    """One real `lmreg-nb sandbox` process on free loopback ports for the session.
+
+    Tests that change what it stores use their own model names (or their own
+    account via `sandbox.add_app()`), so they do not see each other.
+    """
+    from lmreg_nb.sandbox.process import running_sandbox
+
+    db = tmp_path_factory.mktemp("sandbox") / "platform.sqlite3"
+    with running_sandbox(db=db) as info:
+        yield info
+
