@@ -1,0 +1,34 @@
+"""The package's public face: one sorted __all__, every name importable, a cheap import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import lmreg_nb
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert lmreg_nb.__all__ == sorted(lmreg_nb.__all__)
+    for name in lmreg_nb.__all__:
+        assert getattr(lmreg_nb, name) is not None, name
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    try:
+        lmreg_nb.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_import_is_cheap() -> None:
+    """`import lmreg_nb` must not pull in the heavy libraries (notebooks start faster)."""
+    code = (
+        "import sys, lmreg_nb, lmreg_nb.cli; "
+        "heavy = [m for m in ('pandas', 'matplotlib', 'httpx', 'fastapi', 'papermill', 'ipywidgets') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"imported at import time: {out.stdout.strip()}"
