@@ -1,0 +1,399 @@
+"""Fixtures for the browser tests: a real JupyterLab server and headless Chromium.
+
+JupyterLab runs as a child process on loopback (a free port, token-protected)
+over a temporary copy of the notebooks; its kernels inherit an environment that
+points at a sandbox account. Chromium is Debian's package driven by Playwright
+(never a browser download: no `playwright install`). Every wait is on page
+state (locators, the kernel indicator, cell prompts), never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
+
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+CHROMIUM = Path("/usr/bin/chromium")
+INSTALL_HINT = (
+    "install it with scripts/install-browser (as root: apt-get update && apt-get install -y chromium)"
+)
+# Without the background-networking flags Chromium keeps dialling Google
+# services, which this closed network refuses (slow, noisy start).
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+]
+SERVER_START_TIMEOUT = 90.0
+#: Milliseconds Playwright waits for page state (lab start, kernel start, cells).
+STATE_TIMEOUT_MS = 90_000
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+#: Where to also write the screenshots (e.g. docs/ when refreshing the README's).
+SHOTS_VARIABLE = "BROWSER_TEST_SHOTS"
+
+# JupyterLab user settings: no news/update toast over the notebook.
+LAB_USER_SETTINGS: dict[str, dict[str, Any]] = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
+
+# True once every code cell with source ran (a number in its prompt), or a
+# cell failed (run-all then cancels the rest); and the kernel is idle.
+_CELLS_SETTLED_JS = """
+(panel) => {
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+  if (!indicator || indicator.dataset.status !== 'idle') return false;
+  const cells = [...panel.querySelectorAll('.jp-CodeCell')].filter(
+    (cell) => (cell.querySelector('.jp-InputArea-editor')?.textContent || '').trim() !== '');
+  const prompts = cells.map((cell) => cell.querySelector('.jp-InputPrompt')?.textContent || '');
+  if (prompts.some((p) => p.includes('*'))) return false;
+  const failed = panel.querySelector('[data-mime-type="application/vnd.jupyter.error"]');
+  return failed !== null || prompts.every((p) => /\\[\\d+\\]/.test(p));
+}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class LabServer:
+    """A running JupyterLab: its address, token, notebook folder and log."""
+
+    url: str
+    token: str
+    root: Path
+    log: Path
+
+    def tail(self, lines: int = 30) -> str:
+        """The end of the server's log (kernel tracebacks land here), for failure messages."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def lab_environment(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    """A clean environment for the server and its kernels: no developer LMREG_* or Jupyter dirs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMREG_", "JUPYTER"))}
+    env.update(
+        HOME=str(home),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        IPYTHONDIR=str(home / ".ipython"),
+        JUPYTER_CONFIG_DIR=str(home / ".jupyter"),
+        JUPYTER_RUNTIME_DIR=str(home / ".jupyter" / "runtime"),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def running_lab(root: Path, home: Path, env: Mapping[str, str]) -> Iterator[LabServer]:
+    """Start `jupyter lab` over ``root`` on a free loopback port; stop it afterwards."""
+    settings_dir = home / "lab-user-settings"
+    for rel, value in LAB_USER_SETTINGS.items():
+        path = settings_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    token = secrets.token_hex(24)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = home / "jupyterlab.log"
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings_dir}",
+        f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.terminals_enabled=False",
+    ]
+    if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
+        command.append("--allow-root")
+    # The token goes through the environment, not the command line (ps shows that).
+    full_env = {**env, "JUPYTER_TOKEN": token}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
+        )
+    server = LabServer(url=url, token=token, root=root, log=log)
+    try:
+        _wait_until_ready(proc, server)
+        yield server
+    finally:
+        _stop(proc)
+
+
+def _wait_until_ready(proc: subprocess.Popen[bytes], server: LabServer) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    headers = {"Authorization": f"token {server.token}"}
+    with httpx.Client(timeout=2.0) as http:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
+            try:
+                if http.get(f"{server.url}/api/status", headers=headers).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            # Polling a server that is starting: a short pause between tries.
+            proc_wait(proc, 0.2)
+    pytest.fail(f"jupyter lab not ready after {SERVER_START_TIMEOUT:.0f} s:\n{server.tail()}")
+
+
+def proc_wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """Wait for ``proc`` to exit, at most ``seconds`` (returns early when it does)."""
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=seconds)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        # SIGINT twice is jupyter's "shut down without asking"; it also stops kernels.
+        proc.send_signal(signal.SIGINT)
+        proc_wait(proc, 0.5)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+class Lab:
+    """Drive one JupyterLab page like a person would: open, run, wait, look."""
+
+    def __init__(self, page: Page, server: LabServer, shots: Path) -> None:
+        self.page = page
+        self.server = server
+        self.shots = shots
+
+    def start(self, notebook: str) -> Locator:
+        """Load JupyterLab (fresh workspace) with ``notebook`` open; return its panel."""
+        from playwright.sync_api import expect
+
+        self.page.goto(f"{self.server.url}/lab/tree/{notebook}?reset&token={self.server.token}")
+        panel = self.panel(notebook)
+        expect(panel).to_be_visible(timeout=STATE_TIMEOUT_MS)
+        return panel
+
+    def open(self, notebook: str) -> Locator:
+        """Open ``notebook`` from the file browser (double-click); return its panel."""
+        from playwright.sync_api import expect
+
+        browser = self.page.locator(".jp-DirListing-content")
+        if not browser.is_visible():
+            self.file_browser_tab().click()
+        item = browser.locator(".jp-DirListing-item", has_text=notebook)
+        item.dblclick()
+        panel = self.panel(notebook)
+        expect(panel).to_be_visible(timeout=STATE_TIMEOUT_MS)
+        return panel
+
+    def file_browser_tab(self) -> Locator:
+        """The left side bar's File Browser tab (a click shows or hides the panel)."""
+        return self.page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']")
+
+    def hide_file_browser(self) -> None:
+        """Fold the left side bar away, so the notebook gets the page's width."""
+        from playwright.sync_api import expect
+
+        listing = self.page.locator(".jp-DirListing-content")
+        if listing.is_visible():
+            self.file_browser_tab().click()
+        expect(listing).to_be_hidden()
+
+    def tab(self, notebook: str) -> Locator:
+        """The main-area tab of ``notebook``."""
+        return self.page.locator(
+            "#jp-main-dock-panel .lm-TabBar-tab", has=self.page.get_by_text(notebook, exact=True)
+        )
+
+    def panel(self, notebook: str) -> Locator:
+        """The notebook panel shown by the tab of ``notebook``."""
+        from playwright.sync_api import expect
+
+        tab = self.tab(notebook)
+        expect(tab).to_have_count(1, timeout=STATE_TIMEOUT_MS)
+        widget_id = tab.get_attribute("data-id")
+        assert widget_id, f"tab of {notebook} has no data-id"
+        return self.page.locator(f"[id='{widget_id}']")
+
+    def activate(self, notebook: str) -> Locator:
+        """Bring ``notebook``'s tab to the front; return its panel."""
+        from playwright.sync_api import expect
+
+        self.tab(notebook).click()
+        panel = self.panel(notebook)
+        expect(panel).to_be_visible()
+        return panel
+
+    def menu(self, *path: str) -> None:
+        """Click through the menu bar, e.g. menu("Run", "Run All Cells")."""
+        top, *items = path
+        self.page.locator(".lm-MenuBar-item", has_text=top).first.click()
+        for item in items:
+            self.page.locator(".lm-Menu-item:visible", has_text=item).first.click()
+
+    def run_all(self, notebook: str) -> Locator:
+        """Clear outputs, run every cell, wait until they ran; fail on a cell error."""
+        panel = self.activate(notebook)
+        self.wait_kernel_idle(notebook, panel)
+        # Cleared prompts read "[ ]", so a saved "[3]" cannot pass for a fresh run.
+        self.menu("Edit", "Clear Outputs of All Cells")
+        self.menu("Run", "Run All Cells")
+        self.page.wait_for_function(
+            _CELLS_SETTLED_JS, arg=panel.element_handle(), timeout=STATE_TIMEOUT_MS
+        )
+        errors = panel.locator('[data-mime-type="application/vnd.jupyter.error"]')
+        if errors.count():
+            pytest.fail(f"a cell of {notebook} failed:\n{errors.first.inner_text()}")
+        return panel
+
+    def wait_kernel_idle(self, notebook: str, panel: Locator) -> None:
+        """Wait until the notebook's kernel runs and the page is connected to it, idle.
+
+        A run before the page holds its kernel executes nothing (JupyterLab
+        just clears the prompts), so the server's session comes first, then the
+        page's own indicators.
+        """
+        from playwright.sync_api import expect
+
+        deadline = time.monotonic() + STATE_TIMEOUT_MS / 1000
+        headers = {"Authorization": f"token {self.server.token}"}
+        with httpx.Client(base_url=self.server.url, headers=headers, timeout=5.0) as http:
+            while True:
+                sessions = http.get("/api/sessions").json()
+                states = [
+                    s["kernel"]["execution_state"]
+                    for s in sessions
+                    if s.get("path", "").endswith(notebook) and s.get("kernel")
+                ]
+                if "idle" in states:
+                    break
+                if time.monotonic() > deadline:
+                    pytest.fail(f"no idle kernel for {notebook}: {sessions}\n{self.server.tail()}")
+                # Poll interval while the page starts the kernel (a few hundred ms).
+                self.page.wait_for_timeout(100)
+        statusbar = self.page.locator("#jp-main-statusbar")
+        expect(statusbar).to_contain_text(re.compile(r"\|\s*Idle"), timeout=STATE_TIMEOUT_MS)
+        indicator = panel.locator(".jp-Notebook-ExecutionIndicator")
+        expect(indicator).to_have_attribute("data-status", "idle", timeout=STATE_TIMEOUT_MS)
+
+    def shot(self, target: Locator, name: str, *, publish: bool = False) -> Path:
+        """Screenshot ``target`` into the test's folder; ``publish`` also into $BROWSER_TEST_SHOTS.
+
+        ``BROWSER_TEST_SHOTS=docs pytest -m browser`` refreshes the README's pictures.
+        """
+        path = self.shots / name
+        target.scroll_into_view_if_needed()
+        target.screenshot(path=str(path), animations="disabled")
+        extra = os.environ.get(SHOTS_VARIABLE)
+        if publish and extra:
+            # Relative to the repository: tests run from a temporary working folder.
+            folder = REPO / extra
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, folder / name)
+        return path
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    """Headless Debian Chromium under Playwright; fails (never skips) when it is missing."""
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(f"the browser test needs Chromium at {CHROMIUM}: {INSTALL_HINT}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - playwright is in the [test] extra
+        pytest.fail("the browser test needs playwright (python): pip install -e '.[test]'")
+    with sync_playwright() as pw:
+        try:
+            browser = pw.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            )
+        except Exception as exc:
+            pytest.fail(f"Chromium at {CHROMIUM} did not start ({exc}); {INSTALL_HINT}")
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def lab_account(sandbox: SandboxInfo) -> dict[str, str]:
+    """A fresh sandbox account of its own, as the LMREG_* variables the notebooks read."""
+    account = sandbox.add_app("browser-test")
+    env = sandbox.env()
+    env["LMREG_APP_ID"] = account["app_id"]
+    env["LMREG_APP_SECRET"] = account["app_secret"]
+    return env
+
+
+@pytest.fixture(scope="module")
+def lab_server(
+    lab_account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LabServer]:
+    """JupyterLab over a temporary copy of notebooks/, kernels pointed at the sandbox account."""
+    root = tmp_path_factory.mktemp("lab") / "notebooks"
+    shutil.copytree(NOTEBOOKS, root)
+    home = tmp_path_factory.mktemp("lab-home")
+    with running_lab(root, home, lab_environment(home, lab_account)) as server:
+        yield server
+
+
+@pytest.fixture
+def lab(chromium: Browser, lab_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
+    """A fresh browser page on the JupyterLab server; screenshots go to tmp_path."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        yield Lab(page, lab_server, tmp_path)
+    finally:
+        # Best-effort evidence of the last state, for a failure's post-mortem.
+        with suppress(Exception):
+            page.screenshot(path=str(tmp_path / "last-page.png"))
+        context.close()
