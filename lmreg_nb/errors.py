@@ -233,9 +233,15 @@ _BY_STATUS: dict[int, type[APIError]] = {
 
 
 def api_error_for(status: int | None, code: int | None) -> type[APIError]:
-    """The error class for an envelope code, falling back to the HTTP status."""
+    """The error class for an envelope code, falling back to the HTTP status.
+
+    An unlisted 5-digit code counts as the status in its first 3 digits
+    (40001 -> 400, 50000 -> 500), which is how platforms extend this scheme.
+    """
     if code is not None and code in _BY_CODE:
         return _BY_CODE[code]
+    if code is not None and 10000 <= code <= 59999 and (status is None or status < 400):
+        status = code // 100
     if status is not None:
         if status in _BY_STATUS:
             return _BY_STATUS[status]

@@ -45,6 +45,8 @@ class Token:
     env: str
     expires_at_ms: int
     issued_at_ms: int
+    #: Where it came from: "exchange", "cache" or "environment" (LMREG_TOKEN).
+    source: str = "exchange"
 
     @property
     def expires_at(self) -> datetime:
@@ -142,6 +144,8 @@ def _int_or_none(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return None

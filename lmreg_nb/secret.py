@@ -57,6 +57,14 @@ class Secret:
     def __bool__(self) -> bool:
         return bool(self._value)
 
+    def __copy__(self) -> Secret:
+        # Immutable: a copy is the same object (and copy.copy must not go through pickling).
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Secret:
+        # dataclasses.asdict and copy.deepcopy reach here; sharing is safe, pickling is not.
+        return self
+
     def __reduce__(self) -> tuple[object, ...]:
         # Pickling would copy the plain value into whatever stores it.
         raise TypeError("a Secret cannot be pickled")

@@ -94,7 +94,8 @@ class Settings:
     def require(self, name: str) -> Any:
         """The setting's value, or a ConfigurationError naming the variable to set."""
         value = getattr(self, name)
-        if value is None or value == "":
+        # An empty Secret is as missing as an empty string (Secret("") != "").
+        if value is None or value == "" or (isinstance(value, Secret) and not value):
             var = VARIABLES[name]
             raise ConfigurationError(
                 f"{var} is not set: set it in the environment or in .env (see .env.example)",
@@ -128,7 +129,8 @@ def _read_env_file(path: str | os.PathLike[str] | None) -> dict[str, str]:
 
 def _coerce(name: str, raw: Any) -> Any:
     if name in _SECRET_FIELDS:
-        return raw if isinstance(raw, Secret) or raw is None else Secret(str(raw))
+        # Surrounding whitespace in a pasted secret is a copy error, never part of it.
+        return raw if isinstance(raw, Secret) or raw is None else Secret(str(raw).strip())
     if name == "timeout":
         try:
             timeout = float(raw)

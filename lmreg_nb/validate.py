@@ -41,9 +41,21 @@ CHAT_PATH_SUFFIX = "v1/chat/completions"
 
 
 def _require_str(field: str, value: object) -> str:
+    if value is None:
+        raise ValidationError(field, "is required")
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {_type_name(value)}")
     return value
+
+
+def _require_text(field: str, value: object) -> str:
+    """A string that is valid Unicode (a lone surrogate cannot be stored or sent as UTF-8)."""
+    text = _require_str(field, value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(field, "must be valid UTF-8 text") from None
+    return text
 
 
 def _type_name(value: object) -> str:
@@ -51,7 +63,8 @@ def _type_name(value: object) -> str:
 
 
 def _has_control(text: str) -> bool:
-    return any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text)
+    # Cs: a lone surrogate (from a JSON "\\ud800") is not a character at all.
+    return any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") for ch in text)
 
 
 def check_model_name(value: object) -> str:
@@ -85,12 +98,15 @@ def check_registry_url(value: object) -> str:
         raise ValidationError("registryUrl", "is not a valid URL") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise ValidationError(
-            "registryUrl", "must start with https:// (or http://), e.g. https://llm.school.edu/v1/chat/completions"
+            "registryUrl",
+            "must start with https:// (or http://), e.g. https://llm.school.edu/v1/chat/completions",
         )
     if not host:
         raise ValidationError("registryUrl", "must name a host, e.g. https://llm.school.edu/...")
     if parts.username is not None or parts.password is not None:
-        raise ValidationError("registryUrl", "must not contain user:password; the platform sends apiKey instead")
+        raise ValidationError(
+            "registryUrl", "must not contain user:password; the platform sends apiKey instead"
+        )
     return text
 
 
@@ -121,15 +137,17 @@ def check_reserved(data: Mapping[str, Any]) -> dict[str, Any]:
     if params is not None:
         if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
             raise ValidationError("reqParams", "must be a list of strings")
-        if sum(len(p.encode("utf-8", "surrogatepass")) for p in params) > MAX_EXAMPLE_BYTES:
+        for p in params:
+            _require_text("reqParams", p)
+        if sum(len(p.encode("utf-8")) for p in params) > MAX_EXAMPLE_BYTES:
             raise ValidationError("reqParams", "is over 64 KiB")
         out["reqParams"] = list(params)
     for field in ("reqExample", "resExample"):
         value = data.get(field)
         if value is None:
             continue
-        text = _require_str(field, value)
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_EXAMPLE_BYTES:
+        text = _require_text(field, value)
+        if len(text.encode("utf-8")) > MAX_EXAMPLE_BYTES:
             raise ValidationError(field, "is over 64 KiB; shorten it")
         out[field] = text
     return out
@@ -155,16 +173,26 @@ def model_body(data: Mapping[str, Any], *, modify: bool = False) -> dict[str, An
 
 
 def url_warnings(url: str) -> list[str]:
-    """What the platform may not like about a registryUrl; empty when all is well."""
-    parts = urlsplit(url)
+    """What the platform may not like about a registryUrl; empty when all is well.
+
+    Never raises: a URL too broken to inspect gets no warnings (check_registry_url
+    refuses it).
+    """
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname or ""
+    except (ValueError, TypeError, AttributeError):
+        return []
     warnings: list[str] = []
     if parts.scheme.lower() == "http":
-        warnings.append("registryUrl uses plain http; the platform expects https so apiKey is not sent in clear")
+        warnings.append(
+            "registryUrl uses plain http; the platform expects https so apiKey is not sent in clear"
+        )
     if not parts.path.rstrip("/").endswith(CHAT_PATH_SUFFIX):
         warnings.append(f"registryUrl path should end in {CHAT_PATH_SUFFIX} (spec 4.5)")
-    reason = _unreachable_reason(parts.hostname or "")
+    reason = _unreachable_reason(hostname) if hostname else ""
     if reason:
-        warnings.append(f"registryUrl host {parts.hostname} is {reason}; the platform cannot reach it")
+        warnings.append(f"registryUrl host {hostname} is {reason}; the platform cannot reach it")
     return warnings
 
 
@@ -180,6 +208,9 @@ def _unreachable_reason(host: str) -> str:
         if host.endswith((".local", ".internal", ".lan", ".home.arpa")):
             return "a local-network name"
         return ""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        # ::ffff:127.0.0.1 is 127.0.0.1 (Python 3.11 does not see through it).
+        ip = ip.ipv4_mapped
     if ip.is_loopback:
         return "loopback"
     if ip.is_unspecified:
@@ -194,14 +225,17 @@ def _unreachable_reason(host: str) -> str:
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 
 _MOBILE = re.compile(r"^(?:\+?86)?1[3-9]\d{9}$")
-_EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_EMAIL = re.compile(rf"^[A-Za-z0-9.!#$%&'*+/=?^_`{{|}}~-]+@{_LABEL}(?:\.{_LABEL})+$")
 
 
 def check_mobile(value: object, field: str = "contact_mobile") -> str:
     """A mainland China mobile number, with or without +86; returns its 11 digits."""
     text = re.sub(r"[\s-]", "", _require_str(field, value))
     if not _MOBILE.match(text):
-        raise ValidationError(field, "must be a mainland China mobile number, e.g. 13812345678 or +86 138 1234 5678")
+        raise ValidationError(
+            field, "must be a mainland China mobile number, e.g. 13812345678 or +86 138 1234 5678"
+        )
     return text[-11:]
 
 

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _clean_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No test depends on the developer's shell, home folder or ./.env."""
     for name in list(os.environ):
         if name.startswith("LMREG_"):
@@ -38,4 +40,3 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SandboxInfo"]
     db = tmp_path_factory.mktemp("sandbox") / "platform.sqlite3"
     with running_sandbox(db=db) as info:
         yield info
-

@@ -1,7 +1,203 @@
-"""Commands of this area (placeholder: being written)."""
+"""`lmreg-nb token | models | register | modify`: the registration API from a shell.
+
+Secrets never come from arguments: apiKey is read from LMREG_MODEL_API_KEY
+(environment or .env) or typed at a hidden prompt.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+if TYPE_CHECKING:
+    from ..client import RegistryClient
+    from ..models import RegisteredModel
+    from ..secret import Secret
+
+__all__ = ["COMMANDS"]
+
+
+def _client() -> RegistryClient:
+    from ..client import RegistryClient
+
+    return RegistryClient()
+
+
+def _echo_warnings(client: RegistryClient) -> None:
+    for warning in client.last_warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _describe(model: RegisteredModel) -> str:
+    return f"{model.model_name} (modelId {model.model_id}, registryUrl {model.registry_url})"
+
+
+def _interactive() -> bool:
+    """True when a person can answer a prompt (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def _api_key(*, purpose: str) -> Secret:
+    """apiKey from LMREG_MODEL_API_KEY, else a hidden prompt on a terminal."""
+    from ..errors import ConfigurationError
+    from ..secret import Secret
+    from ..settings import Settings
+
+    key = Settings.load().model_api_key
+    if key:
+        return key
+    if _interactive():
+        value = click.prompt(f"apiKey {purpose} (hidden)", hide_input=True, err=True)
+        return Secret(str(value))
+    raise ConfigurationError(
+        "LMREG_MODEL_API_KEY is not set and there is no terminal to ask: set it in the "
+        "environment or in .env",
+        variable="LMREG_MODEL_API_KEY",
+    )
+
+
+@click.command("token")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def token_command(as_json: bool) -> None:
+    """Get a token (cached or exchanged) and show its env and expiry; the token is masked."""
+    from datetime import UTC, datetime
+
+    with _client() as client:
+        token = client.token()
+    info = {
+        "env": token.env,
+        "token": token.token.masked,
+        "expires": token.expires_at.isoformat() if token.source != "environment" else None,
+        "source": token.source,
+    }
+    if as_json:
+        click.echo(json.dumps(info))
+        return
+    click.echo(f"env:     {token.env}")
+    click.echo(f"token:   {token.token.masked}")
+    if token.source == "environment":
+        click.echo("expires: unknown (token from LMREG_TOKEN)")
+    else:
+        left = token.expires_at - datetime.now(UTC)
+        hours = max(0.0, left.total_seconds() / 3600)
+        click.echo(f"expires: {token.expires_at:%Y-%m-%d %H:%M:%S} UTC (in {hours:.1f} h)")
+    click.echo(f"source:  {token.source}")
+
+
+@click.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (apiKey masked).")
+def models_command(as_json: bool) -> None:
+    """List the account's registered models (apiKey masked)."""
+    with _client() as client:
+        models = client.query_models()
+    if as_json:
+        click.echo(json.dumps([m.summary() for m in models], ensure_ascii=False))
+        return
+    if not models:
+        click.echo("no models registered yet (register one with `lmreg-nb register`)")
+        return
+    from ..frames import models_frame
+
+    frame = models_frame(models)
+    for column in ("createTime", "updateTime"):
+        frame[column] = frame[column].dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+    click.echo(frame.to_string(index=False))
+
+
+@click.command("register")
+@click.option("--name", "name", required=True, help="modelName (unique in the account).")
+@click.option("--url", "url", help="registryUrl: the chat endpoint [default: LMREG_MODEL_URL].")
+@click.option("--json", "as_json", is_flag=True, help="Print the model as JSON (apiKey masked).")
+def register_command(name: str, url: str | None, as_json: bool) -> None:
+    """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
+    from ..errors import ConfigurationError
+    from ..models import ModelDraft
+    from ..settings import Settings
+    from ..validate import check_model_name, check_registry_url
+
+    if url is None:
+        url = Settings.load().model_url
+        if not url:
+            raise ConfigurationError(
+                "no registryUrl: give --url or set LMREG_MODEL_URL", variable="LMREG_MODEL_URL"
+            )
+
+    # Check the arguments before asking for a secret.
+    draft_name, draft_url = check_model_name(name), check_registry_url(url)
+    draft = ModelDraft(draft_name, draft_url, _api_key(purpose="for the platform to call it"))
+    with _client() as client:
+        model = client.register_model(draft)
+        _echo_warnings(client)
+    if as_json:
+        click.echo(json.dumps(model.summary(), ensure_ascii=False))
+    else:
+        click.echo(f"registered {_describe(model)}")
+
+
+@click.command("modify")
+@click.option("--model-id", help="Select the model by modelId.")
+@click.option("--name", help="Select the model by modelName.")
+@click.option("--new-name", help="New modelName [default: unchanged].")
+@click.option("--url", help="New registryUrl [default: unchanged].")
+@click.option(
+    "--new-api-key",
+    is_flag=True,
+    help="Replace apiKey with LMREG_MODEL_API_KEY (or a hidden prompt) [default: unchanged].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the model as JSON (apiKey masked).")
+def modify_command(
+    model_id: str | None,
+    name: str | None,
+    new_name: str | None,
+    url: str | None,
+    new_api_key: bool,
+    as_json: bool,
+) -> None:
+    """Change a model's modelName, registryUrl or apiKey (the others stay as stored)."""
+    if (model_id is None) == (name is None):
+        raise click.UsageError("select the model with exactly one of --model-id or --name")
+    if new_name is None and url is None and not new_api_key:
+        raise click.UsageError("nothing to change: give --new-name, --url or --new-api-key")
+    from ..errors import NotFoundError
+    from ..models import ModelDraft
+    from ..validate import check_model_name, check_registry_url
+
+    checked: dict[str, Any] = {}
+    if new_name is not None:
+        checked["name"] = check_model_name(new_name)
+    if url is not None:
+        checked["url"] = check_registry_url(url)
+    key = _api_key(purpose="(new)") if new_api_key else None
+    with _client() as client:
+        models = client.query_models()
+        if model_id is not None:
+            current = next((m for m in models if m.model_id == model_id.strip()), None)
+            wanted = f"modelId {model_id}"
+        else:
+            assert name is not None
+            current = next((m for m in models if m.model_name == name.strip()), None)
+            wanted = f"modelName '{name}'"
+        if current is None:
+            raise NotFoundError(f"no model with {wanted} in this account", operation="modify")
+        if key is None and not current.api_key:
+            raise click.UsageError(
+                "the platform did not return the stored apiKey: add --new-api-key"
+            )
+        draft = ModelDraft(
+            model_name=checked.get("name", current.model_name),
+            registry_url=checked.get("url", current.registry_url),
+            api_key=key if key is not None else current.api_key,
+            model_id=current.model_id,
+        )
+        model = client.modify_model(draft)
+        _echo_warnings(client)
+    if as_json:
+        click.echo(json.dumps(model.summary(), ensure_ascii=False))
+    else:
+        click.echo(f"modified {_describe(model)}")
+
+
+COMMANDS: list[click.Command] = [token_command, models_command, register_command, modify_command]

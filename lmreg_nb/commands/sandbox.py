@@ -1,7 +1,228 @@
-"""Commands of this area (placeholder: being written)."""
+"""`lmreg-nb sandbox`: the platform and a mock school model on loopback; `add-app`."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+__all__ = ["COMMANDS", "default_db_path", "sandbox"]
+
+
+def default_db_path() -> Path:
+    """$XDG_DATA_HOME/lmreg_nb/sandbox.sqlite3 (XDG_DATA_HOME defaults to ~/.local/share)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "lmreg_nb" / "sandbox.sqlite3"
+
+
+def _print_json(value: dict[str, str]) -> None:
+    # One line, flushed at once: a parent process waits for it on a pipe.
+    sys.stdout.write(json.dumps(value) + "\n")
+    sys.stdout.flush()
+
+
+_DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlite3]"
+
+
+@click.group(invoke_without_command=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Platform port (0: any free port).",
+)
+@click.option(
+    "--model-port",
+    default=8766,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Mock school model port (0: any free port).",
+)
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), help=_DB_HELP)
+@click.option(
+    "--token-ttl",
+    default=3 * 24 * 3600.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Token lifetime in seconds.",
+)
+@click.option(
+    "--error-style",
+    type=click.Choice(["http", "envelope"]),
+    default="http",
+    show_default=True,
+    help="envelope: errors as HTTP 200 with a non-zero code.",
+)
+@click.option(
+    "--fail-rate",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Share of platform requests answered 50300.",
+)
+@click.option(
+    "--latency-ms",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Added to every platform request.",
+)
+@click.option(
+    "--rate-limit",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Requests per second per account before 42900 (0: off).",
+)
+@click.option(
+    "--ttft-ms",
+    default=50.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Mock model: time to first token.",
+)
+@click.option(
+    "--itl-ms",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Mock model: inter-token latency.",
+)
+@click.option(
+    "--tokens",
+    default=32,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Mock model: tokens (stream chunks) per reply.",
+)
+@click.option(
+    "--quirk",
+    "quirks",
+    multiple=True,
+    metavar="NAME",
+    help="Mock model quirk (repeatable, or comma-separated).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host (the sandbox has demo credentials and no TLS).",
+)
+@click.pass_context
+def sandbox(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    model_port: int,
+    db: Path | None,
+    token_ttl: float,
+    error_style: str,
+    fail_rate: float,
+    latency_ms: float,
+    rate_limit: float,
+    ttft_ms: float,
+    itl_ms: float,
+    tokens: int,
+    quirks: tuple[str, ...],
+    allow_remote: bool,
+) -> None:
+    """Run the platform and a mock school model on loopback until Ctrl-C.
+
+    Prints one JSON line: base_url, token_path, model_url, app_id, app_secret,
+    model_api_key (a demo account, the same on every start with the same --db).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    import sqlite3
+
+    from ..errors import ConfigurationError
+    from ..sandbox.app import PlatformConfig
+    from ..sandbox.school_model import parse_quirks
+    from ..sandbox.server import SandboxOptions, is_loopback, serve_sandbox
+
+    if not is_loopback(host) and not allow_remote:
+        raise click.UsageError(
+            f"--host {host} is not loopback; the sandbox hands out demo credentials over"
+            " plain http, so pass --allow-remote if you really mean it"
+        )
+    try:
+        quirk_set = parse_quirks(quirks)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--quirk") from None
+    options = SandboxOptions(
+        db=db or default_db_path(),
+        host=host,
+        port=port,
+        model_port=model_port,
+        platform=PlatformConfig(
+            token_ttl_s=token_ttl,
+            error_style="envelope" if error_style == "envelope" else "http",
+            fail_rate=fail_rate,
+            latency_ms=latency_ms,
+            rate_limit=rate_limit,
+        ),
+        ttft_ms=ttft_ms,
+        itl_ms=itl_ms,
+        tokens=tokens,
+        quirks=quirk_set,
+    )
+
+    def announce(info: dict[str, str]) -> None:
+        _print_json(info)
+        # For the person at the terminal; programs read the JSON line on stdout.
+        click.echo(
+            f"sandbox: platform {info['base_url']}, mock model {info['model_url']},"
+            f" database {options.db}; Ctrl-C to stop",
+            err=True,
+        )
+
+    try:
+        serve_sandbox(options, announce)
+    except KeyboardInterrupt:
+        # Ctrl-C before the servers took over the signal: a clean stop all the same.
+        return
+    except sqlite3.DatabaseError as exc:
+        raise ConfigurationError(
+            f"cannot use {options.db} as the sandbox database ({exc}); pass another --db"
+        ) from None
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot start the sandbox on {host} ({exc.strerror or exc}); choose other"
+            " --port/--model-port (0 picks free ones), or another --db"
+        ) from None
+
+
+@sandbox.command("add-app")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), help=_DB_HELP)
+@click.option("--name", required=True, help="A name for the account (e.g. the school).")
+def add_app(db: Path | None, name: str) -> None:
+    """Create an account; print {"app_id", "app_secret", "env"} as one JSON line."""
+    import sqlite3
+
+    from ..errors import ConfigurationError
+    from ..sandbox.store import Store
+
+    name = name.strip()
+    if not name or len(name) > 64:
+        raise click.BadParameter("must be 1 to 64 characters", param_hint="--name")
+    path = db or default_db_path()
+    try:
+        store = Store(path)
+        try:
+            store.demo()  # a new database gets its demo account first, like `sandbox` does
+            account = store.add_account(name)
+        finally:
+            store.close()
+    except (sqlite3.DatabaseError, OSError) as exc:
+        raise ConfigurationError(
+            f"cannot use {path} as the sandbox database ({exc}); pass another --db"
+        ) from None
+    assert account.app_secret is not None
+    _print_json({"app_id": account.app_id, "app_secret": account.app_secret, "env": account.env})
+
+
+COMMANDS: list[click.Command] = [sandbox]

@@ -55,7 +55,12 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterable
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +69,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["QUIRKS", "MockModelConfig", "create_app", "parse_quirks", "reply_tokens"]
+__all__ = [
+    "QUIRKS",
+    "MockModelConfig",
+    "app_from_env",
+    "create_app",
+    "parse_quirks",
+    "reply_tokens",
+    "serving",
+    "serving_process",
+]
 
 #: Every quirk the mock knows (see the module docstring).
 QUIRKS: frozenset[str] = frozenset(
@@ -123,6 +137,10 @@ def reply_tokens(count: int) -> list[str]:
     return [_WORDS[k % len(_WORDS)] + " " for k in range(count)]
 
 
+_TOKEN_JSON = {t: json.dumps(t) for t in reply_tokens(len(_WORDS))}
+_MARK = "\x00token\x00"  # a placeholder no token contains
+
+
 def _error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
@@ -166,8 +184,10 @@ class _Frames:
 class _Reply:
     """One request's reply: its ids, its tokens and when each one is due."""
 
-    def __init__(self, config: MockModelConfig, body: dict[str, Any], chat: bool) -> None:
-        self.t0 = time.monotonic()
+    def __init__(
+        self, config: MockModelConfig, body: dict[str, Any], chat: bool, t0: float
+    ) -> None:
+        self.t0 = t0
         self.chat = chat
         self.model = str(body.get("model") or "mock-model")
         cap = body.get("max_completion_tokens", body.get("max_tokens"))
@@ -264,6 +284,9 @@ async def _stream(
         pieces.append(frames.event(reply.chunk(role)))
     n = len(reply.tokens)
     burst = "burst" in quirks
+    # Render the chunk once and splice each token in: json.dumps per chunk would make
+    # the mock, not the client under test, the bottleneck of a load benchmark.
+    head, tail = frames.event(reply.chunk(reply.content(_MARK))).split(json.dumps(_MARK))
     for k, token in enumerate(reply.tokens):
         due = reply.due(k)
         if pieces and not burst and due > time.monotonic():
@@ -272,7 +295,7 @@ async def _stream(
             pieces.clear()
         if not burst:
             await _sleep_until(due)
-        pieces.append(frames.event(reply.chunk(reply.content(token))))
+        pieces.append(head + (_TOKEN_JSON.get(token) or json.dumps(token)) + tail)
         if k == n // 2 and "non-json-chunk" in quirks:
             pieces.append(frames.data("this is not json"))
         if k == n // 2 and "error-in-stream" in quirks:
@@ -335,6 +358,7 @@ def create_app(config: MockModelConfig) -> Starlette:
     """The mock's ASGI app (Starlette); serve it with uvicorn."""
 
     async def handle(request: Request, chat: bool) -> Response:
+        t0 = time.monotonic()  # the request's arrival: every chunk is scheduled from here
         quirks = _quirks_of(request, config)
         if isinstance(quirks, Response):
             return quirks
@@ -368,7 +392,7 @@ def create_app(config: MockModelConfig) -> Starlette:
         if problem:
             return _error(400, problem, "invalid_request_error", None, quirks)
         assert isinstance(body, dict)
-        reply = _Reply(config, body, chat)
+        reply = _Reply(config, body, chat, t0)
         stream = body.get("stream") is True
         if not stream or "no-stream" in quirks:
             await _sleep_until(reply.done_at)
@@ -390,7 +414,10 @@ def create_app(config: MockModelConfig) -> Starlette:
 
     async def models(request: Request) -> Response:
         return JSONResponse(
-            {"object": "list", "data": [{"id": "mock-model", "object": "model", "owned_by": "school"}]}
+            {
+                "object": "list",
+                "data": [{"id": "mock-model", "object": "model", "owned_by": "school"}],
+            }
         )
 
     async def health(request: Request) -> Response:
@@ -448,3 +475,112 @@ def parse_quirks(values: Iterable[str]) -> frozenset[str]:
             f"unknown quirk(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(QUIRKS))}"
         )
     return asked
+
+
+def app_from_env() -> Starlette:
+    """An app configured by ``LMREG_MOCK_*`` variables (for ``uvicorn --factory --workers``).
+
+    ``LMREG_MOCK_API_KEY`` (required), ``LMREG_MOCK_TTFT_MS``, ``LMREG_MOCK_ITL_MS``,
+    ``LMREG_MOCK_TOKENS``, ``LMREG_MOCK_QUIRKS`` (comma-separated).
+    """
+    env = os.environ
+    return create_app(
+        MockModelConfig(
+            api_key=env["LMREG_MOCK_API_KEY"],
+            ttft_ms=float(env.get("LMREG_MOCK_TTFT_MS", 50)),
+            itl_ms=float(env.get("LMREG_MOCK_ITL_MS", 10)),
+            tokens=int(env.get("LMREG_MOCK_TOKENS", 32)),
+            quirks=parse_quirks([env.get("LMREG_MOCK_QUIRKS", "")]),
+        )
+    )
+
+
+@contextlib.contextmanager
+def serving(config: MockModelConfig, host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve the mock with uvicorn in a background thread; yields its base URL.
+
+    For tests and notebooks; the sandbox command runs it in its own process.
+    """
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            backlog=512,
+        )
+    )
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="mock-school-model", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the mock school model did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def _config_env(config: MockModelConfig) -> dict[str, str]:
+    return {
+        "LMREG_MOCK_API_KEY": config.api_key,
+        "LMREG_MOCK_TTFT_MS": repr(config.ttft_ms),
+        "LMREG_MOCK_ITL_MS": repr(config.itl_ms),
+        "LMREG_MOCK_TOKENS": str(config.tokens),
+        "LMREG_MOCK_QUIRKS": ",".join(sorted(config.quirks)),
+    }
+
+
+@contextlib.contextmanager
+def serving_process(
+    config: MockModelConfig, *, workers: int = 1, host: str = "127.0.0.1", timeout: float = 30
+) -> Iterator[str]:
+    """Serve the mock in a separate uvicorn process (``workers`` processes); yields its base URL.
+
+    For benchmarks: the mock then shares no GIL with the load generator. The
+    configuration (the key included) goes through the environment, not argv.
+    """
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        port = probe.getsockname()[1]
+    cmd = [
+        sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:app_from_env",
+        "--host", host, "--port", str(port), "--workers", str(workers),
+        "--log-level", "warning", "--backlog", "2048", "--timeout-graceful-shutdown", "2",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, env={**os.environ, **_config_env(config)})
+    base = f"http://{host}:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the mock school model exited with code {proc.returncode}")
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the mock school model did not start in time")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

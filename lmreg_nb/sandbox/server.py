@@ -1,0 +1,182 @@
+"""Run the sandbox platform and the mock school model in one process.
+
+Two uvicorn servers share one asyncio loop. Their sockets are bound before
+anything starts, so port 0 works (the OS picks, the announcement reports the
+real port). SIGINT/SIGTERM ask both to finish their requests and stop; a
+second SIGINT stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from .app import PlatformConfig, create_app
+from .store import Store
+
+__all__ = ["SandboxOptions", "bind_socket", "is_loopback", "serve_sandbox"]
+
+log = logging.getLogger("lmreg_nb")
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """Everything `lmreg-nb sandbox` was asked for."""
+
+    db: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    model_port: int = 8766
+    platform: PlatformConfig = field(default_factory=PlatformConfig)
+    ttft_ms: float = 50.0
+    itl_ms: float = 10.0
+    tokens: int = 32
+    quirks: frozenset[str] = frozenset()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names the loopback interface only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A bound TCP socket on host:port (port 0: the OS picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio turns TCP_NODELAY on only for sockets that say
+    # so, and without it Nagle + delayed ACK add ~40 ms to every reused connection.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to us (two servers, one loop)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
+def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], None]) -> None:
+    """Serve until SIGINT/SIGTERM; call ``announce`` with the JSON line's fields once up.
+
+    Raises OSError when a port cannot be bound.
+    """
+    from .school_model import MockModelConfig
+    from .school_model import create_app as create_model_app
+
+    store = Store(options.db)
+    try:
+        demo = store.demo()
+        platform_sock = bind_socket(options.host, options.port)
+        try:
+            model_sock = bind_socket(options.host, options.model_port)
+        except OSError:
+            platform_sock.close()
+            raise
+        platform_app = create_app(store, options.platform)
+        model_app = create_model_app(
+            MockModelConfig(
+                api_key=demo.model_api_key,
+                ttft_ms=options.ttft_ms,
+                itl_ms=options.itl_ms,
+                tokens=options.tokens,
+                quirks=options.quirks,
+            )
+        )
+        base_url = _url(options.host, platform_sock.getsockname()[1])
+        model_base = _url(options.host, model_sock.getsockname()[1])
+        info = {
+            "base_url": base_url,
+            "token_path": options.platform.token_path,
+            "model_url": model_base + "/v1/chat/completions",
+            "app_id": demo.app_id,
+            "app_secret": demo.app_secret,
+            "model_api_key": demo.model_api_key,
+        }
+        servers = [_server(platform_app), _server(model_app)]
+        asyncio.run(_serve_both(servers, [platform_sock, model_sock], lambda: announce(info)))
+    finally:
+        store.close()
+
+
+def _server(app: Any) -> _Server:
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        backlog=2048,
+        timeout_graceful_shutdown=2,
+        # The mock may hold streams open; keep-alive sockets close quickly on stop.
+        timeout_keep_alive=5,
+    )
+    return _Server(config)
+
+
+async def _serve_both(
+    servers: list[_Server], sockets: list[socket.socket], on_started: Callable[[], None]
+) -> None:
+    loop = asyncio.get_running_loop()
+
+    def stop(sig: int) -> None:
+        for server in servers:
+            if server.should_exit and sig == signal.SIGINT:
+                server.force_exit = True
+            server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop, sig)
+
+    async def announce_when_up() -> None:
+        while not all(s.started for s in servers):
+            if any(s.should_exit for s in servers):
+                return
+            await asyncio.sleep(0.01)
+        on_started()
+
+    tasks = [
+        asyncio.create_task(server.serve(sockets=[sock]))
+        for server, sock in zip(servers, sockets, strict=True)
+    ]
+    watcher = asyncio.create_task(announce_when_up())
+    try:
+        # If one server dies (e.g. its startup fails), stop the other too.
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        watcher.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        for sock in sockets:
+            sock.close()

@@ -1,0 +1,368 @@
+"""Tokens: parse an exchange answer, cache tokens in a private file, refresh in time.
+
+The cache file (``LMREG_TOKEN_CACHE``, default ``~/.cache/lmreg_nb/tokens.json``)
+is created 0600 inside a 0700 folder and holds, per (base_url, appId, env), the
+token, its env and its expiry: never the appSecret. Writes are atomic (a temp
+file created 0600, then ``os.replace``) under an ``fcntl`` lock, so two
+processes never corrupt it. No HTTP here: :class:`TokenProvider` is handed the
+function that performs an exchange.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigurationError, MalformedResponseError
+from .models import Token, now_ms
+from .secret import Secret
+from .settings import Settings
+
+__all__ = [
+    "DEFAULT_LIFETIME_MS",
+    "MIN_MARGIN_S",
+    "TokenCache",
+    "TokenProvider",
+    "needs_refresh",
+    "refresh_margin_s",
+    "token_from_data",
+]
+
+log = logging.getLogger("lmreg_nb")
+
+#: Spec section 5: a token is valid for 3 days (assumed when the answer gives no expiry).
+DEFAULT_LIFETIME_MS = 3 * 24 * 3600 * 1000
+#: Refresh when less than max(MIN_MARGIN_S, MARGIN_FRACTION x lifetime) is left.
+MIN_MARGIN_S = 300.0
+MARGIN_FRACTION = 0.10
+
+_TOKEN_KEYS = ("token", "accessToken", "access_token")
+_ENV_KEYS = ("env", "xEnv")
+
+
+def token_from_data(data: Mapping[str, Any], *, issued_at_ms: int | None = None) -> Token:
+    """A Token from the ``data`` of a token answer (tolerant of the known field names).
+
+    Raises MalformedResponseError naming the keys it got (names only, never values).
+    """
+    issued = now_ms() if issued_at_ms is None else issued_at_ms
+    token = next((data[k] for k in _TOKEN_KEYS if isinstance(data.get(k), str) and data[k]), None)
+    env = next((data[k] for k in _ENV_KEYS if isinstance(data.get(k), str) and data[k]), None)
+    if token is None or env is None:
+        missing = (
+            "a token (token/accessToken/access_token)" if token is None else "an env (env/xEnv)"
+        )
+        keys = ", ".join(sorted(str(k) for k in data)) or "none"
+        raise MalformedResponseError(
+            f"the token answer has no {missing}; its data keys were: {keys}",
+            operation="token",
+        )
+    expires = _expiry_ms(data, issued)
+    return Token(token=Secret(token), env=env, expires_at_ms=expires, issued_at_ms=issued)
+
+
+def _expiry_ms(data: Mapping[str, Any], issued: int) -> int:
+    expire_time: Any = data.get("expireTime")
+    if _is_number(expire_time):
+        value = int(expire_time)
+        # A 10-digit value is seconds: the spec says 13-digit ms, some platforms differ.
+        return value * 1000 if value < 10**11 else value
+    expires_in: Any = data.get("expiresIn", data.get("expires_in"))
+    if _is_number(expires_in) and float(expires_in) > 0:
+        return issued + int(float(expires_in) * 1000)
+    return issued + DEFAULT_LIFETIME_MS
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return value == value  # not NaN
+    return isinstance(value, str) and value.isdigit()
+
+
+def refresh_margin_s(token: Token) -> float:
+    """Seconds before expiry at which the token is replaced.
+
+    max(5 minutes, 10% of the lifetime), but never more than half the lifetime:
+    a token that lives under 10 minutes (a test platform) would otherwise be
+    replaced before every call.
+    """
+    margin = max(MIN_MARGIN_S, MARGIN_FRACTION * token.lifetime_s)
+    return min(margin, token.lifetime_s / 2) if token.lifetime_s > 0 else margin
+
+
+def needs_refresh(token: Token, at_ms: int | None = None) -> bool:
+    """True when less than the refresh margin (:func:`refresh_margin_s`) is left."""
+    return token.seconds_left(at_ms) < refresh_margin_s(token)
+
+
+class TokenCache:
+    """The token cache file: one entry per (base_url, appId, env)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._warned = False
+
+    # -- reading ---------------------------------------------------------------
+
+    def load(self, base_url: str, app_id: str, env: str | None = None) -> Token | None:
+        """The newest cached token for this platform and appId (and env, when given)."""
+        best: Token | None = None
+        for entry in self._entries():
+            if entry.get("baseUrl") != base_url or entry.get("appId") != app_id:
+                continue
+            if env is not None and entry.get("env") != env:
+                continue
+            token = _entry_token(entry)
+            if token is not None and (best is None or token.expires_at_ms > best.expires_at_ms):
+                best = token
+        return best
+
+    def _entries(self) -> list[dict[str, Any]]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            log.warning("token cache %s is unreadable (%s); ignoring it", self.path, exc.strerror)
+            return []
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            log.warning("token cache %s is not JSON; it will be rewritten", self.path)
+            return []
+        entries = doc.get("tokens") if isinstance(doc, dict) else None
+        if not isinstance(entries, list):
+            return []
+        return [e for e in entries if isinstance(e, dict)]
+
+    # -- writing ---------------------------------------------------------------
+
+    def store(self, base_url: str, app_id: str, token: Token) -> None:
+        """Save (replace) the entry for (base_url, app_id, token.env); drop expired ones."""
+        with self.locked():
+            self._store_unlocked(base_url, app_id, token)
+
+    def forget(self, base_url: str, app_id: str, token: Token) -> None:
+        """Remove this exact token (the server refused it)."""
+        with self.locked():
+            keep = [
+                e
+                for e in self._entries()
+                if not (
+                    e.get("baseUrl") == base_url
+                    and e.get("appId") == app_id
+                    and e.get("token") == token.token.reveal()
+                )
+            ]
+            self._write(keep)
+
+    def _store_unlocked(self, base_url: str, app_id: str, token: Token) -> None:
+        at = now_ms()
+        keep = [
+            e
+            for e in self._entries()
+            if not (
+                e.get("baseUrl") == base_url
+                and e.get("appId") == app_id
+                and e.get("env") == token.env
+            )
+            and isinstance(e.get("expiresAt"), int)
+            and e["expiresAt"] > at
+        ]
+        keep.append(
+            {
+                "baseUrl": base_url,
+                "appId": app_id,
+                "env": token.env,
+                "token": token.token.reveal(),
+                "expiresAt": token.expires_at_ms,
+                "issuedAt": token.issued_at_ms,
+            }
+        )
+        self._write(keep)
+
+    def _ensure_folder(self) -> None:
+        folder = self.path.parent
+        if not folder.exists():
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
+            return
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        if mode & 0o077 and not self._warned:
+            self._warned = True
+            log.warning(
+                "token cache folder %s is readable by others (mode %o); the file itself is 0600",
+                folder,
+                mode,
+            )
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        self._ensure_folder()
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        data = json.dumps({"version": 1, "tokens": entries}, indent=1).encode("utf-8")
+        # 0600 from the first byte: created by os.open with the mode, never chmod-ed later.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """An exclusive lock shared by every process using this cache file."""
+        self._ensure_folder()
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def _entry_token(entry: Mapping[str, Any]) -> Token | None:
+    token, env = entry.get("token"), entry.get("env")
+    expires, issued = entry.get("expiresAt"), entry.get("issuedAt")
+    if not (isinstance(token, str) and token and isinstance(env, str) and env):
+        return None
+    if not (isinstance(expires, int) and isinstance(issued, int)):
+        return None
+    return Token(Secret(token), env, expires, issued, source="cache")
+
+
+class TokenProvider:
+    """Hands out a valid token: LMREG_TOKEN, the memory, the cache file or an exchange.
+
+    Thread-safe: threads that need a new token at once cause one exchange (a lock
+    and a re-check); processes share the cache file under its lock, so they too
+    exchange once.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        exchange: Callable[[], Token],
+        *,
+        cache: TokenCache | None = None,
+    ) -> None:
+        self.settings = settings
+        self._exchange = exchange
+        path = settings.token_cache
+        self.cache = cache if cache is not None else (TokenCache(path) if path else None)
+        self._lock = threading.Lock()
+        self._current: Token | None = None
+        self.exchanges = 0  # how many exchanges this provider made (tests, diagnostics)
+
+    @property
+    def fixed(self) -> bool:
+        """True when the token comes from LMREG_TOKEN."""
+        return self.settings.token is not None
+
+    @property
+    def can_exchange(self) -> bool:
+        """True when base_url, appId and appSecret are all set."""
+        s = self.settings
+        return bool(s.base_url and s.app_id and s.app_secret)
+
+    def get(self) -> Token:
+        """A token with more than the refresh margin left."""
+        current = self._current
+        if current is not None and not needs_refresh(current):
+            return current
+        with self._lock:
+            # Re-check: another thread may have refreshed while this one waited.
+            current = self._current
+            if current is not None and not needs_refresh(current):
+                return current
+            self._current = self._obtain(refused=None)
+            return self._current
+
+    def refresh(self, refused: Token) -> Token:
+        """A new token after the server refused ``refused`` (40100/40101)."""
+        with self._lock:
+            current = self._current
+            if (
+                current is not None
+                and current.token != refused.token
+                and not needs_refresh(current)
+            ):
+                return current  # another thread already replaced it
+            self._current = self._obtain(refused=refused)
+            return self._current
+
+    def _obtain(self, refused: Token | None) -> Token:
+        settings = self.settings
+        if settings.token is not None and refused is None:
+            env = settings.env
+            if not env:
+                raise ConfigurationError(
+                    "LMREG_TOKEN is set but LMREG_ENV is not: set LMREG_ENV to the env "
+                    "returned with the token",
+                    variable="LMREG_ENV",
+                )
+            issued = now_ms()
+            # Its real expiry is unknown; the server will say 40101 when it ends.
+            return Token(settings.token, env, issued + DEFAULT_LIFETIME_MS, issued, "environment")
+        base_url: str = settings.require("base_url")
+        app_id: str = settings.require("app_id")
+        settings.require("app_secret")
+        if self.cache is None:
+            return self._do_exchange()
+        try:
+            return self._obtain_cached(base_url, app_id, refused, self.cache)
+        except OSError as exc:
+            # A read-only home or a bad LMREG_TOKEN_CACHE must not stop the work.
+            log.warning(
+                "token cache %s is unusable (%s); set LMREG_TOKEN_CACHE to a writable file",
+                self.cache.path,
+                exc.strerror or type(exc).__name__,
+            )
+            return self._do_exchange()
+
+    def _obtain_cached(
+        self, base_url: str, app_id: str, refused: Token | None, cache: TokenCache
+    ) -> Token:
+        settings = self.settings
+        with cache.locked():
+            # Another process may have exchanged while this one waited for the lock.
+            cached = cache.load(base_url, app_id, settings.env)
+            if refused is not None and cached is not None and cached.token == refused.token:
+                cached = None
+            if cached is not None and not needs_refresh(cached):
+                log.debug("token from cache %s (env %s)", cache.path, cached.env)
+                return cached
+            token = self._do_exchange()
+            try:
+                cache._store_unlocked(base_url, app_id, token)
+            except OSError as exc:
+                # A full disk must not stop the work: the token is still good.
+                log.warning("could not write token cache %s: %s", cache.path, exc.strerror)
+            return token
+
+    def _do_exchange(self) -> Token:
+        token = self._exchange()
+        self.exchanges += 1
+        if self.settings.env and token.env != self.settings.env:
+            log.warning(
+                "the token's env %s differs from LMREG_ENV %s; using the token's env",
+                token.env,
+                self.settings.env,
+            )
+        return token

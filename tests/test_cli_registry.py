@@ -1,0 +1,262 @@
+"""`lmreg-nb token | models | register | modify`: CliRunner and real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from registry_fakes import API_KEY, APP_SECRET, FakePlatform
+
+from lmreg_nb import client as client_module
+from lmreg_nb.cli import main
+from lmreg_nb.client import RegistryClient
+from lmreg_nb.commands import registry
+from lmreg_nb.sandbox.process import SandboxInfo
+
+URL = "https://llm.school.example/v1/chat/completions"
+TOKEN = "TOKEN-canary-1-0a1b2c3d4e"
+CANARIES = (API_KEY, APP_SECRET, TOKEN)
+
+
+@pytest.fixture
+def platform(monkeypatch: pytest.MonkeyPatch) -> FakePlatform:
+    fake = FakePlatform()
+    monkeypatch.setattr(client_module, "_sleep", lambda s: None)
+    monkeypatch.setattr(
+        registry, "_client", lambda: RegistryClient(fake.settings(), transport=fake.transport())
+    )
+    return fake
+
+
+@pytest.fixture
+def run(caplog: pytest.LogCaptureFixture) -> Iterator[object]:
+    """Invoke the CLI; assert no canary in its output or in any log record (DEBUG)."""
+    runner = CliRunner()
+    caplog.set_level(logging.DEBUG)
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        result = runner.invoke(main, list(args), input=input, catch_exceptions=False)
+        everything = result.output + (result.stderr if result.stderr_bytes is not None else "")
+        everything += caplog.text + "".join(r.getMessage() for r in caplog.records)
+        for canary in CANARIES:
+            assert canary not in everything, f"{canary[:6]}… leaked by {args}"
+        return result
+
+    yield invoke
+
+
+def test_token_shows_env_expiry_and_masked_token(platform: FakePlatform, run) -> None:
+    result = run("token")
+    assert result.exit_code == 0
+    assert "env:     env-test" in result.output and "token:   …3d4e" in result.output
+    assert "expires:" in result.output and "source:  exchange" in result.output
+    info = json.loads(run("token", "--json").stdout)
+    assert info["env"] == "env-test" and info["token"] == "…3d4e" and info["source"] == "cache"
+
+
+def test_models_table_and_json(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "no models registered yet" in run("models").output
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    assert run("register", "--name", "school-llm", "--url", URL).exit_code == 0
+    table = run("models").output
+    assert "school-llm" in table and "…8d9e" in table and "modelId" in table
+    rows = json.loads(run("models", "--json").stdout)
+    assert [r["modelName"] for r in rows] == ["school-llm"] and rows[0]["apiKey"] == "…8d9e"
+    assert rows[0]["createTime"].endswith("+00:00")
+
+
+def test_register_takes_api_key_from_environment(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    result = run("register", "--name", "school-llm", "--url", URL)
+    assert result.exit_code == 0 and "registered school-llm (modelId m1" in result.output
+    assert platform.models[0]["apiKey"] == API_KEY
+
+
+def test_register_url_defaults_to_lmreg_model_url(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    monkeypatch.setenv("LMREG_MODEL_URL", "http://10.0.0.5/v1/chat/completions")
+    result = run("register", "--name", "private", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["apiKey"] == "…8d9e"
+    assert platform.models[0]["registryUrl"] == "http://10.0.0.5/v1/chat/completions"
+    assert "warning: registryUrl host 10.0.0.5 is a private address" in result.stderr
+
+
+def test_register_prompts_hidden_on_a_terminal(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(registry, "_interactive", lambda: True)
+    result = run("register", "--name", "typed", "--url", URL, input=API_KEY + "\n")
+    assert result.exit_code == 0 and platform.models[0]["apiKey"] == API_KEY
+    assert "apiKey" in result.output  # the prompt was shown; the key was not echoed (checked)
+
+
+def test_register_without_key_and_terminal_is_a_configuration_error(
+    platform: FakePlatform, run
+) -> None:
+    result = run("register", "--name", "x", "--url", URL)
+    assert result.exit_code == 2 and "LMREG_MODEL_API_KEY" in result.stderr
+    assert "Traceback" not in result.output and platform.requests == []
+
+
+def test_api_key_is_never_an_argument(platform: FakePlatform, run) -> None:
+    result = run("register", "--name", "x", "--url", URL, "--api-key", "k")
+    assert result.exit_code == 2 and "No such option" in result.stderr
+
+
+def test_register_conflict_is_exit_1_one_line(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    run("register", "--name", "dup", "--url", URL)
+    result = run("register", "--name", "dup", "--url", URL)
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: register failed (HTTP 409, code 40900")
+
+
+def test_register_bad_url_is_exit_2(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    result = run("register", "--name", "x", "--url", "ftp://x.example/")
+    assert result.exit_code == 2 and "error: registryUrl: must start with https://" in result.stderr
+    assert platform.requests == []
+
+
+def test_modify_by_name_keeps_what_is_not_given(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    run("register", "--name", "school-llm", "--url", URL)
+    result = run("modify", "--name", "school-llm", "--new-name", "renamed")
+    assert result.exit_code == 0 and "modified renamed (modelId m1" in result.output
+    stored = platform.models[0]
+    assert (stored["modelName"], stored["registryUrl"], stored["apiKey"]) == (
+        "renamed",
+        URL,
+        API_KEY,
+    )
+
+
+def test_modify_by_id_with_a_new_key_and_url(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    run("register", "--name", "school-llm", "--url", URL)
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", "NEWKEY-0000-1111-2222")
+    new_url = "https://llm2.school.example/v1/chat/completions"
+    result = run("modify", "--model-id", "m1", "--url", new_url, "--new-api-key", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["registryUrl"] == new_url
+    assert platform.models[0]["apiKey"] == "NEWKEY-0000-1111-2222"
+    assert "NEWKEY-0000-1111-2222" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["modify", "--url", URL], "exactly one of --model-id or --name"),
+        (["modify", "--name", "a", "--model-id", "b", "--url", URL], "exactly one of"),
+        (["modify", "--name", "a"], "nothing to change"),
+    ],
+)
+def test_modify_usage_errors(platform: FakePlatform, run, args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_modify_unknown_model_is_exit_1(platform: FakePlatform, run) -> None:
+    result = run("modify", "--model-id", "nope", "--new-name", "x")
+    assert result.exit_code == 1 and "no model with modelId nope" in result.stderr
+
+
+def test_missing_configuration_is_exit_2(run) -> None:
+    result = run("models")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: LMREG_BASE_URL is not set: set it in the environment or in .env (see .env.example)"
+    )
+
+
+def test_help_lists_the_commands(run) -> None:
+    output = run("--help").output
+    assert all(name in output for name in ("token", "models", "register", "modify"))
+
+
+# -- the real thing: subprocesses against the sandbox ------------------------------------
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def test_cli_against_the_sandbox_leaks_no_secret(sandbox: SandboxInfo, tmp_path: Path) -> None:
+    app = sandbox.add_app("cli-school")
+    canary_key = "CANARY-cli-apikey-4b8d2f6a"
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "XDG_CACHE_HOME": str(tmp_path / ".cache"),
+        **sandbox.env(),
+        "LMREG_APP_ID": app["app_id"],
+        "LMREG_APP_SECRET": app["app_secret"],
+        "LMREG_MODEL_API_KEY": canary_key,
+    }
+    runs = [
+        (cli(env, "token"), 0),
+        (cli(env, "register", "--name", "cli-model"), 0),
+        (cli(env, "register", "--name", "cli-model"), 1),
+        (cli(env, "models", "--json"), 0),
+        (cli(env, "modify", "--name", "cli-model", "--new-name", "cli-model-2"), 0),
+        (cli(env, "models"), 0),
+        (
+            cli(
+                {
+                    **env,
+                    "LMREG_APP_SECRET": app["app_secret"] + "-wrong",
+                    "XDG_CACHE_HOME": str(tmp_path / "c2"),
+                },
+                "token",
+            ),
+            1,
+        ),
+        (cli({**env, "LMREG_BASE_URL": ""}, "models"), 2),
+    ]
+    cache = json.loads((tmp_path / ".cache" / "lmreg_nb" / "tokens.json").read_text())
+    token = cache["tokens"][0]["token"]
+    for done, code in runs:
+        assert done.returncode == code, done.stderr
+        assert "Traceback" not in done.stderr
+        for canary in (canary_key, app["app_secret"], token):
+            assert canary not in done.stdout + done.stderr
+    assert f"env:     {app['env']}" in runs[0][0].stdout and token[-4:] in runs[0][0].stdout
+    assert "registered cli-model" in runs[1][0].stdout
+    assert "warning: registryUrl" in runs[1][0].stderr
+    assert "code 40900" in runs[2][0].stderr
+    rows = json.loads(runs[3][0].stdout)
+    assert [r["modelName"] for r in rows] == ["cli-model"] and rows[0][
+        "apiKey"
+    ] == "…" + canary_key[-4:]
+    assert "cli-model-2" in runs[5][0].stdout
+    assert "LMREG_APP_ID and LMREG_APP_SECRET" in runs[6][0].stderr
+    assert "LMREG_BASE_URL" in runs[7][0].stderr

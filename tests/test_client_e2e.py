@@ -1,0 +1,245 @@
+"""RegistryClient against the real sandbox process (HTTP on loopback, SQLite behind it)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from lmreg_nb import client as client_module
+from lmreg_nb.client import REGISTER_PATH, RegistryClient
+from lmreg_nb.errors import (
+    ConflictError,
+    CredentialsError,
+    LmregError,
+    NotFoundError,
+    ValidationError,
+)
+from lmreg_nb.models import ModelDraft
+from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
+from lmreg_nb.secret import Secret
+from lmreg_nb.settings import Settings
+from lmreg_nb.tokens import TokenCache
+
+CANARY_KEY = "CANARY-apikey-7d1e5b9f3a2c"
+CANARY_KEY_2 = "CANARY-apikey2-0c4f8e6a2b1d"
+
+
+@pytest.fixture(autouse=True)
+def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Real waits would only slow the suite; the retry decisions are what is tested.
+    monkeypatch.setattr(client_module, "_sleep", lambda s: time.sleep(min(s, 0.01)))
+
+
+@pytest.fixture(scope="module")
+def account(sandbox: SandboxInfo) -> dict[str, str]:
+    """An account of its own, so counts are not disturbed by other test modules."""
+    return sandbox.add_app("client-e2e")
+
+
+def settings_for(
+    info: SandboxInfo, tmp: Path, app: dict[str, str] | None = None, **kw: Any
+) -> Settings:
+    env = dict(info.env())
+    if app is not None:
+        env["LMREG_APP_ID"], env["LMREG_APP_SECRET"] = app["app_id"], app["app_secret"]
+    return Settings.load(environ=env, token_cache=tmp / "tokens.json", **kw)
+
+
+@pytest.fixture
+def client(
+    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path
+) -> Iterator[RegistryClient]:
+    with RegistryClient(settings_for(sandbox, tmp_path, account)) as c:
+        yield c
+
+
+def draft(info: SandboxInfo, name: str, key: str = CANARY_KEY, **kw: Any) -> ModelDraft:
+    return ModelDraft(model_name=name, registry_url=info.model_url, api_key=Secret(key), **kw)
+
+
+def test_token_register_query_modify(
+    client: RegistryClient, sandbox: SandboxInfo, account: dict[str, str]
+) -> None:
+    token = client.token()
+    assert token.env == account["env"] and token.seconds_left() > 3600
+    model = client.register_model(draft(sandbox, "e2e-basic"))
+    assert model.model_id and model.api_key.reveal() == CANARY_KEY
+    assert model.create_time is not None and model.create_time == model.update_time
+
+    listed = {m.model_name: m for m in client.query_models()}
+    assert listed["e2e-basic"].model_id == model.model_id
+
+    changed = client.modify_model(
+        draft(sandbox, "e2e-basic-2", CANARY_KEY_2, model_id=model.model_id)
+    )
+    assert changed.model_name == "e2e-basic-2" and changed.create_time_ms == model.create_time_ms
+    assert changed.update_time_ms is not None and changed.update_time_ms >= model.create_time_ms
+    assert client.find_model("e2e-basic-2") is not None and client.find_model("e2e-basic") is None
+    assert client.exchanges == 1
+
+
+def test_errors_from_the_real_server(client: RegistryClient, sandbox: SandboxInfo) -> None:
+    client.register_model(draft(sandbox, "e2e-dup"))
+    with pytest.raises(ConflictError) as info:
+        client.register_model(draft(sandbox, "e2e-dup"))
+    assert (info.value.status, info.value.code) == (409, 40900) and info.value.request_id
+    with pytest.raises(NotFoundError) as missing:
+        client.modify_model(draft(sandbox, "e2e-x", model_id="no-such-model"))
+    assert missing.value.code == 40400
+
+
+def test_register_or_update(client: RegistryClient, sandbox: SandboxInfo) -> None:
+    first, how = client.register_or_update(draft(sandbox, "e2e-upsert"))
+    second, how2 = client.register_or_update(draft(sandbox, "e2e-upsert", CANARY_KEY_2))
+    assert (how, how2) == ("registered", "updated") and first.model_id == second.model_id
+    assert second.api_key.reveal() == CANARY_KEY_2
+
+
+def test_wrong_secret_is_credentials_error(sandbox: SandboxInfo, tmp_path: Path) -> None:
+    app = {"app_id": sandbox.app_id, "app_secret": "wrong-secret-value-000"}
+    with (
+        RegistryClient(settings_for(sandbox, tmp_path, app)) as c,
+        pytest.raises(CredentialsError) as info,
+    ):
+        c.token()
+    assert info.value.code == 40102 and "wrong-secret" not in str(info.value)
+
+
+def test_tokens_are_shared_through_the_cache(
+    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path
+) -> None:
+    settings = settings_for(sandbox, tmp_path, account)
+    with RegistryClient(settings) as first:
+        first.query_models()
+    with RegistryClient(settings) as second:
+        second.query_models()
+        assert second.token().source == "cache" and second.exchanges == 0
+
+
+class LoseAnswer(httpx.BaseTransport):
+    """Forwards to the real server, then loses the first register answer."""
+
+    def __init__(self, error: type[httpx.TransportError]) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.error = error
+        self.registers = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.url.path == REGISTER_PATH:
+            self.registers += 1
+            if self.registers == 1:
+                response.read()
+                response.close()
+                raise self.error("the answer was lost on the way back", request=request)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.RemoteProtocolError])
+def test_register_whose_answer_is_lost_gives_one_model(
+    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path, error: type[httpx.TransportError]
+) -> None:
+    name = f"e2e-lost-{error.__name__}"
+    transport = LoseAnswer(error)
+    with RegistryClient(settings_for(sandbox, tmp_path, account), transport=transport) as c:
+        model = c.register_model(draft(sandbox, name))
+        assert model.model_name == name and model.model_id
+        assert transport.registers == 1  # not resent: the lookup found it
+        assert [m.model_id for m in c.query_models() if m.model_name == name] == [model.model_id]
+
+
+def test_envelope_error_style(tmp_path: Path) -> None:
+    with (
+        running_sandbox(args=["--error-style", "envelope"]) as info,
+        RegistryClient(settings_for(info, tmp_path)) as c,
+    ):
+        c.register_model(draft(info, "dup"))
+        with pytest.raises(ConflictError) as conflict:
+            c.register_model(draft(info, "dup"))
+        assert (conflict.value.status, conflict.value.code) == (200, 40900)
+        with pytest.raises(NotFoundError):
+            c.modify_model(draft(info, "dup", model_id="nope"))
+
+
+def test_fail_rate_queries_succeed_and_nothing_is_registered_twice(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="lmreg_nb")
+    names = [f"flaky-{i}" for i in range(8)]
+    # 0.3 ** 9: one call in 50 000 would exhaust its retries.
+    with (
+        running_sandbox(args=["--fail-rate", "0.3"]) as info,
+        RegistryClient(settings_for(info, tmp_path), max_retries=8) as c,
+    ):
+        for name in names:
+            assert c.register_model(draft(info, name)).model_name == name
+        for _ in range(10):
+            stored = [m.model_name for m in c.query_models()]
+            assert sorted(stored) == sorted(names)  # each exactly once
+        model = c.find_model("flaky-0")
+        assert model is not None
+        changed = c.modify_model(draft(info, "flaky-0", CANARY_KEY_2, model_id=model.model_id))
+        assert changed.api_key.reveal() == CANARY_KEY_2
+    messages = [r.getMessage() for r in caplog.records]
+    # The faults did happen (about 30% of some 40 calls) and were retried or settled.
+    assert sum("retry" in m or "not stored" in m for m in messages) >= 3
+
+
+def test_server_side_expiry_is_refreshed_once(tmp_path: Path) -> None:
+    with running_sandbox(args=["--token-ttl", "1"]) as info:
+        settings = settings_for(info, tmp_path)
+        with RegistryClient(settings) as c:
+            first = c.token()
+        # Pretend the clock says the token is still good (skew): only the server knows.
+        lied = type(first)(first.token, first.env, first.expires_at_ms + 10**9, first.issued_at_ms)
+        TokenCache(tmp_path / "tokens.json").store(info.base_url, info.app_id, lied)
+        time.sleep(1.2)
+        with RegistryClient(settings) as c:
+            assert c.query_models() == []
+            assert c.exchanges == 1 and c.token().token != first.token
+
+
+def test_no_canary_leaks_from_client_logs_or_errors(
+    sandbox: SandboxInfo, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = sandbox.add_app("canary-school")
+    settings = settings_for(sandbox, tmp_path, app)
+    seen: list[str] = []
+    caplog.set_level(logging.DEBUG)  # every logger, httpx and httpcore included
+    with RegistryClient(settings) as c:
+        token = c.token().token.reveal()
+        model = c.register_model(draft(sandbox, "canary-model"))
+        seen += [repr(model), str(model), repr(c.query_models()), repr(c), repr(settings)]
+        failures: list[Any] = [
+            lambda: c.register_model(draft(sandbox, "canary-model")),
+            lambda: c.modify_model(draft(sandbox, "x", model_id="nope")),
+            lambda: c.register_model(draft(sandbox, "bad", key="has space " + CANARY_KEY)),
+        ]
+        for failing in failures:
+            with pytest.raises((LmregError, ValidationError)) as info:
+                failing()
+            exc: BaseException | None = info.value
+            while exc is not None:
+                seen += [str(exc), repr(exc)]
+                exc = exc.__cause__ or exc.__context__
+    with RegistryClient(
+        settings_for(sandbox, tmp_path, {**app, "app_secret": app["app_secret"] + "x"})
+    ) as bad:
+        bad.settings.token_cache.unlink()  # type: ignore[union-attr]
+        with pytest.raises(CredentialsError) as cred:
+            bad.token()
+        seen += [str(cred.value), repr(cred.value)]
+    seen += [r.getMessage() for r in caplog.records] + [caplog.text]
+    assert any(r.name == "httpx" for r in caplog.records)  # the loggers did speak
+    text = "\n".join(seen)
+    for canary in (CANARY_KEY, app["app_secret"], token):
+        assert canary not in text

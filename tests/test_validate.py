@@ -1,0 +1,283 @@
+"""Field rules (shared with the sandbox): examples, boundaries and hypothesis properties."""
+
+from __future__ import annotations
+
+import string
+import unicodedata
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lmreg_nb.errors import ValidationError
+from lmreg_nb.validate import (
+    MAX_API_KEY,
+    MAX_EXAMPLE_BYTES,
+    MAX_MODEL_NAME,
+    MAX_URL,
+    check_api_key,
+    check_email,
+    check_mobile,
+    check_model_id,
+    check_model_name,
+    check_registry_url,
+    check_reserved,
+    model_body,
+    url_warnings,
+)
+
+CHAT = "https://llm.school.edu.cn/v1/chat/completions"
+anything = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(), st.lists(st.text(max_size=3))
+)
+
+
+def refuses(fn: Any, value: Any, field: str) -> str:
+    with pytest.raises(ValidationError) as info:
+        fn(value)
+    assert info.value.field == field and "\n" not in str(info.value)
+    return info.value.reason
+
+
+# -- modelName -----------------------------------------------------------------------------
+
+
+def test_model_name_examples() -> None:
+    assert check_model_name("  qwen-72b  ") == "qwen-72b"
+    assert check_model_name("学校模型") == "学校模型"
+    assert check_model_name("x" * MAX_MODEL_NAME) == "x" * 64
+    assert "at most 64" in refuses(check_model_name, "x" * 65, "modelName")
+    assert refuses(check_model_name, "   ", "modelName") == "must not be empty"
+    assert refuses(check_model_name, None, "modelName") == "is required"
+    assert "got int" in refuses(check_model_name, 5, "modelName")
+    assert "control" in refuses(check_model_name, "a\x00b", "modelName")
+    assert "control" in refuses(check_model_name, "a\u200bb", "modelName")  # zero-width space
+    assert "control" in refuses(check_model_name, "a\ud800b", "modelName")  # lone surrogate
+
+
+@given(anything)
+def test_model_name_is_total(value: Any) -> None:
+    try:
+        name = check_model_name(value)
+    except ValidationError as exc:
+        assert exc.field == "modelName"
+        return
+    assert isinstance(value, str)
+    assert name == name.strip() and 1 <= len(name) <= MAX_MODEL_NAME
+    assert check_model_name(name) == name  # idempotent
+    assert not any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in name)
+
+
+@given(st.text(alphabet=st.characters(categories=["L", "N", "P", "S"]), min_size=1, max_size=64))
+def test_visible_names_up_to_64_are_accepted(name: str) -> None:
+    assert check_model_name(name) == name
+
+
+# -- registryUrl ---------------------------------------------------------------------------
+
+hosts = st.from_regex(r"\A[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,20}){1,3}\Z")
+paths = st.lists(
+    st.text(alphabet=string.ascii_letters + string.digits + "-_.~", min_size=1, max_size=10),
+    max_size=4,
+)
+
+
+@given(st.sampled_from(["http", "https", "HTTPS"]), hosts, st.none() | st.integers(1, 65535), paths)
+def test_generated_urls_are_accepted(
+    scheme: str, host: str, port: int | None, path: list[str]
+) -> None:
+    url = f"{scheme}://{host}{'' if port is None else f':{port}'}/{'/'.join(path)}"
+    assert check_registry_url(url) == url
+
+
+@given(st.text(max_size=200))
+def test_registry_url_is_total_and_url_warnings_never_raise(value: str) -> None:
+    try:
+        url = check_registry_url(value)
+    except ValidationError as exc:
+        assert exc.field == "registryUrl"
+    else:
+        assert url.lower().startswith(("http://", "https://")) and len(url) <= MAX_URL
+    assert isinstance(url_warnings(value), list)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("", "must not be empty"),
+        ("llm.school.edu/v1/chat/completions", "must start with https://"),
+        ("ftp://llm.school.edu/", "must start with https://"),
+        ("https:///v1/chat/completions", "must name a host"),
+        ("https://user:pw@llm.school.edu/v1/chat/completions", "user:password"),
+        ("https://user@llm.school.edu/v1/chat/completions", "user:password"),
+        ("https://llm.school.edu:99999/", "not a valid URL"),
+        ("https://[::1/", "not a valid URL"),
+        ("https://llm school.edu/", "spaces"),
+        ("https://llm.school.edu/" + "a" * MAX_URL, "at most 2048"),
+    ],
+)
+def test_bad_urls(url: str, reason: str) -> None:
+    assert reason in refuses(check_registry_url, url, "registryUrl")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (CHAT, []),
+        ("https://llm.school.edu.cn/v1/chat/completions/", []),
+        ("http://llm.school.edu.cn/v1/chat/completions", ["plain http"]),
+        ("https://llm.school.edu.cn/chat", ["should end in v1/chat/completions"]),
+        ("https://127.0.0.1/v1/chat/completions", ["loopback"]),
+        ("https://localhost/v1/chat/completions", ["loopback"]),
+        ("https://[::1]/v1/chat/completions", ["loopback"]),
+        ("https://[::ffff:127.0.0.1]/v1/chat/completions", ["loopback"]),
+        ("https://10.1.2.3/v1/chat/completions", ["a private address"]),
+        ("https://192.168.1.9/v1/chat/completions", ["a private address"]),
+        ("https://100.64.0.1/v1/chat/completions", ["a private address"]),
+        ("https://169.254.1.1/v1/chat/completions", ["link-local"]),
+        ("https://0.0.0.0/v1/chat/completions", ["unspecified"]),
+        ("https://gpu-box/v1/chat/completions", ["single-label"]),
+        ("https://gpu.lan/v1/chat/completions", ["local-network"]),
+        ("https://8.8.8.8/v1/chat/completions", []),
+        ("http://127.0.0.1/x", ["plain http", "should end in", "loopback"]),
+    ],
+)
+def test_url_warnings(url: str, expected: list[str]) -> None:
+    warnings = url_warnings(url)
+    assert len(warnings) == len(expected)
+    for warning, part in zip(warnings, expected, strict=True):
+        assert part in warning
+
+
+# -- apiKey --------------------------------------------------------------------------------
+
+
+@given(
+    st.text(
+        alphabet=string.ascii_letters + string.digits + string.punctuation,
+        min_size=1,
+        max_size=MAX_API_KEY,
+    )
+)
+def test_visible_keys_are_accepted_unchanged(key: str) -> None:
+    assert check_api_key(key) == key
+
+
+@given(
+    st.text(min_size=1, max_size=20), st.sampled_from([" ", "\t", "\n", "\u3000", "\x00", "\u200b"])
+)
+def test_keys_with_whitespace_or_invisibles_are_refused(key: str, bad: str) -> None:
+    refuses(check_api_key, key[: len(key) // 2] + bad + key[len(key) // 2 :], "apiKey")
+
+
+def test_api_key_bounds() -> None:
+    assert check_api_key("k" * MAX_API_KEY)
+    assert "at most 512" in refuses(check_api_key, "k" * 513, "apiKey")
+    assert refuses(check_api_key, "", "apiKey") == "must not be empty"
+    assert refuses(check_api_key, None, "apiKey") == "is required"
+
+
+def test_model_id() -> None:
+    assert check_model_id(" mdl_1 ") == "mdl_1"
+    refuses(check_model_id, "", "modelId")
+    refuses(check_model_id, "x" * 129, "modelId")
+    refuses(check_model_id, 7, "modelId")
+
+
+# -- reserved fields and whole bodies -------------------------------------------------------
+
+
+def test_reserved_fields_64_kib_is_in_bytes() -> None:
+    exact = "a" * MAX_EXAMPLE_BYTES
+    assert check_reserved({"reqExample": exact})["reqExample"] == exact
+    assert "64 KiB" in refuses(
+        lambda v: check_reserved({"resExample": v}), exact + "a", "resExample"
+    )
+    wide = "é" * (MAX_EXAMPLE_BYTES // 2 + 1)  # fewer characters, more bytes
+    refuses(lambda v: check_reserved({"reqExample": v}), wide, "reqExample")
+    refuses(lambda v: check_reserved({"reqExample": v}), "\ud800", "reqExample")
+    assert check_reserved({"reqParams": ["a", "b"]}) == {"reqParams": ["a", "b"]}
+    refuses(lambda v: check_reserved({"reqParams": v}), ["a", 1], "reqParams")
+    refuses(lambda v: check_reserved({"reqParams": v}), "a", "reqParams")
+    refuses(
+        lambda v: check_reserved({"reqParams": v}), ["x" * (MAX_EXAMPLE_BYTES + 1)], "reqParams"
+    )
+
+
+def test_model_body_normalises_and_drops_service_fields() -> None:
+    body = model_body(
+        {
+            "modelName": " m ",
+            "registryUrl": CHAT,
+            "apiKey": "k-1",
+            "modelId": "ignored",
+            "createTime": 1,
+            "updateTime": 2,
+            "reqParams": [],
+        }
+    )
+    assert body == {"modelName": "m", "registryUrl": CHAT, "apiKey": "k-1", "reqParams": []}
+    modify = model_body(
+        {"modelName": "m", "registryUrl": CHAT, "apiKey": "k", "modelId": "id"}, modify=True
+    )
+    assert modify["modelId"] == "id"
+    refuses(
+        lambda v: model_body(v, modify=True),
+        {"modelName": "m", "registryUrl": CHAT, "apiKey": "k"},
+        "modelId",
+    )
+    refuses(model_body, ["not", "a", "dict"], "body")
+
+
+FIELDS = [
+    "modelName",
+    "registryUrl",
+    "apiKey",
+    "modelId",
+    "reqParams",
+    "reqExample",
+    "resExample",
+    "createTime",
+]
+
+
+@settings(max_examples=150)
+@given(st.dictionaries(st.sampled_from(FIELDS), anything | st.just(CHAT)), st.booleans())
+def test_model_body_is_total(data: dict[str, Any], modify: bool) -> None:
+    try:
+        body = model_body(data, modify=modify)
+    except ValidationError as exc:
+        assert exc.field in FIELDS
+        return
+    assert {"modelName", "registryUrl", "apiKey"} <= set(body)
+    assert "createTime" not in body and ("modelId" in body) == modify
+    assert model_body(body, modify=modify) == body  # validating twice changes nothing
+
+
+# -- contact fields ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw", ["13812345678", "+86 138 1234 5678", "86-138-1234-5678", "+8613812345678"]
+)
+def test_mobile_numbers(raw: str) -> None:
+    assert check_mobile(raw) == "13812345678"
+
+
+@pytest.mark.parametrize(
+    "raw", ["12812345678", "1381234567", "138123456789", "+1 415 555 0100", "", "abc"]
+)
+def test_bad_mobile_numbers(raw: str) -> None:
+    refuses(check_mobile, raw, "contact_mobile")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["ops@school.edu.cn", " a.b+c@x-y.example ", "李@x.cn", "a..b@x.cn", "a@x", "a@-x.cn", "@x.cn"],
+)
+def test_emails(raw: str) -> None:
+    if raw in ("ops@school.edu.cn", " a.b+c@x-y.example "):
+        assert check_email(raw) == raw.strip()
+    else:
+        refuses(check_email, raw, "contact_email")
