@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -31,6 +33,7 @@ __all__ = [
     "MIN_MARGIN_S",
     "TokenCache",
     "TokenProvider",
+    "credential_id",
     "needs_refresh",
     "refresh_margin_s",
     "token_from_data",
@@ -105,6 +108,16 @@ def needs_refresh(token: Token, at_ms: int | None = None) -> bool:
     return token.seconds_left(at_ms) < refresh_margin_s(token)
 
 
+def credential_id(base_url: str, app_id: str, app_secret: Secret) -> str:
+    """A short keyed fingerprint of the credentials a cached token was earned with.
+
+    An HMAC keyed by the appSecret: it tells two secrets apart without revealing
+    anything about either (the cache never holds the appSecret itself).
+    """
+    message = f"{base_url}\n{app_id}".encode()
+    return hmac.new(app_secret.reveal().encode(), message, hashlib.sha256).hexdigest()[:24]
+
+
 class TokenCache:
     """The token cache file: one entry per (base_url, appId, env)."""
 
@@ -114,13 +127,27 @@ class TokenCache:
 
     # -- reading ---------------------------------------------------------------
 
-    def load(self, base_url: str, app_id: str, env: str | None = None) -> Token | None:
-        """The newest cached token for this platform and appId (and env, when given)."""
+    def load(
+        self,
+        base_url: str,
+        app_id: str,
+        env: str | None = None,
+        *,
+        credential: str | None = None,
+    ) -> Token | None:
+        """The newest cached token for this platform and appId (and env, when given).
+
+        With ``credential`` (see :func:`credential_id`) only a token obtained with
+        the same appSecret counts: a mistyped or rotated secret is never hidden
+        by a token the old one earned.
+        """
         best: Token | None = None
         for entry in self._entries():
             if entry.get("baseUrl") != base_url or entry.get("appId") != app_id:
                 continue
             if env is not None and entry.get("env") != env:
+                continue
+            if credential is not None and entry.get("credential") != credential:
                 continue
             token = _entry_token(entry)
             if token is not None and (best is None or token.expires_at_ms > best.expires_at_ms):
@@ -147,10 +174,12 @@ class TokenCache:
 
     # -- writing ---------------------------------------------------------------
 
-    def store(self, base_url: str, app_id: str, token: Token) -> None:
+    def store(
+        self, base_url: str, app_id: str, token: Token, *, credential: str | None = None
+    ) -> None:
         """Save (replace) the entry for (base_url, app_id, token.env); drop expired ones."""
         with self.locked():
-            self._store_unlocked(base_url, app_id, token)
+            self._store_unlocked(base_url, app_id, token, credential=credential)
 
     def forget(self, base_url: str, app_id: str, token: Token) -> None:
         """Remove this exact token (the server refused it)."""
@@ -166,7 +195,9 @@ class TokenCache:
             ]
             self._write(keep)
 
-    def _store_unlocked(self, base_url: str, app_id: str, token: Token) -> None:
+    def _store_unlocked(
+        self, base_url: str, app_id: str, token: Token, *, credential: str | None = None
+    ) -> None:
         at = now_ms()
         keep = [
             e
@@ -187,6 +218,7 @@ class TokenCache:
                 "token": token.token.reveal(),
                 "expiresAt": token.expires_at_ms,
                 "issuedAt": token.issued_at_ms,
+                **({"credential": credential} if credential else {}),
             }
         )
         self._write(keep)
@@ -342,7 +374,8 @@ class TokenProvider:
         settings = self.settings
         with cache.locked():
             # Another process may have exchanged while this one waited for the lock.
-            cached = cache.load(base_url, app_id, settings.env)
+            credential = credential_id(base_url, app_id, settings.require("app_secret"))
+            cached = cache.load(base_url, app_id, settings.env, credential=credential)
             if refused is not None and cached is not None and cached.token == refused.token:
                 cached = None
             if cached is not None and not needs_refresh(cached):
@@ -350,7 +383,7 @@ class TokenProvider:
                 return cached
             token = self._do_exchange()
             try:
-                cache._store_unlocked(base_url, app_id, token)
+                cache._store_unlocked(base_url, app_id, token, credential=credential)
             except OSError as exc:
                 # A full disk must not stop the work: the token is still good.
                 log.warning("could not write token cache %s: %s", cache.path, exc.strerror)

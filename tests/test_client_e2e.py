@@ -24,7 +24,7 @@ from lmreg_nb.models import ModelDraft
 from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
-from lmreg_nb.tokens import TokenCache
+from lmreg_nb.tokens import TokenCache, credential_id
 
 CANARY_KEY = "CANARY-apikey-7d1e5b9f3a2c"
 CANARY_KEY_2 = "CANARY-apikey2-0c4f8e6a2b1d"
@@ -201,7 +201,10 @@ def test_server_side_expiry_is_refreshed_once(tmp_path: Path) -> None:
             first = c.token()
         # Pretend the clock says the token is still good (skew): only the server knows.
         lied = type(first)(first.token, first.env, first.expires_at_ms + 10**9, first.issued_at_ms)
-        TokenCache(tmp_path / "tokens.json").store(info.base_url, info.app_id, lied)
+        credential = credential_id(info.base_url, info.app_id, Secret(info.app_secret))
+        TokenCache(tmp_path / "tokens.json").store(
+            info.base_url, info.app_id, lied, credential=credential
+        )
         time.sleep(1.2)
         with RegistryClient(settings) as c:
             assert c.query_models() == []

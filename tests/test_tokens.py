@@ -15,7 +15,7 @@ from registry_fakes import APP_ID, APP_SECRET, BASE_URL, TOKEN_PATH, FakePlatfor
 
 from lmreg_nb import client as client_module
 from lmreg_nb.client import QUERY_PATH, RegistryClient
-from lmreg_nb.errors import MalformedResponseError
+from lmreg_nb.errors import CredentialsError, MalformedResponseError
 from lmreg_nb.models import Token, now_ms
 from lmreg_nb.secret import Secret
 from lmreg_nb.tokens import (
@@ -115,7 +115,7 @@ def test_cache_file_is_private_and_holds_no_app_secret(tmp_path: Path) -> None:
     text = cache.read_text()
     assert APP_SECRET not in text
     entry = json.loads(text)["tokens"][0]
-    assert set(entry) == {"baseUrl", "appId", "env", "token", "expiresAt", "issuedAt"}
+    assert set(entry) == {"baseUrl", "appId", "env", "token", "expiresAt", "issuedAt", "credential"}
     assert entry["token"] == "TOKEN-canary-1-0a1b2c3d4e" and entry["appId"] == APP_ID
     # No temp file is left behind by the atomic write.
     assert sorted(p.name for p in cache.parent.iterdir()) == ["tokens.json", "tokens.json.lock"]
@@ -327,3 +327,19 @@ def test_short_lived_token_is_reused_for_half_its_life() -> None:
     two_minutes = 120_000  # a test platform's token: a 5-minute margin would exceed it
     assert not needs_refresh(make_token(left_ms=100_000, lifetime_ms=two_minutes))
     assert needs_refresh(make_token(left_ms=50_000, lifetime_ms=two_minutes))
+
+
+def test_a_wrong_app_secret_is_not_hidden_by_a_cached_token(tmp_path: Path) -> None:
+    """A token earned with the right secret must not make a mistyped one look fine."""
+    path = tmp_path / "t.json"
+    platform = FakePlatform()
+    with RegistryClient(platform.settings(token_cache=path), transport=platform.transport()) as c:
+        c.query_models()
+    wrong = platform.settings(token_cache=path, app_secret="not-the-secret-000000")
+    with (
+        RegistryClient(wrong, transport=platform.transport()) as c,
+        pytest.raises(CredentialsError),
+    ):
+        c.query_models()
+    assert platform.count(TOKEN_PATH) == 2  # the wrong secret was sent, and refused
+    assert APP_SECRET not in path.read_text()
