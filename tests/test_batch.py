@@ -74,6 +74,7 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # ---------------------------------------------------------------- run_notebook
 
 
+@pytest.mark.notebooks
 def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
     tmp_path: Path, private_tmp: Path
 ) -> None:
@@ -100,6 +101,7 @@ def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
     assert "Leaky &lt;School&gt;" in page and "Leaky <School>" not in page
 
 
+@pytest.mark.notebooks
 def test_a_secret_the_scrubber_missed_means_nothing_is_written(
     tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,6 +202,7 @@ def test_summary_csv_and_index_escape_untrusted_values(tmp_path: Path) -> None:
     assert 'href="r1/onboarding.html"' in page
 
 
+@pytest.mark.notebooks
 def test_the_submitted_function_runs_in_a_process_pool(tmp_path: Path) -> None:
     task = RunTask("p1", str(DATA / "leaky.ipynb"), str(tmp_path / "p1"), {"school": "P"},
                    {"LMREG_APP_SECRET": CANARY}, 120, "fp")  # fmt: skip

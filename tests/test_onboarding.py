@@ -194,6 +194,19 @@ def test_outcome_html_escapes_server_text() -> None:
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
+def test_table_escapes_html_and_aligns_text() -> None:
+    from lmreg_nb.onboarding import Table
+
+    table = Table(["name", "detail"], [["a", "<b>bold</b>"], ["long-name", "x"]])
+    assert "<b>bold" not in table._repr_html_() and "&lt;b&gt;bold" in table._repr_html_()
+    assert repr(table).splitlines() == [
+        "name       detail",
+        "a          <b>bold</b>",
+        "long-name  x",
+    ]
+    assert list(table.frame()["name"]) == ["a", "long-name"]
+
+
 def test_notebooks_are_found_from_the_package() -> None:
     assert notebook_path("onboarding").name == "onboarding.ipynb"
     with pytest.raises(ConfigurationError, match="LMREG_NOTEBOOKS"):
@@ -253,9 +266,9 @@ def test_unreachable_endpoint_is_a_failed_check_and_the_summary_says_failed(
     run.connect()
     run.register("unreachable-model", "http://127.0.0.1:9/v1/chat/completions")
     run.list_models()
-    frame = run.check_endpoint()
-    failed = frame[~frame["passed"].astype(bool) & (frame["severity"] == "error")]
-    assert len(failed) >= 1
+    table = run.check_endpoint()
+    assert table.columns == ["check", "passed", "severity", "detail"]
+    assert any(row[1] == "✘" and row[2] == "error" for row in table.rows)
     assert not run.verdict().ok
     summary = run.summary()
     assert summary["status"] == "failed"
@@ -276,7 +289,7 @@ def test_a_probe_that_raises_is_recorded_as_a_failed_check(
 
     monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", boom)
     run = _run(sandbox, "Raising School")
-    frame = run.check_endpoint(model_url="https://llm.example/v1/chat/completions")
-    assert list(frame["name"]) == ["endpoint reachable"]
+    table = run.check_endpoint(model_url="https://llm.example/v1/chat/completions")
+    assert [row[:3] for row in table.rows] == [["endpoint reachable", "✘", "error"]]
     assert run.summary()["checks"][0]["detail"].startswith("could not connect")
     assert run.figure().title.startswith("no load test")

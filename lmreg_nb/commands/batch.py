@@ -1,7 +1,60 @@
-"""Commands of this area (placeholder: being written)."""
+"""`lmreg-nb batch PLAN.csv`: run a notebook for many schools, headless."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+__all__ = ["COMMANDS"]
+
+
+@click.command("batch")
+@click.argument("plan", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+    default=Path("runs/batch"), show_default=True,
+    help="Folder for <run_id>/ records, summary.csv and index.html.",
+)  # fmt: skip
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+    help="Runs at the same time.",
+)  # fmt: skip
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+    help="Seconds per run before it is stopped.",
+)  # fmt: skip
+@click.option("--force", is_flag=True, help="Run again the runs that already succeeded.")
+@click.option(
+    "--env-file", type=click.Path(path_type=Path, dir_okay=False),
+    help="Variables common to every run (a row's env_file goes on top).",
+)  # fmt: skip
+def batch(
+    plan: Path, out_dir: Path, jobs: int, timeout: float, force: bool, env_file: Path | None
+) -> None:
+    """Run one notebook per row of PLAN (CSV: run_id, notebook, env_file, parameters...).
+
+    Each row is its own papermill process with its own environment (its
+    env_file: that school's LMREG_* variables, secrets included; never put a
+    secret in the plan). A failed run does not stop the others; running the
+    same plan again skips the runs that succeeded. Exit 1 if any run failed,
+    2 if the plan is wrong (nothing runs then).
+    """
+    from ..batch import read_plan, run_batch
+
+    runs = read_plan(plan, env_file=env_file)  # the whole plan is checked before any run
+    result = run_batch(runs, out_dir, jobs=jobs, timeout=timeout, force=force, env_file=env_file)
+    for run in result.runs:
+        note = " (earlier run)" if run["run_id"] in result.skipped else ""
+        error = f"  {run.get('error')}" if run.get("error") else ""
+        click.echo(f"{run.get('status', '?'):7} {run['run_id']}{note}{error}")
+    failed = len(result.failed)
+    click.echo(
+        f"{len(result.runs) - failed} ok, {failed} failed, {len(result.skipped)} skipped "
+        f"(already ok). Records: {result.index_html}, {result.summary_csv}"
+    )
+    if failed:
+        raise SystemExit(1)
+
+
+COMMANDS: list[click.Command] = [batch]

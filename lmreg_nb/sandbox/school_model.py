@@ -6,7 +6,8 @@ It serves ``POST /v1/chat/completions`` (streamed and not) and
 latency knobs exactly, so that the probe's measurements can be checked against
 a known truth: the stream sends a role-only first chunk at once, then content
 chunk ``k`` (one token each, ``k = 0 .. tokens-1``) at ``t0 + ttft_ms + k *
-itl_ms``, where ``t0`` is the request's arrival on a monotonic clock. Chunks
+itl_ms``, where ``t0`` is the request's arrival in the app (the handler's
+start) on a monotonic clock. Chunks
 are scheduled against that clock, never by chained sleeps, so timing does not
 drift; chunks already due (``itl_ms = 0``, or a late loop) go out in one write.
 A non-streamed reply is sent when the last token would be.
@@ -19,7 +20,8 @@ Quirks imitate what real servers and proxies do. They come from
 ``MockModelConfig.quirks`` and, per request, from a path prefix, so one mock
 serves them all: ``/quirks/no-done,burst/v1/chat/completions``.
 
-Tolerated by well-behaved clients:
+Tolerated by well-behaved clients (the probe notes them; a missing usage is a
+warning):
 
 ==================  =========================================================
 ``no-space``        ``data:{json}`` (no space after the colon)
@@ -30,7 +32,8 @@ Tolerated by well-behaved clients:
 ``no-usage``        no ``usage``, in the JSON reply or in the stream
 ==================  =========================================================
 
-Breaking clients (the probe flags them):
+Breaking clients (the probe flags them: errors, except burst, html-errors and
+text-errors, which are warnings):
 
 ======================  =====================================================
 ``no-done``             the stream ends without ``data: [DONE]``
@@ -46,6 +49,12 @@ Breaking clients (the probe flags them):
 ``status-500``          every request answers 500
 ``status-429``          every request answers 429 with ``Retry-After: 1``
 ======================  =====================================================
+
+Also served: ``GET /health`` and ``GET /v1/models``. Ways to run it:
+:func:`create_app` (the ASGI app, for uvicorn or the sandbox command),
+:func:`serving` (a uvicorn thread, for tests), :func:`serving_process` (a
+separate uvicorn process with N workers, for benchmarks) and
+:func:`app_from_env` (a factory configured by ``LMREG_MOCK_*`` variables).
 """
 
 from __future__ import annotations
@@ -53,13 +62,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
-import time
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -106,10 +115,11 @@ QUIRKS: frozenset[str] = frozenset(
 
 # The longest a `slow` request hangs when the client never gives up.
 _SLOW_CAP_S = 300.0
-_WORDS = (
+_SENTENCE = (
     "The quick brown fox jumps over the lazy dog while the school model "
     "streams one token per chunk for the probe to measure."
-).split()
+)
+_WORDS = tuple(_SENTENCE.split())
 
 
 @dataclass(frozen=True)

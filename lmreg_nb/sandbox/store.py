@@ -224,7 +224,7 @@ class Store:
                         "app_id": app_id,
                         "app_secret": app_secret,
                         "env": env,
-                        "model_api_key": "sk-sandbox-" + secrets.token_urlsafe(24),
+                        "model_api_key": "sk-" + secrets.token_urlsafe(32),
                     }
                     self._conn.execute(
                         "INSERT INTO settings (key, value) VALUES ('demo', ?)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Iterator
@@ -193,7 +194,7 @@ def _arrivals(url: str, quirks: str = "") -> tuple[float, list[float]]:
             for line in reply.iter_lines():
                 if '"content":"' in line and '"content":""' not in line:
                     times.append(time.perf_counter() - start)
-    return times[0], [b - a for a, b in zip(times, times[1:], strict=False)]
+    return times[0], [b - a for a, b in itertools.pairwise(times)]
 
 
 def test_timing_follows_the_knobs(base_url: str) -> None:

@@ -1,0 +1,156 @@
+"""Wall time of a headless onboarding run next to papermill running an empty notebook.
+
+Prints JSON lines (one object per line, each with a "bench" name), all from one run:
+
+- ``papermill_empty``: ``python -m papermill`` on a one-cell notebook (interpreter
+  start, kernel start, save): the floor of any papermill run;
+- ``papermill_onboarding``: the same command on notebooks/onboarding.ipynb with
+  check_requests=0 against a sandbox process (contact card, token, register or
+  update, list, conformance checks, chat reply, summary record), with
+  ``ratio_vs_empty`` = its median / the empty notebook's median (goal: <= 1.5).
+  The mock school model answers with no added latency (``--ttft-ms 0 --itl-ms 0``):
+  its sleeps are the school's time, not the toolkit's; ``--mock-latency`` keeps
+  the sandbox's defaults instead;
+- ``run_notebook_onboarding``: the same run through ``lmreg_nb.batch.run_notebook``
+  (clean environment, scrub, HTML copy), what ``lmreg-nb demo``/``onboard`` pay.
+
+Usage: python bench/bench_onboarding.py [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import yaml
+from nbformat.v4 import new_code_cell, new_notebook
+
+from lmreg_nb.batch import run_notebook
+from lmreg_nb.onboarding import notebook_path
+from lmreg_nb.sandbox.process import running_sandbox
+
+PARAMETERS = {
+    "school": "Bench School",
+    "contact_name": "Li Hua",
+    "contact_mobile": "13800138000",
+    "contact_email": "ops@bench.example",
+    "model_name": "bench-model",
+    "check_requests": 0,
+    "check_concurrency": 1,
+}
+
+
+def _median_s(runs: int, action: Callable[[], None]) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+def _papermill(notebook: Path, out: Path, env: dict[str, str], params: dict[str, object]) -> None:
+    params_file = out.with_suffix(".yaml")
+    params_file.write_text(yaml.safe_dump(params), encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "papermill", str(notebook), str(out), "-f", str(params_file),
+         "--no-progress-bar", "--log-level", "WARNING", "--cwd", str(out.parent)],
+        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _line(name: str, median: float, times: list[float], **extra: object) -> dict[str, object]:
+    return {
+        "bench": name,
+        "runs": len(times),
+        "median_s": round(median, 3),
+        "min_s": round(min(times), 3),
+        "max_s": round(max(times), 3),
+        **extra,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--mock-latency", action="store_true", help="keep the mock's default latency"
+    )
+    args = parser.parse_args()
+    knobs = () if args.mock_latency else ("--ttft-ms", "0", "--itl-ms", "0")
+
+    with (
+        tempfile.TemporaryDirectory(prefix="lmreg-bench-") as tmp_name,
+        running_sandbox(args=knobs) as sandbox,
+    ):
+        tmp = Path(tmp_name)
+        empty = tmp / "empty.ipynb"
+        cell = new_code_cell("x = 1")
+        cell.metadata["tags"] = ["parameters"]
+        nb = new_notebook(cells=[cell])
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nbformat.write(nb, empty)
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")},
+            **sandbox.env(),
+            "LMREG_TOKEN_CACHE": str(tmp / "tokens.json"),
+        }
+        onboarding = notebook_path("onboarding")
+
+        # One warm-up of each, so the first kernel start's disk reads are not counted.
+        _papermill(empty, tmp / "warm-empty.ipynb", env, {})
+        _papermill(onboarding, tmp / "warm-onboarding.ipynb", env, PARAMETERS)
+
+        base, base_times = _median_s(args.runs, lambda: _papermill(empty, tmp / "e.ipynb", env, {}))
+        mock = {"mock_latency": bool(args.mock_latency)}
+        print(json.dumps(_line("papermill_empty", base, base_times)), flush=True)
+
+        onb, onb_times = _median_s(
+            args.runs, lambda: _papermill(onboarding, tmp / "o.ipynb", env, PARAMETERS)
+        )
+        print(
+            json.dumps(
+                _line(
+                    "papermill_onboarding",
+                    onb,
+                    onb_times,
+                    ratio_vs_empty=round(onb / base, 2),
+                    **mock,
+                )
+            ),
+            flush=True,
+        )
+
+        def via_runner() -> None:
+            result = run_notebook(
+                onboarding, tmp / "runs", parameters=PARAMETERS, env=env, timeout=120
+            )
+            if not result.ok:
+                raise SystemExit(f"onboarding failed: {result.error}")
+
+        run, run_times = _median_s(args.runs, via_runner)
+        print(
+            json.dumps(
+                _line(
+                    "run_notebook_onboarding", run, run_times, ratio_vs_empty=round(run / base, 2)
+                )
+            ),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

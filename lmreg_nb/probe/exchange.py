@@ -1,0 +1,405 @@
+"""One request to the school's endpoint, recorded in detail: the engine of checks and load test.
+
+:func:`send` never raises for what a server does (refused connection,
+timeout, error status, a broken stream): it returns an :class:`Exchange`
+whose ``failure`` says what happened, so the checker can judge it and the
+load test can count it. Every time is ``time.perf_counter()`` seconds.
+A model's reply is untrusted: bodies and text are size-capped.
+
+Times start when the request's headers have been written to the connection
+(httpcore's trace hook), not when :func:`send` was called: waiting for a pooled
+connection, connecting, or our own other requests of a load test going out
+first would otherwise count as the server's latency. ``t_begin`` keeps the call
+time; a transport without the hook leaves ``t_start`` at it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .sse import Framing, SSEDecoder
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_TEXT_CHARS",
+    "TOTAL_TIMEOUT_FACTOR",
+    "Exchange",
+    "Target",
+    "chat_body",
+    "completion_body",
+    "completions_url",
+    "send",
+    "snippet",
+]
+
+#: The most of a reply the probe reads (a stream or a JSON body).
+MAX_BODY_BYTES = 4 * 1024 * 1024
+#: The most reply text it keeps.
+MAX_TEXT_CHARS = 256 * 1024
+#: A whole reply may take this many times the (per-read) timeout.
+TOTAL_TIMEOUT_FACTOR = 6
+DEFAULT_PROMPT = "In two sentences, what is a language model?"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how to call: URL, the key (plain, held only here), model name, timeout."""
+
+    url: str
+    api_key: str
+    model: str
+    timeout: float = 10.0
+
+    def __repr__(self) -> str:  # the key never shows
+        return f"Target(url={self.url!r}, model={self.model!r}, timeout={self.timeout})"
+
+    def headers(self, api_key: str | None = None) -> dict[str, str]:
+        """Request headers; ``api_key`` replaces the target's key (the wrong-key check)."""
+        return {
+            "Authorization": f"Bearer {self.api_key if api_key is None else api_key}",
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream, application/json",
+        }
+
+
+def chat_body(
+    model: str,
+    prompt: str = DEFAULT_PROMPT,
+    *,
+    stream: bool,
+    max_tokens: int | None = 256,
+    temperature: float = 0.2,
+) -> dict[str, Any]:
+    """A chat request body (spec 4.5); a streamed one asks for a usage chunk."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": stream,
+        "temperature": temperature,
+    }
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def completion_body(model: str, prompt: str = DEFAULT_PROMPT, max_tokens: int = 64) -> dict:
+    """The plain text-completion form: model, prompt, temperature."""
+    return {"model": model, "prompt": prompt, "temperature": 0.2, "max_tokens": max_tokens}
+
+
+def completions_url(chat_url: str) -> str | None:
+    """The text-completion URL beside a chat URL (``.../v1/completions``), if it has one."""
+    base, sep, query = chat_url.partition("?")
+    stripped = base.rstrip("/")
+    if not stripped.endswith("chat/completions"):
+        return None
+    return stripped[: -len("chat/completions")] + "completions" + sep + query
+
+
+@dataclass(slots=True)
+class Exchange:
+    """Everything observed about one request."""
+
+    stream_requested: bool
+    t_begin: float = 0.0  # send() called
+    t_start: float = 0.0  # request headers written (or t_begin, without a trace)
+    t_headers: float | None = None
+    t_end: float = 0.0
+    status: int | None = None
+    content_type: str = ""
+    location: str = ""  # the Location header of a redirect
+    failure: str | None = None  # error kind: "connect", "timeout", "status 500", ...
+    failure_detail: str = ""
+    body: bytes = b""  # a non-streamed body (capped)
+    json_body: Any = None
+    streamed: bool = False  # the reply was an event stream (not one JSON body)
+    events: int = 0
+    data_events: list[str] = field(default_factory=list)  # kept only when asked
+    non_json: list[str] = field(default_factory=list)  # data that was not a JSON object
+    error_events: list[Any] = field(default_factory=list)  # {"error": ...} inside the stream
+    done: bool = False  # saw `data: [DONE]`
+    after_done: int = 0  # events after [DONE]
+    role_only_first: bool = False
+    null_content: int = 0
+    usage_chunks: int = 0  # chunks with empty choices and a usage object
+    usage: dict[str, Any] | None = None
+    pieces: list[str] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # arrival of each content piece
+    text_chars: int = 0
+    truncated: bool = False
+    framing: Framing | None = None
+    reads: int = 0  # network reads of the body
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer that carried content and no error object."""
+        return self.failure is None
+
+    @property
+    def text(self) -> str:
+        """The reply text received (capped)."""
+        return "".join(self.pieces)
+
+    @property
+    def latency(self) -> float | None:
+        """Seconds from sending to the end of the reply."""
+        return self.t_end - self.t_start if self.t_end else None
+
+    @property
+    def ttft(self) -> float | None:
+        """Seconds from sending to the first non-empty content."""
+        return self.times[0] - self.t_start if self.times else None
+
+    @property
+    def gaps(self) -> list[float]:
+        """Seconds between consecutive content pieces."""
+        t = self.times
+        return [t[i] - t[i - 1] for i in range(1, len(t))]
+
+    @property
+    def output_tokens(self) -> tuple[int, str]:
+        """Output tokens and where the number comes from: ``"usage"`` or ``"chunks"``."""
+        usage = self.usage
+        if usage is not None:
+            tokens = usage.get("completion_tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+                return tokens, "usage"
+        return len(self.pieces), "chunks"
+
+
+async def send(
+    client: httpx.AsyncClient,
+    target: Target,
+    body: dict[str, Any] | bytes,
+    *,
+    stream: bool,
+    url: str | None = None,
+    api_key: str | None = None,
+    keep_events: bool = False,
+) -> Exchange:
+    """POST ``body`` and record the reply; never raises for the server's behaviour."""
+    ex = Exchange(stream_requested=stream)
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    ex.t_begin = ex.t_start = time.perf_counter()
+
+    async def trace(event: str, info: Any) -> None:
+        # Time from the moment the request is on the wire: waiting for a pooled
+        # connection, connecting, or other requests of our own load generator
+        # being sent first is not the server's latency.
+        if event == "http11.send_request_headers.complete":
+            ex.t_start = time.perf_counter()
+
+    total = target.timeout * TOTAL_TIMEOUT_FACTOR
+    try:
+        # The timeout is per network read; `total` bounds a reply that trickles forever.
+        async with (
+            asyncio.timeout(total),
+            client.stream(
+                "POST",
+                url or target.url,
+                content=content,
+                headers=target.headers(api_key),
+                extensions={"trace": trace},
+            ) as reply,
+        ):
+            ex.t_headers = time.perf_counter()
+            ex.status = reply.status_code
+            ex.content_type = reply.headers.get("content-type", "").lower()
+            ex.location = snippet(reply.headers.get("location", ""), 200)
+            if ex.content_type.startswith("text/event-stream") or (
+                stream and 200 <= reply.status_code < 300 and "json" not in ex.content_type
+            ):
+                # Any 2xx non-JSON answer to a streamed request is read as a stream,
+                # so a wrong Content-Type is reported, not fatal.
+                await _read_stream(reply, ex, keep_events)
+            else:
+                await _read_body(reply, ex)
+    except TimeoutError:
+        ex.failure = "timeout"
+        ex.failure_detail = f"the reply did not finish within {total:g} s"
+    except httpx.TimeoutException as exc:
+        ex.failure = "timeout"
+        ex.failure_detail = f"no answer within {target.timeout:g} s ({type(exc).__name__})"
+    except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        ex.failure = "connect"
+        ex.failure_detail = _one_line(exc) or type(exc).__name__
+    except httpx.HTTPError as exc:  # reset mid-reply, protocol errors, bad encodings
+        ex.failure = "transport"
+        ex.failure_detail = f"{type(exc).__name__}: {_one_line(exc)}"
+    ex.t_end = time.perf_counter()
+    if ex.failure is None:
+        _judge(ex)
+    return ex
+
+
+async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in reply.aiter_bytes():
+        ex.reads += 1
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            ex.truncated = True
+            break
+        chunks.append(chunk)
+    ex.body = b"".join(chunks)
+    if "json" in ex.content_type or ex.body[:1] in (b"{", b"["):
+        try:
+            ex.json_body = json.loads(ex.body)
+        except ValueError:
+            ex.json_body = None
+    if ex.stream_requested and isinstance(ex.json_body, dict) and "choices" in ex.json_body:
+        # A streamed request answered with one body: the whole text arrives at once.
+        now = time.perf_counter()
+        _take_whole(ex, ex.json_body, now)
+
+
+def _take_whole(ex: Exchange, reply: dict[str, Any], now: float) -> None:
+    choices = reply.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        choice = choices[0]
+        message = choice.get("message")
+        text = message.get("content") if isinstance(message, dict) else choice.get("text")
+        if isinstance(text, str) and text:
+            _add_piece(ex, text, now)
+    usage = reply.get("usage")
+    if isinstance(usage, dict):
+        ex.usage = usage
+
+
+def _add_piece(ex: Exchange, text: str, now: float) -> None:
+    room = MAX_TEXT_CHARS - ex.text_chars
+    if room <= 0:
+        ex.truncated = True
+        return
+    piece = text[:room]
+    ex.text_chars += len(piece)
+    ex.pieces.append(piece)
+    ex.times.append(now)
+
+
+async def _read_stream(reply: httpx.Response, ex: Exchange, keep_events: bool) -> None:
+    ex.streamed = True
+    decoder = SSEDecoder()
+    ex.framing = decoder.framing
+    size = 0
+    first = True
+    loads = json.loads
+    async for chunk in reply.aiter_bytes():
+        now = time.perf_counter()
+        ex.reads += 1
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            ex.truncated = True
+            break
+        for event in decoder.feed(chunk):
+            ex.events += 1
+            data = event.data
+            if keep_events:
+                ex.data_events.append(data[:2000])
+            if ex.done:
+                ex.after_done += 1
+                continue
+            if data == "[DONE]":
+                ex.done = True
+                continue
+            try:
+                obj = loads(data)
+            except ValueError:
+                ex.non_json.append(data[:200])
+                continue
+            if not isinstance(obj, dict):
+                ex.non_json.append(data[:200])
+                continue
+            if "error" in obj:
+                ex.error_events.append(obj["error"])
+                continue
+            usage = obj.get("usage")
+            if usage:
+                ex.usage = usage
+            choices = obj.get("choices")
+            if not choices:
+                if usage:
+                    ex.usage_chunks += 1
+                continue
+            choice = choices[0]
+            if not isinstance(choice, dict):
+                ex.non_json.append(data[:200])
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                text = delta.get("content")
+                if first and "role" in delta and not text:
+                    ex.role_only_first = True
+            else:
+                text = choice.get("text")
+            first = False
+            if text:
+                if isinstance(text, str):
+                    _add_piece(ex, text, now)
+            elif text is None and (delta is None or "content" in delta):
+                ex.null_content += 1
+    decoder.close()
+
+
+def _judge(ex: Exchange) -> None:
+    """Turn a completed reply into a failure kind, or leave ``failure`` None."""
+    status = ex.status or 0
+    if not 200 <= status < 300:
+        ex.failure = f"status {status}"
+        ex.failure_detail = _error_message(ex)
+    elif ex.error_events:
+        ex.failure = "bad stream"
+        ex.failure_detail = "an error object inside the stream: " + _one_line(
+            json.dumps(ex.error_events[0])[:200]
+        )
+    elif ex.stream_requested and ex.streamed and ex.non_json:
+        ex.failure = "bad stream"
+        ex.failure_detail = f"{len(ex.non_json)} event(s) were not JSON"
+    elif not ex.pieces and not _whole_has_text(ex):
+        ex.failure = "bad stream" if ex.streamed else "bad body"
+        ex.failure_detail = "no content in the reply"
+
+
+def _whole_has_text(ex: Exchange) -> bool:
+    body = ex.json_body
+    if ex.stream_requested or not isinstance(body, dict):
+        return False
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    message = choices[0].get("message")
+    text = message.get("content") if isinstance(message, dict) else choices[0].get("text")
+    return isinstance(text, str) and bool(text)
+
+
+def _error_message(ex: Exchange) -> str:
+    """The server's error message from a JSON error body, else a short snippet."""
+    body = ex.json_body
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return snippet(err["message"])
+        for key in ("message", "detail", "error"):
+            if isinstance(body.get(key), str):
+                return snippet(body[key])
+    return snippet(ex.body.decode("utf-8", "replace"))
+
+
+def snippet(text: str, limit: int = 120) -> str:
+    """Untrusted text made safe to show in one line: control characters out, capped."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _one_line(exc: BaseException | str) -> str:
+    return snippet(str(exc), 200)

@@ -1,0 +1,173 @@
+"""Load test: N streamed chat requests at concurrency C, bounded in count and in time.
+
+C workers share one ``httpx.AsyncClient`` (a pool of at least C connections)
+and take request numbers from a common counter until N are sent or the
+overall deadline passes. Requests still running at the deadline are cancelled
+and counted as errors of kind ``"deadline"``; requests never started are not
+counted. Figures of the summary (TTFT, ITL, latency, throughput) are over the
+successful requests; ``errors`` counts the others, by kind in ``errors_by_kind``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .exchange import DEFAULT_PROMPT, Target, chat_body, send
+from .metrics import percentiles, request_metrics
+from .pool import pooled_transport
+
+__all__ = ["MAX_CONCURRENCY", "MAX_REQUESTS", "LoadResult", "make_client", "run_load"]
+
+MAX_REQUESTS = 100_000
+MAX_CONCURRENCY = 1024
+
+
+@dataclass
+class LoadResult:
+    """Rows (one dict per request), pooled inter-token gaps (ms), wall time (s)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    gaps_ms: list[float] = field(default_factory=list)
+    duration_s: float = 0.0
+    concurrency: int = 1
+
+    @property
+    def errors_by_kind(self) -> dict[str, int]:
+        """Failed requests counted by kind (``status 500``, ``timeout``, ``bad stream``...)."""
+        return dict(Counter(r["error"] for r in self.rows if r["error"]).most_common())
+
+    def summary(self) -> dict[str, Any]:
+        """The contract's summary of this load test."""
+        good = [r for r in self.rows if r["ok"]]
+        duration = self.duration_s
+        tokens = sum(r["output_tokens"] for r in good)
+        return {
+            "requests": len(self.rows),
+            "errors": len(self.rows) - len(good),
+            "ttft_ms": percentiles([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
+            "itl_ms": percentiles(self.gaps_ms),
+            "latency_ms": percentiles([r["latency_ms"] for r in good]),
+            "requests_per_s": round(len(good) / duration, 3) if duration > 0 else None,
+            "output_tokens_per_s": round(tokens / duration, 3) if duration > 0 else None,
+        }
+
+
+def make_client(concurrency: int, timeout: float) -> httpx.AsyncClient:
+    """One client shared by every request: a pool of ``concurrency`` connections.
+
+    A pool over 8 connections is sharded (see :mod:`lmreg_nb.probe.pool`) so
+    that its bookkeeping does not become the load generator's bottleneck.
+    """
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout), transport=pooled_transport(max(1, concurrency))
+    )
+
+
+async def run_load(
+    target: Target,
+    requests: int,
+    concurrency: int,
+    *,
+    max_duration: float = 300.0,
+    max_tokens: int | None = 256,
+    prompt: str | None = None,
+    progress: bool = False,
+    client: httpx.AsyncClient | None = None,
+) -> LoadResult:
+    """Send ``requests`` streamed chat requests, ``concurrency`` at a time."""
+    requests = max(0, min(requests, MAX_REQUESTS))
+    concurrency = max(1, min(concurrency, MAX_CONCURRENCY, max(requests, 1)))
+    body = json.dumps(
+        chat_body(target.model, prompt or DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
+    )
+    payload = body.encode()
+    result = LoadResult(concurrency=concurrency)
+    counter = iter(range(requests))
+    own = client is None
+    http = client or make_client(concurrency, target.timeout)
+    bar = _progress_bar(requests, progress)
+    start = time.perf_counter()
+    deadline = start + max_duration
+
+    async def worker() -> None:
+        for index in counter:
+            if time.perf_counter() >= deadline:
+                return
+            t0 = time.perf_counter()
+            try:
+                ex = await send(http, target, payload, stream=True)
+            except asyncio.CancelledError:
+                result.rows.append(_deadline_row(index, t0 - start, time.perf_counter() - start))
+                raise
+            row = request_metrics(ex)
+            row["request"] = index
+            row["start_s"] = round(ex.t_start - start, 6)
+            row["end_s"] = round(ex.t_end - start, 6)
+            result.rows.append(row)
+            if ex.ok:
+                times = ex.times
+                result.gaps_ms.extend(
+                    (times[i] - times[i - 1]) * 1000 for i in range(1, len(times))
+                )
+            bar.update(1)
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
+    try:
+        _, pending = await asyncio.wait(tasks, timeout=max_duration)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for task in tasks:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
+    finally:
+        bar.close()
+        if own:
+            await http.aclose()
+    ends = [r["end_s"] for r in result.rows]
+    result.duration_s = max(ends) if ends else time.perf_counter() - start
+    result.rows.sort(key=lambda r: r["request"])
+    return result
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, show: bool) -> Any:
+    if not show:
+        return _NoBar()  # tqdm.auto costs an ipywidgets import: only when shown
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="req", desc="load test", leave=False)
+
+
+def _deadline_row(index: int, start_s: float, end_s: float) -> dict[str, Any]:
+    return {
+        "status": None,
+        "ok": False,
+        "error": "deadline",
+        "latency_ms": None,
+        "ttft_ms": None,
+        "itl_mean_ms": None,
+        "itl_p50_ms": None,
+        "itl_p90_ms": None,
+        "output_tokens": 0,
+        "tokens_source": "chunks",
+        "chunks": 0,
+        "tokens_per_s": None,
+        "request": index,
+        "start_s": round(start_s, 6),
+        "end_s": round(end_s, 6),
+    }

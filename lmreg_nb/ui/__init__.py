@@ -1,0 +1,44 @@
+"""ipywidgets forms over the client and probe: each lays out, reads values, calls one function.
+
+Importing this package is cheap; a form's module (and ipywidgets) loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ChatBox",
+    "ContactForm",
+    "CredentialsForm",
+    "ModelsTable",
+    "ModifyForm",
+    "RegisterForm",
+    "notebook_setup",
+    "stream_reply",
+]
+
+_LAZY = {
+    "ChatBox": "chat",
+    "stream_reply": "chat",
+    "ContactForm": "contact",
+    "CredentialsForm": "credentials",
+    "ModelsTable": "models",
+    "ModifyForm": "modify",
+    "RegisterForm": "register",
+}
+
+
+def notebook_setup() -> None:
+    """In a notebook, toolkit errors show as one line (lmreg_nb.onboarding.notebook_setup)."""
+    from ..onboarding import notebook_setup as setup
+
+    setup()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

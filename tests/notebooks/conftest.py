@@ -1,0 +1,104 @@
+"""Fixtures for running the notebooks headless: an account on the session sandbox, canaries."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+pytestmark = pytest.mark.notebooks
+
+#: A token-like canary: set where a token is not needed (05), it must never show.
+TOKEN_CANARY = "tok-canary-Q7w9Zr4LmX2pV8sKd3Fh"
+
+
+def _leaks(text: str, secrets: Iterable[str], benign: Iterable[str] = ()) -> list[str]:
+    """Every form of a secret found in ``text``: raw, JSON-escaped, HTML-escaped, 8-char slices.
+
+    Slices that also occur in ``benign`` text (a fixed prefix like ``sk-sandbox-`` shared
+    with a non-secret value) are not counted: they reveal nothing of the secret.
+    """
+    benign_text = "\n".join(benign)
+    found = []
+    for secret in secrets:
+        forms = {secret, json.dumps(secret)[1:-1], html.escape(secret)}
+        forms |= {
+            secret[i : i + 8]
+            for i in range(len(secret) - 7)
+            if secret[i : i + 8] not in benign_text
+        }
+        found += [f for f in forms if f and f in text]
+    return found
+
+
+@pytest.fixture(scope="module")
+def account(sandbox: SandboxInfo) -> dict[str, str]:
+    """A fresh account of the session sandbox (its appSecret is a canary)."""
+    return sandbox.add_app("notebooks-" + __name__.rsplit(".", 1)[-1])
+
+
+@pytest.fixture
+def nb_env(
+    sandbox: SandboxInfo, account: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """The kernels' LMREG_* environment: the account's credentials and the mock model."""
+    env = {
+        **sandbox.env(),
+        "LMREG_APP_ID": account["app_id"],
+        "LMREG_APP_SECRET": account["app_secret"],
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+@pytest.fixture
+def canaries(sandbox: SandboxInfo, account: dict[str, str]) -> list[str]:
+    """Secrets that must not appear in any executed file."""
+    return [account["app_secret"], sandbox.app_secret, sandbox.model_api_key, TOKEN_CANARY]
+
+
+@pytest.fixture
+def execute(tmp_path: Path) -> Callable[..., Path]:
+    """Run a stored notebook with papermill (in a kernel of this venv); return the output path."""
+    from lmreg_nb.onboarding import notebook_path
+
+    def run(stem: str, parameters: dict[str, Any], *, expect_error: bool = False) -> Path:
+        import papermill
+        from papermill.exceptions import PapermillExecutionError
+
+        out = tmp_path / f"{stem}.out.ipynb"
+        cwd = tmp_path / "cwd"
+        cwd.mkdir(exist_ok=True)
+        try:
+            papermill.execute_notebook(
+                str(notebook_path(stem)), str(out), parameters=parameters, cwd=str(cwd),
+                progress_bar=False, kernel_name="python3", execution_timeout=120,
+            )  # fmt: skip
+        except PapermillExecutionError:
+            if not expect_error:
+                raise
+        else:
+            assert not expect_error, f"{stem} ran without the expected error"
+        return out
+
+    return run
+
+
+@pytest.fixture
+def leaks() -> Callable[..., list[str]]:
+    """The leak finder: ``leaks(text, secrets, benign=())`` -> the secret forms found."""
+    return _leaks
+
+
+@pytest.fixture
+def token_canary() -> str:
+    """A token-like canary value."""
+    return TOKEN_CANARY

@@ -1,0 +1,236 @@
+"""Every notebook, headless with papermill, against the real session sandbox.
+
+Asserts that each step happened on the platform and that no canary secret
+(raw, escaped, or any 8-character slice) is anywhere in the executed files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import nbformat
+import pytest
+
+from lmreg_nb.client import RegistryClient
+from lmreg_nb.records import read_records
+from lmreg_nb.settings import Settings
+
+if TYPE_CHECKING:
+    pass
+
+pytestmark = pytest.mark.notebooks
+
+CONTACT = {
+    "school": "Canary Middle School",
+    "contact_name": "Li Hua",
+    "contact_mobile": "+86 139 0000 1111",
+    "contact_email": "ai-ops@canary-school.example",
+}
+
+
+def _client(env: dict[str, str]) -> RegistryClient:
+    return RegistryClient(Settings.load(environ=env))
+
+
+@pytest.fixture
+def assert_no_leak(
+    leaks: Callable[..., list[str]], canaries: list[str], nb_env: dict[str, str]
+) -> Callable[[Path], None]:
+    """Fails when any form of a canary is in the file."""
+    benign = [v for k, v in nb_env.items() if k not in ("LMREG_APP_SECRET", "LMREG_MODEL_API_KEY")]
+
+    def check(path: Path) -> None:
+        found = leaks(path.read_text(encoding="utf-8"), canaries, benign)
+        assert found == [], f"secret material in {path.name}: {len(found)} form(s)"
+
+    return check
+
+
+def _errors(path: Path) -> list[dict[str, Any]]:
+    nb = nbformat.read(path, as_version=4)
+    return [
+        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
+    ]
+
+
+def test_step_notebooks_do_each_step(
+    execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None],
+    token_canary: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    outputs = [execute("01_get_token", {"exchange": True})]
+    outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
+    with _client(nb_env) as client:
+        registered = client.find_model("nb-step-model")
+    assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
+
+    outputs.append(
+        execute(
+            "03_modify_model",
+            {
+                "model_name": "nb-step-model",
+                "new_model_name": "nb-step-model-2",
+                "new_registry_url": "https://llm.canary.example/v1/chat/completions",
+            },
+        )
+    )
+    with _client(nb_env) as client:
+        changed = client.find_model("nb-step-model-2")
+    assert changed is not None and changed.model_id == registered.model_id
+    assert changed.registry_url == "https://llm.canary.example/v1/chat/completions"
+    assert changed.api_key.reveal() == nb_env["LMREG_MODEL_API_KEY"]  # kept
+
+    outputs.append(execute("04_list_models", {"name_contains": "nb-step"}))
+    listed = nbformat.read(outputs[-1], as_version=4)
+    assert any("nb-step-model-2" in str(c.get("outputs")) for c in listed.cells)
+
+    # A token canary where no platform call is made: it must not show either.
+    monkeypatch.setenv("LMREG_TOKEN", token_canary)
+    monkeypatch.setenv("LMREG_ENV", "env-canary")
+    outputs.append(
+        execute(
+            "05_test_chat_endpoint", {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}
+        )
+    )
+    chat = nbformat.read(outputs[-1], as_version=4)
+    streamed = [o for c in chat.cells if "stream_reply" in c.source for o in c.outputs]
+    # One output updated in place as the reply streamed; plain text only, never HTML.
+    assert [list(o.get("data", {})) for o in streamed] == [["text/plain"]]
+    assert len(streamed[0]["data"]["text/plain"]) > 10
+    assert "every required check passed" in str(chat.cells)
+
+    for path in outputs:
+        assert _errors(path) == [], path.name
+        assert_no_leak(path)
+        meta = nbformat.read(path, as_version=4).metadata
+        assert "LMREG" not in str(meta.get("papermill", {}).get("parameters", {}))
+
+
+def test_onboarding_headless_records_an_ok_summary(
+    execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None]
+) -> None:
+    out = execute(
+        "onboarding",
+        {**CONTACT, "model_name": "nb-onboard-model", "check_requests": 4, "check_concurrency": 2},
+    )
+    assert _errors(out) == []
+    summary = read_records(out)["summary"]
+    assert summary["status"] == "ok", summary
+    assert summary["contact"] == {
+        "name": "Li Hua",
+        "mobile": "13900001111",
+        "email": CONTACT["contact_email"],
+    }
+    assert [s["name"] for s in summary["steps"]] == [
+        "contact card", "token", "register", "list models", "chat endpoint checks",
+    ]  # fmt: skip
+    assert summary["performance"] is not None and summary["performance"]["requests"] == 4
+    nb = nbformat.read(out, as_version=4)
+    figures = [o for c in nb.cells if "run.figure()" in c.source for o in c.outputs]
+    assert "image/png" in figures[0]["data"]  # the load test's plots, as an image
+    assert any(m["modelName"] == "nb-onboard-model" for m in summary["models"])
+    assert "apiKey" not in str(summary["models"])
+    with _client(nb_env) as client:
+        assert client.find_model("nb-onboard-model") is not None
+    assert_no_leak(out)
+
+
+def test_invalid_contact_stops_before_anything_is_registered(
+    execute: Callable[..., Path], nb_env: dict[str, str]
+) -> None:
+    out = execute(
+        "onboarding",
+        {**CONTACT, "contact_mobile": "12345", "model_name": "nb-never-registered"},
+        expect_error=True,
+    )
+    (error,) = _errors(out)
+    assert error["ename"] == "ValidationError"
+    assert len(error["traceback"]) == 1 and error["traceback"][0].startswith(
+        "error: contact_mobile"
+    )
+    with _client(nb_env) as client:
+        assert client.find_model("nb-never-registered") is None
+
+
+def test_onboard_command_twice_updates_and_writes_scrubbed_records(
+    nb_env: dict[str, str], assert_no_leak: Callable[[Path], None], tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from lmreg_nb.cli import main
+
+    args = ["onboard", "--out", str(tmp_path / "run")]
+    for name, value in {**CONTACT, "model_name": "nb-cli-model", "check_requests": "0"}.items():
+        args += ["-p", name, value]
+    runner = CliRunner()
+    first = runner.invoke(main, args)
+    assert first.exit_code == 0, first.output
+    # Same endpoint, another address: the update is visible and the checks still pass.
+    new_url = nb_env["LMREG_MODEL_URL"] + "?v=2"
+    second = runner.invoke(main, [*args, "-p", "registry_url", new_url])
+    assert second.exit_code == 0, second.output
+    assert "updated nb-cli-model" in second.output
+    with _client(nb_env) as client:
+        models = [m for m in client.query_models() if m.model_name == "nb-cli-model"]
+    assert len(models) == 1 and models[0].registry_url == new_url
+    for path in (tmp_path / "run" / "onboarding.ipynb", tmp_path / "run" / "onboarding.html"):
+        assert_no_leak(path)
+
+
+def test_onboard_refuses_a_secret_parameter(nb_env: dict[str, str], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lmreg_nb.cli import main
+
+    result = CliRunner().invoke(main, ["onboard", "--out", str(tmp_path), "-p", "api_key", "x"])
+    assert result.exit_code == 2
+    assert "looks like a secret" in result.output and "Traceback" not in result.output
+
+
+def test_stored_defaults_show_forms_and_change_nothing(
+    execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None]
+) -> None:
+    with _client(nb_env) as client:
+        before = [(m.model_id, m.update_time_ms) for m in client.query_models()]
+    outputs = [execute("02_register_model", {}), execute("onboarding", {})]
+    with _client(nb_env) as client:
+        after = [(m.model_id, m.update_time_ms) for m in client.query_models()]
+    assert after == before
+    for path in outputs:
+        assert _errors(path) == []
+        views = [
+            o for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"
+            for o in c.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        ]  # fmt: skip
+        assert views, f"{path.name} showed no form"
+        assert_no_leak(path)
+
+
+def test_demo_command_runs_the_onboarding_against_its_own_sandbox(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lmreg_nb.cli import main
+
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    assert "status: ok" in result.output
+    summary = read_records(tmp_path / "demo" / "onboarding.ipynb")["summary"]
+    assert summary["status"] == "ok" and summary["performance"]["requests"] > 0
+    html = (tmp_path / "demo" / "onboarding.html").read_text(encoding="utf-8")
+    assert "Demo Middle School" in html
+
+
+def test_onboard_without_configuration_stops_before_a_kernel_starts(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from lmreg_nb.cli import main
+
+    args = ["onboard", "--out", str(tmp_path / "run")]
+    for name, value in {**CONTACT, "model_name": "never"}.items():
+        args += ["-p", name, value]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "LMREG_BASE_URL is not set" in result.output
+    assert not (tmp_path / "run").exists()
