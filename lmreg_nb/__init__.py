@@ -15,23 +15,51 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "APIError": "errors",
     "ConfigurationError": "errors",
+    "Contact": "onboarding",
     "LmregError": "errors",
     "ModelDraft": "models",
+    "Onboarding": "onboarding",
     "RegisteredModel": "models",
     "RegistryClient": "client",
     "Secret": "secret",
     "Settings": "settings",
     "Token": "models",
     "ValidationError": "errors",
+    "build_summary": "onboarding",
+    "check_contact": "onboarding",
     "check_endpoint": "probe",
     "models_frame": "frames",
+    "notebook_setup": "onboarding",
     "read_records": "records",
     "record": "records",
     "run_notebook": "batch",
     "stream_chat": "probe",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "APIError",
+    "ConfigurationError",
+    "Contact",
+    "LmregError",
+    "ModelDraft",
+    "Onboarding",
+    "RegisteredModel",
+    "RegistryClient",
+    "Secret",
+    "Settings",
+    "Token",
+    "ValidationError",
+    "__version__",
+    "build_summary",
+    "check_contact",
+    "check_endpoint",
+    "models_frame",
+    "notebook_setup",
+    "read_records",
+    "record",
+    "run_notebook",
+    "stream_chat",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -53,6 +81,7 @@ if TYPE_CHECKING:
     from .errors import APIError, ConfigurationError, LmregError, ValidationError
     from .frames import models_frame
     from .models import ModelDraft, RegisteredModel, Token
+    from .onboarding import Contact, Onboarding, build_summary, check_contact, notebook_setup
     from .probe import check_endpoint, stream_chat
     from .records import read_records, record
     from .secret import Secret

@@ -29,7 +29,7 @@ def _clean_environment(
 
 
 @pytest.fixture(scope="session")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SandboxInfo"]:
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     """One real `lmreg-nb sandbox` process on free loopback ports for the session.
 
     Tests that change what it stores use their own model names (or their own

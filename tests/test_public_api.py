@@ -10,6 +10,7 @@ import lmreg_nb
 
 def test_all_is_sorted_and_complete() -> None:
     assert lmreg_nb.__all__ == sorted(lmreg_nb.__all__)
+    assert set(lmreg_nb.__all__) == {*lmreg_nb._EXPORTS, "__version__"}
     for name in lmreg_nb.__all__:
         assert getattr(lmreg_nb, name) is not None, name
 
@@ -27,8 +28,8 @@ def test_import_is_cheap() -> None:
     """`import lmreg_nb` must not pull in the heavy libraries (notebooks start faster)."""
     code = (
         "import sys, lmreg_nb, lmreg_nb.cli; "
-        "heavy = [m for m in ('pandas', 'matplotlib', 'httpx', 'fastapi', 'papermill', 'ipywidgets') "
-        "if m in sys.modules]; print(','.join(heavy))"
+        "heavy = ('pandas', 'matplotlib', 'httpx', 'fastapi', 'papermill', 'ipywidgets'); "
+        "print(','.join(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"imported at import time: {out.stdout.strip()}"
