@@ -338,9 +338,13 @@ class Lab:
         return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
-    """Headless Debian Chromium under Playwright; fails (never skips) when it is missing."""
+    """Headless Debian Chromium under Playwright; fails (never skips) when it is missing.
+
+    Module scope, not session: Playwright's sync API keeps an event loop running
+    in this thread until it stops, and later tests call asyncio.run().
+    """
     if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
         pytest.fail(f"the browser test needs Chromium at {CHROMIUM}: {INSTALL_HINT}")
     try:
