@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from . import validate
+from ._tls import tls_context
 from .errors import (
     APIError,
     AuthenticationError,
@@ -234,6 +235,7 @@ class RegistryClient:
             base_url=self.base_url,
             transport=transport,
             timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_CAP_S)),
+            verify=tls_context(),
             # A redirect of a POST is a proxy or login page; following it would
             # resend the body (and maybe the token) somewhere else.
             follow_redirects=False,

@@ -265,6 +265,13 @@ def test_mobile_numbers(raw: str) -> None:
     assert check_mobile(raw) == "13812345678"
 
 
+def test_mobile_number_given_as_an_int_by_papermill() -> None:
+    # `papermill -p contact_mobile 13812345678` parses the value as an int.
+    assert check_mobile(13812345678) == "13812345678"
+    refuses(check_mobile, 1381234567, "contact_mobile")
+    refuses(check_mobile, True, "contact_mobile")
+
+
 @pytest.mark.parametrize(
     "raw", ["12812345678", "1381234567", "138123456789", "+1 415 555 0100", "", "abc"]
 )

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
+from .._tls import tls_context
+
 __all__ = ["SHARD", "ShardedTransport", "pooled_transport"]
 
 #: Connections per shard; small enough that httpcore's rescans stay cheap.
@@ -49,8 +51,9 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         count = max(1, -(-max_connections // SHARD))
         size = -(-max_connections // count)
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        tls = httpx.create_ssl_context()  # one for all: loading the CA bundle takes ~20 ms
-        self._shards = [httpx.AsyncHTTPTransport(limits=limits, verify=tls) for _ in range(count)]
+        self._shards = [
+            httpx.AsyncHTTPTransport(limits=limits, verify=tls_context()) for _ in range(count)
+        ]
         self._busy = [0] * count
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -83,5 +86,5 @@ def pooled_transport(max_connections: int) -> httpx.AsyncBaseTransport:
         limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
-        return httpx.AsyncHTTPTransport(limits=limits)
+        return httpx.AsyncHTTPTransport(limits=limits, verify=tls_context())
     return ShardedTransport(max_connections)

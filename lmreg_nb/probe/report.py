@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from .._tls import tls_context
 from ..errors import ConnectError, LmregError, RequestTimeout, ValidationError
 from ..secret import Secret
 from ..validate import check_registry_url
@@ -326,7 +327,7 @@ def stream_chat(
     sent = 0
     try:
         with (
-            httpx.Client(timeout=httpx.Timeout(timeout)) as client,
+            httpx.Client(timeout=httpx.Timeout(timeout), verify=tls_context()) as client,
             client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
         ):
             if reply.status_code // 100 != 2:
