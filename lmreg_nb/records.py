@@ -17,7 +17,7 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -277,6 +277,19 @@ def _e(value: Any) -> str:
     return html.escape(_fmt(value), quote=True)
 
 
+def _when(value: Any) -> Any:
+    """An ISO timestamp as ``2026-11-22 05:10:58 UTC`` (readable, and narrow in a table)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _table(header: list[str] | None, rows: list[list[str]]) -> str:
     # Cells arrive escaped already (some hold our own markup, such as the pass marks).
     head = ""
@@ -312,7 +325,7 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
         )
     for key, label in (("base_url", "Platform"), ("env", "Env"), ("generated_at", "Generated")):
         if _get(summary, key) not in (None, ""):
-            facts.append([label, _e(_get(summary, key))])
+            facts.append([label, _e(_when(_get(summary, key)))])
     if facts:
         parts.append(_table(None, facts))
     for title, key, flag in (("Onboarding phases", "phases", "done"), ("Steps", "steps", "passed")):
@@ -329,7 +342,9 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
     if models:
         keys = ["modelName", "modelId", "registryUrl", "createTime", "updateTime"]
         parts.append("<h3>Models</h3>")
-        parts.append(_table(keys, [[_e(_get(m, k)) for k in keys] for m in models]))
+        rows = [[_e(_when(_get(m, k)) if k.endswith("Time") else _get(m, k)) for k in keys]
+                for m in models]  # fmt: skip
+        parts.append(_table(keys, rows))
     checks = _list(summary, "checks")
     if checks:
         parts.append("<h3>Checks</h3>")

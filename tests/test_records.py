@@ -163,6 +163,16 @@ def test_summary_html_shows_every_part_and_the_phases_as_a_checklist() -> None:
     assert "☐ <b>go-live</b>" in page
 
 
+def test_summary_html_shows_times_readably() -> None:
+    summary = {
+        "generated_at": "2026-01-01T08:00:00+08:00",
+        "models": [{"modelName": "m", "createTime": "2026-11-22T05:10:58.251000+00:00"}],
+    }
+    page = render_summary_html(summary)
+    assert "2026-01-01 00:00:00 UTC" in page
+    assert "2026-11-22 05:10:58 UTC" in page and ".251000" not in page
+
+
 def test_summary_html_escapes_untrusted_values() -> None:
     evil = "<script>alert(1)</script>"
     summary = {
