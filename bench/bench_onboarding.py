@@ -12,7 +12,9 @@ Prints JSON lines (one object per line, each with a "bench" name), all from one 
   its sleeps are the school's time, not the toolkit's; ``--mock-latency`` keeps
   the sandbox's defaults instead;
 - ``run_notebook_onboarding``: the same run through ``lmreg_nb.batch.run_notebook``
-  (clean environment, scrub, HTML copy), what ``lmreg-nb demo``/``onboard`` pay.
+  (clean environment, scrub, HTML copy), repeated in one process as a batch does;
+- ``cli_onboard``: ``lmreg-nb onboard`` in a fresh process each time (the CLI's
+  start, the run, and a cold HTML exporter): what support pays for one school.
 
 Usage: python bench/bench_onboarding.py [--runs 3]
 """
@@ -148,6 +150,20 @@ def main() -> None:
                     "run_notebook_onboarding", run, run_times, ratio_vs_empty=round(run / base, 2)
                 )
             ),
+            flush=True,
+        )
+
+        pairs = [arg for name, value in PARAMETERS.items() for arg in ("-p", name, str(value))]
+        command = [sys.executable, "-m", "lmreg_nb", "onboard", "--out", str(tmp / "cli"), *pairs]
+
+        def via_cli() -> None:
+            subprocess.run(
+                command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+
+        cli, cli_times = _median_s(args.runs, via_cli)
+        print(
+            json.dumps(_line("cli_onboard", cli, cli_times, ratio_vs_empty=round(cli / base, 2))),
             flush=True,
         )
 

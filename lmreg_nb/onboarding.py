@@ -500,6 +500,7 @@ class Onboarding:
                 name,
                 requests=max(0, int(requests)),
                 concurrency=max(1, int(concurrency or 1)),
+                timeout=self.settings.timeout,
             )
             self.checks = [c.to_json() for c in self.report.checks]
         except LmregError as exc:
@@ -573,7 +574,9 @@ class Onboarding:
             raise ValidationError("prompt", "type a question for the model first")
         url, name = self._endpoint(model_url, model)
         pieces: list[str] = []
-        for piece in stream_chat(url, self.settings.require("model_api_key"), name, prompt):
+        for piece in stream_chat(
+            url, self.settings.require("model_api_key"), name, prompt, timeout=self.settings.timeout
+        ):
             pieces.append(piece)
             if on_piece is not None:
                 on_piece(piece)

@@ -167,4 +167,3 @@ def onboard(out: Path, pairs: tuple[tuple[str, str], ...], timeout: float) -> No
 
 
 COMMANDS: list[click.Command] = [demo, onboard]
-"""The CLI's commands, one module per area; each module lists its commands in COMMANDS."""

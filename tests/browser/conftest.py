@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
 
 CHROMIUM = Path("/usr/bin/chromium")
-INSTALL_HINT = "install it with scripts/install-browser (as root: apt-get update && apt-get install -y chromium)"
+INSTALL_HINT = (
+    "install it with scripts/install-browser"
+    " (as root: apt-get update && apt-get install -y chromium)"
+)
 # Without the background-networking flags Chromium keeps dialling Google
 # services, which this closed network refuses (slow, noisy start).
 CHROMIUM_ARGS = [
