@@ -23,7 +23,7 @@ def _builder() -> ModuleType:
 
 
 def test_every_notebook_is_built() -> None:
-    assert STEMS == sorted(_builder().NOTEBOOKS)
+    assert sorted(_builder().NOTEBOOKS) == STEMS
 
 
 @pytest.mark.parametrize("stem", STEMS)
