@@ -16,12 +16,13 @@ import html
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from .errors import LmregError
+from .scrub import scrub_notebook  # re-exported: records and scrubbing go together
 from .secret import Secret
 
 if TYPE_CHECKING:
@@ -133,16 +134,6 @@ def read_records(path: str | Path) -> dict[str, Any]:
             "give the path of an executed .ipynb"
         ) from exc
     return records_of(nb)
-
-
-def scrub_notebook(nb: nbformat.NotebookNode, secrets: Iterable[str]) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without widget state, papermill parameters or any of ``secrets``.
-
-    See :func:`lmreg_nb.scrub.scrub_notebook`.
-    """
-    from .scrub import scrub_notebook as _scrub
-
-    return _scrub(nb, secrets)
 
 
 def _plain(value: Any) -> Any:

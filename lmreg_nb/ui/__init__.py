@@ -14,7 +14,6 @@ __all__ = [
     "ModelsTable",
     "ModifyForm",
     "RegisterForm",
-    "notebook_setup",
     "stream_reply",
 ]
 
@@ -27,13 +26,6 @@ _LAZY = {
     "ModifyForm": "modify",
     "RegisterForm": "register",
 }
-
-
-def notebook_setup() -> None:
-    """In a notebook, toolkit errors show as one line (lmreg_nb.onboarding.notebook_setup)."""
-    from ..onboarding import notebook_setup as setup
-
-    setup()
 
 
 def __getattr__(name: str) -> Any:
