@@ -29,8 +29,11 @@ CANARIES = (API_KEY, APP_SECRET, TOKEN)
 def platform(monkeypatch: pytest.MonkeyPatch) -> FakePlatform:
     fake = FakePlatform()
     monkeypatch.setattr(client_module, "_sleep", lambda s: None)
+    # The command's own settings are replaced by the fake platform's.
     monkeypatch.setattr(
-        registry, "_client", lambda: RegistryClient(fake.settings(), transport=fake.transport())
+        registry,
+        "_client",
+        lambda settings=None: RegistryClient(fake.settings(), transport=fake.transport()),
     )
     return fake
 

@@ -16,14 +16,15 @@ if TYPE_CHECKING:
     from ..client import RegistryClient
     from ..models import RegisteredModel
     from ..secret import Secret
+    from ..settings import Settings
 
 __all__ = ["COMMANDS"]
 
 
-def _client() -> RegistryClient:
+def _client(settings: Settings | None = None) -> RegistryClient:
     from ..client import RegistryClient
 
-    return RegistryClient()
+    return RegistryClient(settings)
 
 
 def _echo_warnings(client: RegistryClient) -> None:
@@ -40,13 +41,12 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def _api_key(*, purpose: str) -> Secret:
+def _api_key(settings: Settings, *, purpose: str) -> Secret:
     """apiKey from LMREG_MODEL_API_KEY, else a hidden prompt on a terminal."""
     from ..errors import ConfigurationError
     from ..secret import Secret
-    from ..settings import Settings
 
-    key = Settings.load().model_api_key
+    key = settings.model_api_key
     if key:
         return key
     if _interactive():
@@ -118,8 +118,9 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
 
+    settings = Settings.load()
     if url is None:
-        url = Settings.load().model_url
+        url = settings.model_url
         if not url:
             raise ConfigurationError(
                 "no registryUrl: give --url or set LMREG_MODEL_URL", variable="LMREG_MODEL_URL"
@@ -127,8 +128,10 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
 
     # Check the arguments before asking for a secret.
     draft_name, draft_url = check_model_name(name), check_registry_url(url)
-    draft = ModelDraft(draft_name, draft_url, _api_key(purpose="for the platform to call it"))
-    with _client() as client:
+    draft = ModelDraft(
+        draft_name, draft_url, _api_key(settings, purpose="for the platform to call it")
+    )
+    with _client(settings) as client:
         model = client.register_model(draft)
         _echo_warnings(client)
     if as_json:
@@ -163,6 +166,7 @@ def modify_command(
         raise click.UsageError("nothing to change: give --new-name, --url or --new-api-key")
     from ..errors import NotFoundError
     from ..models import ModelDraft
+    from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
 
     checked: dict[str, Any] = {}
@@ -170,8 +174,9 @@ def modify_command(
         checked["name"] = check_model_name(new_name)
     if url is not None:
         checked["url"] = check_registry_url(url)
-    key = _api_key(purpose="(new)") if new_api_key else None
-    with _client() as client:
+    settings = Settings.load()
+    key = _api_key(settings, purpose="(new)") if new_api_key else None
+    with _client(settings) as client:
         models = client.query_models()
         if model_id is not None:
             current = next((m for m in models if m.model_id == model_id.strip()), None)
