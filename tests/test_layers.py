@@ -153,7 +153,10 @@ def test_imports_follow_the_layers(path: Path) -> None:
         ("sandbox.store", "from ..probe.checks import CheckResult\n"),
         ("probe.checks", "from ..onboarding import Onboarding\n"),
         ("runner", "from .probe import check_endpoint\n"),
-        ("summary", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .records import x\n"),
+        (
+            "summary",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .records import x\n",
+        ),
     ],
 )
 def test_a_wrong_import_is_caught(module: str, source: str) -> None:
