@@ -49,7 +49,7 @@ from .errors import (
     api_error_for,
 )
 from .models import ModelDraft, RegisteredModel, Token
-from .secret import Secret, mask
+from .secret import Secret, mask_text
 from .settings import Settings
 from .tokens import TokenProvider, token_from_data
 
@@ -113,9 +113,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def _scrub(text: str, secrets: Iterable[str]) -> str:
-    """One line, bounded, with every known secret replaced by its mask."""
-    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, mask(secret))
+    """One line, bounded, with every known secret masked (in any of its encodings)."""
+    # Cut first so masking stays cheap; a secret cut at the edge is cut again below.
+    # Values under 4 characters are test stubs, not secrets: masking them would garble text.
+    text = mask_text(text[: _MAX_MESSAGE * 8], [s for s in secrets if len(s) >= 4])
     text = " ".join(text.split())
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 

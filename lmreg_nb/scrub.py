@@ -1,29 +1,26 @@
-"""Make an executed notebook safe to share: no widget state, no parameters, no secret.
+"""Make an executed notebook safe to share: no widget state, no secret.
 
 papermill writes its parameters into the notebook's metadata (papermill issue
 #706) and nbclient saves every widget's state, a Password's value included.
-:func:`scrub_notebook` removes both, then masks every known secret wherever it
-appears (sources, outputs, metadata, attachments) in its raw, JSON-escaped,
-HTML-escaped, URL-encoded, unicode-escaped and base64 forms, and any 8-character
-piece of it (a truncated repr or a pandas cell shows a secret's head).
-:func:`assert_clean` is the last gate before a file is written: it raises
-SecretLeakError, naming the variable, never the value.
+:func:`scrub_notebook` drops both from the metadata and the outputs, blanks the
+value of any secret-looking assignment in the injected-parameters cell (the
+other parameters stay readable there), then masks every known secret wherever
+it appears (sources, outputs, metadata, attachments) with the one masker of
+:mod:`lmreg_nb.secret`. :func:`assert_clean` (from there too) is the last gate
+before a file is written. :func:`secret_values` finds the secrets an
+environment holds.
 """
 
 from __future__ import annotations
 
-import base64
 import copy
-import html
-import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import urlsplit
 
-from .errors import SecretLeakError
-from .secret import mask
+from .secret import WINDOW, Masker, Secrets, assert_clean, find_leaks, mask_text
 from .settings import SECRET_VARIABLES, VARIABLES
 
 if TYPE_CHECKING:
@@ -40,8 +37,6 @@ __all__ = [
 
 log = logging.getLogger("lmreg_nb")
 
-#: A piece of a secret this long, found anywhere, counts as a leak.
-WINDOW = 8
 #: Variables whose names look secret but whose values are not (settings we define).
 _NOT_SECRET = frozenset(VARIABLES.values()) - frozenset(SECRET_VARIABLES)
 _SECRET_NAME = re.compile(r"SECRET|TOKEN|KEY|PASSWORD|PASSWD", re.IGNORECASE)
@@ -56,8 +51,6 @@ _WIDGET_MIMES = (
 #: Output data that is binary in base64: scanned for whole encoded secrets only,
 #: because an 8-character piece of random base64 would be noise.
 _BINARY_PREFIXES = ("image/", "application/pdf", "audio/", "video/")
-
-Secrets = Iterable[str] | Mapping[str, str]
 
 
 def looks_secret(name: str) -> bool:
@@ -85,116 +78,7 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
-def _labelled(secrets: Secrets) -> list[tuple[str, str]]:
-    items = secrets.items() if isinstance(secrets, Mapping) else enumerate(secrets, 1)
-    labelled = []
-    for label, value in items:
-        if value:
-            labelled.append((label if isinstance(label, str) else f"secret #{label}", value))
-    # Longest first, so a secret that contains another is masked whole.
-    return sorted(labelled, key=lambda kv: -len(kv[1]))
-
-
-def _base64_cores(value: str) -> set[str]:
-    """The base64 text a secret produces wherever it sits inside larger encoded data."""
-    raw = value.encode()
-    cores = set()
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        for pad in range(3):
-            text = encode(b"\0" * pad + raw).decode().rstrip("=")
-            # Characters that mix the secret's bits with its neighbours' are unknown.
-            head = (0, 2, 3)[pad]
-            tail = 1 if (pad + len(raw)) % 3 else 0
-            core = text[head : len(text) - tail]
-            if len(core) >= WINDOW:
-                cores.add(core)
-    return cores
-
-
-def _forms(value: str) -> list[str]:
-    """The encodings a secret can take in a notebook or its HTML copy, longest first."""
-    forms = {
-        value,
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
-        html.escape(value, quote=True),
-        html.escape(value, quote=False),
-        quote(value, safe=""),
-        quote_plus(value),
-        value.encode("unicode_escape").decode("ascii"),
-        repr(value)[1:-1],
-    }
-    forms |= _base64_cores(value)
-    return sorted((f for f in forms if f), key=len, reverse=True)
-
-
-def _windows(form: str) -> list[str]:
-    if len(form) <= WINDOW:
-        return []
-    seen: dict[str, None] = {}
-    for i in range(len(form) - WINDOW + 1):
-        seen.setdefault(form[i : i + WINDOW])
-    return list(seen)
-
-
-class _Masker:
-    """Masks a fixed set of secrets in strings; built once per notebook."""
-
-    def __init__(self, secrets: Secrets) -> None:
-        self.items = [(label, value, _forms(value)) for label, value in _labelled(secrets)]
-        # Pieces only of the forms a person reads (raw and escaped), not base64.
-        self.pieces = [
-            (label, list(dict.fromkeys(w for f in _readable(value) for w in _windows(f))))
-            for label, value, _forms in self.items
-        ]
-
-    def __call__(self, text: str, *, binary: bool = False) -> str:
-        for _label, value, forms in self.items:
-            masked = mask(value)
-            for form in forms:
-                if form in text:
-                    text = text.replace(form, masked)
-        if binary or len(text) < WINDOW:
-            return text
-        for _label, pieces in self.pieces:
-            for piece in pieces:
-                if piece in text:
-                    text = text.replace(piece, "…")
-        return text
-
-    def leaks(self, text: str) -> list[str]:
-        found = []
-        for (label, _value, forms), (_l, pieces) in zip(self.items, self.pieces, strict=True):
-            if any(form in text for form in forms) or any(p in text for p in pieces):
-                found.append(label)
-        return found
-
-
-def _readable(value: str) -> list[str]:
-    return [value, json.dumps(value)[1:-1], html.escape(value, quote=True)]
-
-
-def mask_text(text: str, secrets: Secrets) -> str:
-    """``text`` with every secret (and every 8-character piece of one) masked."""
-    return _Masker(secrets)(text)
-
-
-def find_leaks(text: str, secrets: Secrets) -> list[str]:
-    """The labels (variable names) of the secrets still present in ``text``."""
-    return _Masker(secrets).leaks(text)
-
-
-def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
-    """Raise SecretLeakError if ``text`` holds a secret; the message names only the variable."""
-    leaks = find_leaks(text, secrets)
-    if leaks:
-        raise SecretLeakError(
-            f"{what} still holds the value of {', '.join(leaks)} after scrubbing; "
-            "nothing was written (report this: the scrubber missed an encoding)"
-        )
-
-
-def _walk(value: Any, masker: _Masker, *, binary: bool = False) -> Any:
+def _walk(value: Any, masker: Masker, *, binary: bool = False) -> Any:
     if isinstance(value, str):
         return masker(value, binary=binary)
     if isinstance(value, list):
@@ -258,8 +142,8 @@ def scrub_notebook(nb: nbformat.NotebookNode, secrets: Secrets) -> nbformat.Note
     clean = copy.deepcopy(nb)
     _drop_widgets(clean)
     _drop_parameters(clean)
-    masker = _Masker(secrets)
-    if not masker.items:
+    masker = Masker(secrets)
+    if not masker:
         return clean
     scrubbed: nbformat.NotebookNode = _walk(clean, masker)
     return scrubbed

@@ -1,8 +1,37 @@
-"""A string that never shows itself: appSecret, token and apiKey."""
+"""Secrets and the one masker: appSecret, token and apiKey never show themselves.
+
+:class:`Secret` holds a value whose ``repr``, ``str`` and HTML show only its
+last 4 characters (:func:`mask`). :func:`mask_text` is the one place that
+hides known secrets inside a text that may come from a server, a notebook or a
+log: their raw, JSON-escaped, HTML-escaped, URL-encoded, unicode-escaped and
+base64 forms, and any 8-character piece of them (a truncated repr or a pandas
+cell shows a secret's head). :func:`find_leaks` and :func:`assert_clean` are
+the checks built on the same rules. Nothing here reads the configuration.
+"""
 
 from __future__ import annotations
 
-__all__ = ["Secret", "mask"]
+import base64
+import html
+import json
+from collections.abc import Iterable, Mapping
+from urllib.parse import quote, quote_plus
+
+from .errors import SecretLeakError
+from .i18n import _
+
+__all__ = [
+    "WINDOW",
+    "Secret",
+    "Secrets",
+    "assert_clean",
+    "find_leaks",
+    "mask",
+    "mask_text",
+]
+
+#: A piece of a secret this long, found anywhere, counts as a leak.
+WINDOW = 8
 
 
 def mask(value: str | None) -> str:
@@ -68,3 +97,130 @@ class Secret:
     def __reduce__(self) -> tuple[object, ...]:
         # Pickling would copy the plain value into whatever stores it.
         raise TypeError("a Secret cannot be pickled")
+
+
+#: Plain values or Secrets, or a mapping label (a variable name) -> value.
+Secrets = Iterable[str | Secret] | Mapping[str, str | Secret]
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, Secret):
+        return value.reveal()
+    return value if isinstance(value, str) else ""
+
+
+def _labelled(secrets: Secrets) -> list[tuple[str, str]]:
+    items = secrets.items() if isinstance(secrets, Mapping) else enumerate(secrets, 1)
+    labelled = []
+    for label, value in items:
+        plain = _plain(value)
+        if plain:
+            labelled.append((label if isinstance(label, str) else f"secret #{label}", plain))
+    # Longest first, so a secret that contains another is masked whole.
+    return sorted(labelled, key=lambda kv: -len(kv[1]))
+
+
+def _base64_cores(value: str) -> set[str]:
+    """The base64 text a secret produces wherever it sits inside larger encoded data."""
+    raw = value.encode()
+    cores = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for pad in range(3):
+            text = encode(b"\0" * pad + raw).decode().rstrip("=")
+            # Characters that mix the secret's bits with its neighbours' are unknown.
+            head = (0, 2, 3)[pad]
+            tail = 1 if (pad + len(raw)) % 3 else 0
+            core = text[head : len(text) - tail]
+            if len(core) >= WINDOW:
+                cores.add(core)
+    return cores
+
+
+def _forms(value: str) -> list[str]:
+    """The encodings a secret can take in a reply, a notebook or its HTML copy, longest first."""
+    forms = {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        html.escape(value, quote=True),
+        html.escape(value, quote=False),
+        quote(value, safe=""),
+        quote_plus(value),
+        value.encode("unicode_escape").decode("ascii"),
+        repr(value)[1:-1],
+    }
+    forms |= _base64_cores(value)
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
+def _readable(value: str) -> list[str]:
+    return [value, json.dumps(value)[1:-1], html.escape(value, quote=True)]
+
+
+def _windows(form: str) -> list[str]:
+    if len(form) <= WINDOW:
+        return []
+    seen: dict[str, None] = {}
+    for i in range(len(form) - WINDOW + 1):
+        seen.setdefault(form[i : i + WINDOW])
+    return list(seen)
+
+
+class Masker:
+    """Masks a fixed set of secrets in strings; build it once, call it on many texts."""
+
+    def __init__(self, secrets: Secrets) -> None:
+        self.items = [(label, value, _forms(value)) for label, value in _labelled(secrets)]
+        # Pieces only of the forms a person reads (raw and escaped), not base64.
+        self.pieces = [
+            (label, list(dict.fromkeys(w for f in _readable(value) for w in _windows(f))))
+            for label, value, _forms in self.items
+        ]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __call__(self, text: str, *, binary: bool = False) -> str:
+        """``text`` with every secret masked; ``binary`` (base64 data) skips the pieces."""
+        for _label, value, forms in self.items:
+            masked = mask(value)
+            for form in forms:
+                if form in text:
+                    text = text.replace(form, masked)
+        if binary or len(text) < WINDOW:
+            return text
+        for _label, pieces in self.pieces:
+            for piece in pieces:
+                if piece in text:
+                    text = text.replace(piece, "…")
+        return text
+
+    def leaks(self, text: str) -> list[str]:
+        """The labels of the secrets (or pieces of them) still present in ``text``."""
+        found = []
+        for (label, _value, forms), (_l, pieces) in zip(self.items, self.pieces, strict=True):
+            if any(form in text for form in forms) or any(p in text for p in pieces):
+                found.append(label)
+        return found
+
+
+def mask_text(text: str, secrets: Secrets) -> str:
+    """``text`` with every secret (in any encoding, and every 8-character piece) masked."""
+    return Masker(secrets)(text)
+
+
+def find_leaks(text: str, secrets: Secrets) -> list[str]:
+    """The labels (variable names, or ``secret #N``) of the secrets still present in ``text``."""
+    return Masker(secrets).leaks(text)
+
+
+def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
+    """Raise SecretLeakError if ``text`` holds a secret; the message names only the variable."""
+    leaks = find_leaks(text, secrets)
+    if leaks:
+        raise SecretLeakError(
+            _(
+                "{what} still holds the value of {names} after scrubbing; nothing was written "
+                "(report this: the scrubber missed an encoding)"
+            ).format(what=what, names=", ".join(leaks))
+        )

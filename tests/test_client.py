@@ -339,6 +339,21 @@ def test_server_message_is_scrubbed_and_bounded() -> None:
     assert len(text) < 600
 
 
+def test_encoded_and_partial_secrets_in_server_messages_are_masked() -> None:
+    import base64
+    from urllib.parse import quote
+
+    from lmreg_nb.secret import find_leaks
+
+    encoded = base64.b64encode(f"Bearer {API_KEY}".encode()).decode()
+    message = f"{json.dumps(API_KEY)} {quote(API_KEY, safe='')} {encoded} head={API_KEY[:10]}"
+    response = httpx.Response(500, text=f"<html><title>{message}</title></html>")
+    for resp in (response, httpx.Response(400, json={"code": 40000, "message": message})):
+        with pytest.raises(APIError) as info:
+            parse_envelope(resp, "register", secrets=[API_KEY])
+        assert find_leaks(str(info.value), [API_KEY]) == [], str(info.value)
+
+
 # -- retries -------------------------------------------------------------------------------
 
 

@@ -56,3 +56,33 @@ def test_pickling_is_refused_but_copies_work() -> None:
     model = RegisteredModel("m1", "n", "https://x.example", s)
     assert dataclasses.asdict(model)["api_key"] is s  # deep-copies its fields
     assert VALUE not in repr(model)
+
+
+def test_the_masker_takes_secrets_and_plain_values_and_every_encoding() -> None:
+    import base64
+    import json
+    from urllib.parse import quote
+
+    from lmreg_nb.secret import find_leaks, mask_text
+
+    key = 'sk-"live"/0123456789+abcdef'
+    text = " | ".join(
+        [key, json.dumps(key), quote(key, safe=""), base64.b64encode(key.encode()).decode()]
+    )
+    for secrets in ([Secret(key)], [key], {"apiKey": Secret(key)}):
+        clean = mask_text(text, secrets)  # type: ignore[arg-type]
+        assert find_leaks(clean, [key]) == [], clean
+        assert "…cdef" in clean
+    assert find_leaks(text, {"apiKey": Secret(key)}) == ["apiKey"]
+    assert find_leaks(f"head {key[:8]} tail", [Secret(key)]) == ["secret #1"]
+
+
+def test_secret_does_not_read_the_configuration() -> None:
+    import ast
+    from pathlib import Path
+
+    import lmreg_nb.secret as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "settings" not in imported and "scrub" not in imported
