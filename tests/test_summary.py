@@ -1,0 +1,104 @@
+"""The typed Summary: status and go_live decided in one place, old records still read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lmreg_nb.summary import Check, Step, Summary, build_summary
+
+ALL_STEPS = ["contact card", "token", "register", "list models", "chat endpoint checks"]
+PUBLIC = "https://llm.school.example/v1/chat/completions"
+
+
+def _summary(steps: list[Step], checks: list[Check] | None = None, **kw: Any) -> Summary:
+    kw.setdefault("models", [{"modelName": "m", "modelId": "1", "registryUrl": PUBLIC}])
+    return build_summary(
+        school="S",
+        contact=None,
+        base_url="https://p",
+        env="e",
+        steps=steps,
+        checks=checks or [],
+        **kw,
+    )
+
+
+def _ok_steps() -> list[Step]:
+    return [Step(n, True, "done") for n in ALL_STEPS]
+
+
+def test_every_step_and_required_check_passed_is_ok_and_ready() -> None:
+    warn = Check("url-path", False, "warning", "path")
+    s = _summary(_ok_steps(), [Check("chat-answers", True, "error", "200"), warn])
+    assert s.status == "ok"
+    assert s.go_live.ready, s.go_live.blockers
+    assert s.warnings == [warn] and s.failed_checks == [] and s.reason == ""
+
+
+def test_no_steps_is_incomplete_never_ok() -> None:
+    s = _summary([], models=[])
+    assert s.status == "incomplete"
+    assert not s.go_live.ready
+    assert any("has not been done" in b for b in s.go_live.blockers)
+
+
+def test_a_missing_step_is_incomplete() -> None:
+    assert _summary(_ok_steps()[:-1]).status == "incomplete"
+
+
+def test_a_failed_step_or_required_check_is_failed_with_reason() -> None:
+    steps = _ok_steps()
+    steps[-1] = Step("chat endpoint checks", False, "HTTP 500 from the endpoint")
+    s = _summary(steps)
+    assert s.status == "failed" and "HTTP 500" in s.reason
+    s = _summary(_ok_steps(), [Check("chat-answers", False, "error", "HTTP 500")])
+    assert s.status == "failed" and s.reason == "chat-answers: HTTP 500"
+    assert any("chat-answers" in b for b in s.go_live.blockers)
+
+
+def test_loopback_model_blocks_go_live_naming_the_host() -> None:
+    url = "http://127.0.0.1:8766/v1/chat/completions"
+    s = _summary(_ok_steps(), models=[{"modelName": "m", "registryUrl": url}])
+    assert s.status == "ok"
+    assert not s.go_live.ready
+    assert any("127.0.0.1" in b and "cannot reach" in b for b in s.go_live.blockers)
+    assert any("plain http" in b for b in s.go_live.blockers)
+
+
+def test_bad_certificate_and_low_capacity_block_go_live() -> None:
+    tls = Check("tls-certificate", False, "error", "self-signed certificate")
+    steps = [*_ok_steps(), Step("capacity", True, "done")]
+    cap = {"capacity": {"concurrency": 4}}
+    s = _summary(steps, [tls], capacity=cap, class_size=40)
+    assert s.status == "failed"
+    assert any("certificate" in b for b in s.go_live.blockers)
+    assert any("40" in b and "4" in b for b in s.go_live.blockers)
+    enough = _summary(steps, capacity={"capacity": {"concurrency": 64}}, class_size=40)
+    assert enough.go_live.ready, enough.go_live.blockers
+
+
+def test_class_size_without_capacity_step_is_incomplete() -> None:
+    assert _summary(_ok_steps(), class_size=30).status == "incomplete"
+
+
+def test_json_round_trip_and_no_api_key() -> None:
+    s = _summary(_ok_steps(), models=[{"modelName": "m", "registryUrl": PUBLIC, "apiKey": "sk"}])
+    data = s.to_json()
+    assert "apiKey" not in data["models"][0]
+    back = Summary.from_json(data)
+    assert back.to_json() == data
+
+
+def test_older_record_without_new_keys_still_reads() -> None:
+    old = {
+        "school": "Old School",
+        "status": "ok",
+        "steps": [{"name": n, "passed": True, "detail": "done"} for n in ALL_STEPS],
+        "checks": [{"name": "chat-answers", "passed": True, "severity": "error", "detail": ""}],
+        "models": [{"modelName": "m", "registryUrl": "http://127.0.0.1:1/v1/chat/completions"}],
+        "generated_at": "2025-01-01T00:00:00+00:00",
+    }
+    s = Summary.from_json(old)
+    assert s.status == "ok" and s.lang is None and s.capacity is None
+    assert not s.go_live.ready  # decided from the models' URLs
+    assert s.generated_at is not None and s.generated_at.year == 2025
