@@ -12,7 +12,9 @@ from __future__ import annotations
 import gettext
 import locale
 import os
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "DOMAIN",
@@ -20,6 +22,8 @@ __all__ = [
     "N_",
     "_",
     "current_language",
+    "format_local_time",
+    "local_zone",
     "ngettext",
     "normalize_language",
     "set_language",
@@ -29,6 +33,8 @@ DOMAIN = "lmreg_nb"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 #: The languages the toolkit speaks; the first is the source language.
 LANGUAGES = ("en", "zh-CN")
+#: The zone of a Chinese school, unless TZ names another.
+CHINA_ZONE = "Asia/Shanghai"
 
 _current: str | None = None
 _translations: gettext.NullTranslations = gettext.NullTranslations()
@@ -60,19 +66,27 @@ def _from_locale() -> str:
 
 def set_language(lang: str | None = None) -> str:
     """Choose the language: ``lang``, else LMREG_LANG, else the locale; returns it."""
-    global _current, _translations
     chosen = (
-        normalize_language(lang) or normalize_language(os.environ.get("LMREG_LANG")) or _from_locale()
+        normalize_language(lang)
+        or normalize_language(os.environ.get("LMREG_LANG"))
+        or _from_locale()
     )
     if chosen == "en":
-        _translations = gettext.NullTranslations()
+        translations = gettext.NullTranslations()
     else:
         code = chosen.replace("-", "_")
-        _translations = gettext.translation(
+        translations = gettext.translation(
             DOMAIN, localedir=str(LOCALE_DIR), languages=[code], fallback=True
         )
-    _current = chosen
+    _install(translations, chosen)
     return chosen
+
+
+def _install(translations: gettext.NullTranslations, lang: str) -> None:
+    # The one place the active catalog changes; tests install a pseudo-locale through it.
+    global _current, _translations
+    _translations = translations
+    _current = lang
 
 
 def current_language() -> str:
@@ -97,3 +111,49 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 def N_(message: str) -> str:
     """Mark a module-level text for extraction; translate it with ``_()`` where shown."""
     return message
+
+
+def _zone_named(name: str | None) -> tzinfo | None:
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name.lstrip(":"))
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _system_zone() -> tzinfo:
+    # An IANA name reads better than "UTC+01:00": from TZ, else the /etc/localtime link.
+    zone = _zone_named(os.environ.get("TZ"))
+    if zone is None:
+        link = Path("/etc/localtime")
+        if link.is_symlink() and "zoneinfo/" in str(link.resolve()):
+            zone = _zone_named(str(link.resolve()).split("zoneinfo/", 1)[1])
+    return zone or datetime.now().astimezone().tzinfo or UTC
+
+
+def local_zone(lang: str | None = None) -> tzinfo:
+    """The school's zone: Asia/Shanghai for zh-CN (unless TZ names one), else the system zone."""
+    lang = normalize_language(lang) or current_language()
+    if lang == "zh-CN" and not os.environ.get("TZ"):
+        # tzdata may be missing (Windows without the tzdata package): China has no DST.
+        return _zone_named(CHINA_ZONE) or timezone(timedelta(hours=8), "CST")
+    return _system_zone()
+
+
+def format_local_time(dt: datetime, lang: str | None = None) -> str:
+    """``dt`` in the school's local time, labelled with its zone.
+
+    ``2026-09-01 14:05 Asia/Shanghai (UTC+08:00)``; a naive ``dt`` is taken as UTC
+    (records keep UTC).
+    """
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    zone = local_zone(lang)
+    local = dt.astimezone(zone)
+    offset = local.strftime("%z")
+    label = f"UTC{offset[:3]}:{offset[3:]}" if offset not in ("", "+0000") else "UTC"
+    name = getattr(zone, "key", None) or local.tzname() or label
+    if name in (label, "UTC", "Etc/UTC", "Etc/GMT", "GMT"):
+        return f"{local:%Y-%m-%d %H:%M} {label}"
+    return f"{local:%Y-%m-%d %H:%M} {name} ({label})"
