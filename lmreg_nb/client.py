@@ -230,7 +230,7 @@ class RegistryClient:
         self.settings = settings if settings is not None else Settings.load()
         self.base_url: str = self.settings.require("base_url")
         self.max_retries = max(0, int(max_retries))
-        self.last_warnings: list[str] = []
+        self.last_warnings: list[validate.UrlWarning] = []
         timeout = self.settings.timeout
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -375,7 +375,7 @@ class RegistryClient:
         body = validate.model_body(draft.to_body(), modify=modify)
         self.last_warnings = validate.url_warnings(body["registryUrl"])
         for warning in self.last_warnings:
-            log.warning("%s", warning)
+            log.warning("%s", warning.message)
         return body
 
     def _settle(self, body: dict[str, Any], cause: LmregError) -> RegisteredModel | None:

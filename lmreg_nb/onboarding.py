@@ -658,7 +658,7 @@ def configuration(settings: Settings | None = None) -> Outcome:
 
 def _model_outcome(title: str, model: RegisteredModel) -> Outcome:
     rows = [(k, str(v)) for k, v in model.summary().items() if v is not None]
-    rows += [("warning", w) for w in url_warnings(model.registry_url)]
+    rows += [("warning", w.message) for w in url_warnings(model.registry_url)]
     return Outcome(title, rows, value=model)
 
 

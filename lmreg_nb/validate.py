@@ -12,16 +12,18 @@ import ipaddress
 import re
 import unicodedata
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from .errors import ValidationError
+from .i18n import N_, _
 
 __all__ = [
     "MAX_API_KEY",
     "MAX_EXAMPLE_BYTES",
     "MAX_MODEL_NAME",
     "MAX_URL",
+    "UrlWarning",
     "check_api_key",
     "check_email",
     "check_mobile",
@@ -172,7 +174,21 @@ def model_body(data: Mapping[str, Any], *, modify: bool = False) -> dict[str, An
     return body
 
 
-def url_warnings(url: str) -> list[str]:
+class UrlWarning(NamedTuple):
+    """Something the platform may not like about a registryUrl.
+
+    ``code`` is a stable identifier ("plain-http", "chat-path", "unreachable-host")
+    that programs test; ``message`` is the sentence for people (translated).
+    """
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def url_warnings(url: str) -> list[UrlWarning]:
     """What the platform may not like about a registryUrl; empty when all is well.
 
     Never raises: a URL too broken to inspect gets no warnings (check_registry_url
@@ -183,20 +199,43 @@ def url_warnings(url: str) -> list[str]:
         hostname = parts.hostname or ""
     except (ValueError, TypeError, AttributeError):
         return []
-    warnings: list[str] = []
+    warnings: list[UrlWarning] = []
     if parts.scheme.lower() == "http":
-        warnings.append(
+        message = _(
             "registryUrl uses plain http; the platform expects https so apiKey is not sent in clear"
         )
+        warnings.append(UrlWarning("plain-http", message))
     if not parts.path.rstrip("/").endswith(CHAT_PATH_SUFFIX):
-        warnings.append(f"registryUrl path should end in {CHAT_PATH_SUFFIX} (spec 4.5)")
+        message = _("registryUrl path should end in {suffix} (spec 4.5)").format(
+            suffix=CHAT_PATH_SUFFIX
+        )
+        warnings.append(UrlWarning("chat-path", message))
     reason = _unreachable_reason(hostname) if hostname else ""
     if reason:
-        warnings.append(f"registryUrl host {hostname} is {reason}; the platform cannot reach it")
+        message = _(_UNREACHABLE[reason]).format(host=hostname)
+        warnings.append(UrlWarning("unreachable-host", message))
     return warnings
 
 
+_UNREACHABLE = {
+    "loopback": N_("registryUrl host {host} is loopback; the platform cannot reach it"),
+    "unspecified": N_(
+        "registryUrl host {host} is unspecified (0.0.0.0); the platform cannot reach it"
+    ),
+    "link-local": N_("registryUrl host {host} is link-local; the platform cannot reach it"),
+    "private": N_("registryUrl host {host} is a private address; the platform cannot reach it"),
+    "single-label": N_(
+        "registryUrl host {host} is a single-label name (only resolvable inside your network); "
+        "the platform cannot reach it"
+    ),
+    "local-name": N_(
+        "registryUrl host {host} is a local-network name; the platform cannot reach it"
+    ),
+}
+
+
 def _unreachable_reason(host: str) -> str:
+    """Why the platform cannot reach ``host`` (a key of _UNREACHABLE), or ""."""
     host = host.strip("[]").lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
         return "loopback"
@@ -204,9 +243,9 @@ def _unreachable_reason(host: str) -> str:
         ip = ipaddress.ip_address(host)
     except ValueError:
         if "." not in host:
-            return "a single-label name (only resolvable inside your network)"
+            return "single-label"
         if host.endswith((".local", ".internal", ".lan", ".home.arpa")):
-            return "a local-network name"
+            return "local-name"
         return ""
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         # ::ffff:127.0.0.1 is 127.0.0.1 (Python 3.11 does not see through it).
@@ -214,11 +253,11 @@ def _unreachable_reason(host: str) -> str:
     if ip.is_loopback:
         return "loopback"
     if ip.is_unspecified:
-        return "unspecified (0.0.0.0)"
+        return "unspecified"
     if ip.is_link_local:
         return "link-local"
     if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT):
-        return "a private address"
+        return "private"
     return ""
 
 

@@ -193,7 +193,7 @@ def test_url_warnings_are_kept_and_logged(
     with caplog.at_level(logging.WARNING, logger="lmreg_nb"):
         client.register_model(draft(url="http://127.0.0.1:8000/chat"))
     assert len(client.last_warnings) == 3
-    assert any("plain http" in w for w in client.last_warnings)
+    assert [w.code for w in client.last_warnings] == ["plain-http", "chat-path", "unreachable-host"]
     assert any("loopback" in r.getMessage() for r in caplog.records)
     client.register_model(draft(name="good"))
     assert client.last_warnings == []

@@ -16,6 +16,7 @@ from lmreg_nb.validate import (
     MAX_EXAMPLE_BYTES,
     MAX_MODEL_NAME,
     MAX_URL,
+    UrlWarning,
     check_api_key,
     check_email,
     check_mobile,
@@ -126,28 +127,37 @@ def test_bad_urls(url: str, reason: str) -> None:
     [
         (CHAT, []),
         ("https://llm.school.edu.cn/v1/chat/completions/", []),
-        ("http://llm.school.edu.cn/v1/chat/completions", ["plain http"]),
-        ("https://llm.school.edu.cn/chat", ["should end in v1/chat/completions"]),
-        ("https://127.0.0.1/v1/chat/completions", ["loopback"]),
-        ("https://localhost/v1/chat/completions", ["loopback"]),
-        ("https://[::1]/v1/chat/completions", ["loopback"]),
-        ("https://[::ffff:127.0.0.1]/v1/chat/completions", ["loopback"]),
-        ("https://10.1.2.3/v1/chat/completions", ["a private address"]),
-        ("https://192.168.1.9/v1/chat/completions", ["a private address"]),
-        ("https://100.64.0.1/v1/chat/completions", ["a private address"]),
-        ("https://169.254.1.1/v1/chat/completions", ["link-local"]),
-        ("https://0.0.0.0/v1/chat/completions", ["unspecified"]),
-        ("https://gpu-box/v1/chat/completions", ["single-label"]),
-        ("https://gpu.lan/v1/chat/completions", ["local-network"]),
+        ("http://llm.school.edu.cn/v1/chat/completions", [("plain-http", "plain http")]),
+        ("https://llm.school.edu.cn/chat", [("chat-path", "should end in v1/chat/completions")]),
+        ("https://127.0.0.1/v1/chat/completions", [("unreachable-host", "loopback")]),
+        ("https://localhost/v1/chat/completions", [("unreachable-host", "loopback")]),
+        ("https://[::1]/v1/chat/completions", [("unreachable-host", "loopback")]),
+        ("https://[::ffff:127.0.0.1]/v1/chat/completions", [("unreachable-host", "loopback")]),
+        ("https://10.1.2.3/v1/chat/completions", [("unreachable-host", "a private address")]),
+        ("https://192.168.1.9/v1/chat/completions", [("unreachable-host", "a private address")]),
+        ("https://100.64.0.1/v1/chat/completions", [("unreachable-host", "a private address")]),
+        ("https://169.254.1.1/v1/chat/completions", [("unreachable-host", "link-local")]),
+        ("https://0.0.0.0/v1/chat/completions", [("unreachable-host", "unspecified")]),
+        ("https://gpu-box/v1/chat/completions", [("unreachable-host", "single-label")]),
+        ("https://gpu.lan/v1/chat/completions", [("unreachable-host", "local-network")]),
         ("https://8.8.8.8/v1/chat/completions", []),
-        ("http://127.0.0.1/x", ["plain http", "should end in", "loopback"]),
+        (
+            "http://127.0.0.1/x",
+            [
+                ("plain-http", "plain http"),
+                ("chat-path", "should end in"),
+                ("unreachable-host", "loopback"),
+            ],
+        ),
     ],
 )
-def test_url_warnings(url: str, expected: list[str]) -> None:
+def test_url_warnings(url: str, expected: list[tuple[str, str]]) -> None:
     warnings = url_warnings(url)
-    assert len(warnings) == len(expected)
-    for warning, part in zip(warnings, expected, strict=True):
-        assert part in warning
+    assert [w.code for w in warnings] == [code for code, _part in expected]
+    for warning, (_code, part) in zip(warnings, expected, strict=True):
+        assert isinstance(warning, UrlWarning)
+        assert part in warning.message and str(warning) == warning.message
+        assert "registryUrl" in warning.message  # names the field
 
 
 # -- apiKey --------------------------------------------------------------------------------

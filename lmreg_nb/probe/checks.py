@@ -112,12 +112,12 @@ def url_checks(url: str) -> list[CheckResult]:
     """The URL's shape: https, the chat path, a host the platform can reach."""
     warnings = url_warnings(url)
 
-    def find(word: str) -> str | None:
-        return next((w for w in warnings if word in w), None)
+    def find(code: str) -> str | None:
+        return next((w.message for w in warnings if w.code == code), None)
 
-    https = find("plain http")
-    path = find("path should end")
-    host = find("cannot reach")
+    https = find("plain-http")
+    path = find("chat-path")
+    host = find("unreachable-host")
     return [
         _row(
             "url-https",

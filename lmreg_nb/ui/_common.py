@@ -1,21 +1,68 @@
-"""What every form shares: a field and its one-line error, validation as you type."""
+"""What every form shares: a field and its one-line error, validation as you type, events.
+
+A form lays out its fields, reads their values and calls one method of the
+:class:`~lmreg_nb.onboarding.Onboarding` run. When that call succeeds the form
+tells the run's other widgets (:func:`step_done`), so an interactive onboarding
+refreshes its models table, checks and summary as the steps complete.
+"""
 
 from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
 from IPython.display import display
 
 from ..errors import LmregError, ValidationError
+from ..i18n import _
 from ..validate import url_warnings
 
-__all__ = ["Field", "Form", "error_html", "registry_url_warnings", "required"]
+__all__ = [
+    "LABEL_WIDTH",
+    "WIDE",
+    "Field",
+    "Form",
+    "error_html",
+    "follow",
+    "password",
+    "registry_url_warnings",
+    "required",
+    "step_done",
+    "text",
+    "warnings_html",
+]
 
 log = logging.getLogger("lmreg_nb")
+
+#: Width of the labels before the inputs: room for "registryUrl" and a Chinese label.
+LABEL_WIDTH = "7.5em"
+#: Width of an input that holds a URL or a name: a whole https address stays readable.
+WIDE = "min(46em, 95%)"
+
+Listener = Callable[[str], None]
+# The widgets following a run (weak keys: a finished run takes its listeners with it).
+_FOLLOWERS: weakref.WeakKeyDictionary[Any, list[Listener]] = weakref.WeakKeyDictionary()
+
+
+def follow(run: Any, listener: Listener) -> None:
+    """Call ``listener(step_name)`` each time a form of ``run`` completes a step."""
+    _FOLLOWERS.setdefault(run, []).append(listener)
+
+
+def step_done(run: Any, step: str) -> None:
+    """Tell the widgets following ``run`` that ``step`` completed (each listener's error is
+    shown by that widget; one failing listener never stops the others)."""
+    if run is None:
+        return
+    for listener in list(_FOLLOWERS.get(run, [])):
+        try:
+            listener(step)
+        except Exception:  # a widget's refresh must never break the form that was clicked
+            log.exception("refresh after step %s failed", step)
 
 
 def error_html(message: str) -> str:
@@ -23,8 +70,15 @@ def error_html(message: str) -> str:
     return f"<span style='color:#cf222e'>{html.escape(message)}</span>" if message else ""
 
 
+def warnings_html(warnings: Sequence[str]) -> str:
+    """Non-blocking warnings, one per line, escaped."""
+    return "".join(
+        f"<div style='color:#9a6700;line-height:1.4'>⚠ {html.escape(w)}</div>" for w in warnings
+    )
+
+
 def required(field: str, what: str) -> Callable[[str], str]:
-    """A check that a text field is not empty; ``what`` says what to enter."""
+    """A check that a text field is not empty; ``what`` says what to enter (already translated)."""
 
     def check(value: str) -> str:
         if not value.strip():
@@ -36,14 +90,34 @@ def required(field: str, what: str) -> Callable[[str], str]:
 
 def registry_url_warnings(value: str) -> list[str]:
     """The non-blocking warnings about a registryUrl being typed (none while it is empty)."""
-    return url_warnings(value) if value.strip() else []
+    if not value.strip():
+        return []
+    # UrlWarning(code, message) once the core lands it; a plain string before.
+    return [str(getattr(w, "message", w)) for w in url_warnings(value)]
+
+
+def text(description: str, *, wide: bool = False, **kw: Any) -> widgets.Text:
+    """A text input with a label wide enough for the field names (and a wide box for URLs)."""
+    return _sized(widgets.Text(description=description, **kw), wide)
+
+
+def password(description: str, *, wide: bool = False, **kw: Any) -> widgets.Password:
+    """A password input (its value is cleared by the form once read)."""
+    return _sized(widgets.Password(description=description, **kw), wide)
+
+
+def _sized(widget: Any, wide: bool) -> Any:
+    widget.style.description_width = LABEL_WIDTH
+    if wide:
+        widget.layout.width = WIDE
+    return widget
 
 
 class Field:
-    """An input widget, its CSS classes and a one-line error label beside it.
+    """An input widget, its CSS classes and a one-line error label under it.
 
     ``check`` validates the value as the user types (it raises
-    ValidationError); ``warn`` lists non-blocking warnings.
+    ValidationError); ``warn`` lists non-blocking warnings, shown one per line.
     """
 
     def __init__(
@@ -64,7 +138,9 @@ class Field:
         self.error = widgets.HTML("")
         self.error.add_class("lmreg-error")
         self.error.add_class(f"lmreg-{key}-error")
-        self.box = widgets.HBox([widget, self.error])
+        # Indented to start under the input, not under its label.
+        self.error.layout.margin = f"0 0 0 calc({LABEL_WIDTH} + 4px)"
+        self.box = widgets.VBox([widget, self.error])
         self._taking = False
         widget.observe(self._changed, names="value")
 
@@ -74,7 +150,7 @@ class Field:
         return self.widget.value
 
     def validate(self) -> bool:
-        """Check the current value now; show the error (or warnings) beside the field."""
+        """Check the current value now; show the error (or warnings) under the field."""
         return self.check_value(self.widget.value)
 
     def take(self) -> Any:
@@ -98,12 +174,7 @@ class Field:
         except LmregError as exc:
             self.error.value = error_html(str(exc))
             return False
-        warnings = self.warn(value) if self.warn else []
-        self.error.value = (
-            f"<span style='color:#9a6700'>{html.escape('; '.join(warnings))}</span>"
-            if warnings
-            else ""
-        )
+        self.error.value = warnings_html(self.warn(value) if self.warn else [])
         return True
 
     def _changed(self, change: dict[str, Any]) -> None:
@@ -112,18 +183,28 @@ class Field:
 
 
 class Form:
-    """A box of fields, one button and a result area; the click calls one function."""
+    """Fields, one button, a message line and a result area; the click calls one function.
+
+    Layout, top to bottom: fields, ``extra``, the button, the message, ``after``,
+    the result: what a click produces always appears below the button.
+    """
 
     def __init__(
-        self, css: str, fields: list[Field], button: widgets.Button, *extra: widgets.Widget
+        self,
+        css: str,
+        fields: list[Field],
+        button: widgets.Button,
+        *extra: widgets.Widget,
+        after: Sequence[widgets.Widget] = (),
     ) -> None:
         self.fields = {f.key: f for f in fields}
         self.button = button
         self.result = widgets.Output()
         self.result.add_class("lmreg-result")
         self.message = widgets.HTML("")
+        self.message.add_class("lmreg-message")
         self.container = widgets.VBox(
-            [*(f.box for f in fields), *extra, button, self.message, self.result]
+            [*(f.box for f in fields), *extra, button, self.message, *after, self.result]
         )
         self.container.add_class(css)
         self.last_result: Any = None
@@ -144,25 +225,38 @@ class Form:
             ]
         )
 
-    def run(self, action: Callable[[], Any]) -> Any:
-        """Call ``action`` with the button disabled; show its result or its one-line error."""
+    def run(self, action: Callable[[], Any], *, step: str = "") -> Any:
+        """Call ``action`` with the button disabled; show its result or its one-line error.
+
+        The result replaces the previous one; nothing is shown for None. With
+        ``step``, the widgets following the run hear that the step completed.
+        """
         self.button.disabled = True
-        self.message.value = "working…"
+        self.message.value = html.escape(_("working…"))
         self.last_error = None
         self.result.clear_output()
         try:
             result = action()
         except LmregError as exc:
             self.last_error = str(exc)
-            self.message.value = error_html(f"error: {exc}")
+            self.message.value = error_html(_("error: {message}").format(message=exc))
             return None
         finally:
             self.button.disabled = False
         self.message.value = ""
         self.last_result = result
-        with self.result:
-            display(result)
+        self.show(result)
+        if step:
+            step_done(getattr(self, "run_", None), step)
         return result
+
+    def show(self, result: Any) -> None:
+        """Show ``result`` in the result area (a stray ``None`` is never shown)."""
+        if result is None:
+            return
+        with self.result:
+            for item in result if isinstance(result, tuple) else (result,):
+                display(item)
 
     def _ipython_display_(self) -> None:
         display(self.container)
