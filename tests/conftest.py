@@ -20,6 +20,10 @@ def _clean_environment(
     for name in list(os.environ):
         if name.startswith("LMREG_"):
             monkeypatch.delenv(name)
+    # English unless a test chooses otherwise (the shell's locale may be zh_CN).
+    from lmreg_nb import i18n
+
+    i18n.set_language("en")
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
