@@ -48,7 +48,12 @@ text-errors, which are warnings):
 ``slow``                no answer at all (hangs until the client gives up)
 ``status-500``          every request answers 500
 ``status-429``          every request answers 429 with ``Retry-After: 1``
+``interrupt``           a new request cuts the streams in progress (llama.cpp's
+                        ``interrupt_requests``): ``data: [DONE]``, no finish_reason
 ======================  =====================================================
+
+Saturation like a real server's (a slot limit, a decode slowdown under load):
+see :mod:`lmreg_nb.sandbox.saturation`.
 
 Also served: ``GET /health`` and ``GET /v1/models``. Ways to run it:
 :func:`create_app` (the ASGI app, for uvicorn or the sandbox command),
@@ -69,7 +74,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +82,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from .saturation import Load
 
 __all__ = [
     "QUIRKS",
@@ -110,6 +117,7 @@ QUIRKS: frozenset[str] = frozenset(
         "slow",
         "status-500",
         "status-429",
+        "interrupt",
     }
 )
 
@@ -131,6 +139,8 @@ class MockModelConfig:
     itl_ms: float = 10.0
     tokens: int = 32
     quirks: frozenset[str] = frozenset()
+    slots: int = 0  # requests served at once, the rest queue (0: no limit); see saturation.py
+    slowdown: float = 0.0  # each gap is itl_ms * (1 + slowdown * (streams in progress - 1))
 
     def __post_init__(self) -> None:
         unknown = set(self.quirks) - QUIRKS
@@ -140,6 +150,8 @@ class MockModelConfig:
             )
         if self.ttft_ms < 0 or self.itl_ms < 0 or self.tokens < 0:
             raise ValueError("ttft_ms, itl_ms and tokens must not be negative")
+        if self.slots < 0 or self.slowdown < 0:
+            raise ValueError("slots and slowdown must not be negative")
 
 
 def reply_tokens(count: int) -> list[str]:
@@ -212,9 +224,12 @@ class _Reply:
         self.created = int(time.time())
         self.object = "chat.completion" if chat else "text_completion"
         self.prompt_tokens = _count_prompt(body, chat)
+        self.pace: Callable[[int], float] | None = None  # set under a decode slowdown
 
     def due(self, k: int) -> float:
         """Monotonic time at which token ``k`` is due."""
+        if self.pace is not None:
+            return self.pace(k)
         return self.t0 + self.ttft + k * self.itl
 
     @property
@@ -285,7 +300,7 @@ async def _sleep_until(deadline: float) -> None:
 
 async def _stream(
     reply: _Reply, quirks: frozenset[str], include_usage: bool
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     frames = _Frames(quirks)
     null = "null-content" in quirks
     pieces: list[str] = []
@@ -366,6 +381,7 @@ def _key_ok(request: Request, config: MockModelConfig, quirks: frozenset[str]) -
 
 def create_app(config: MockModelConfig) -> Starlette:
     """The mock's ASGI app (Starlette); serve it with uvicorn."""
+    load = Load(config.slots, config.slowdown)
 
     async def handle(request: Request, chat: bool) -> Response:
         t0 = time.monotonic()  # the request's arrival: every chunk is scheduled from here
@@ -405,13 +421,16 @@ def create_app(config: MockModelConfig) -> Starlette:
         reply = _Reply(config, body, chat, t0)
         stream = body.get("stream") is True
         if not stream or "no-stream" in quirks:
-            await _sleep_until(reply.done_at)
+            async with load.slot(reply):
+                await _sleep_until(reply.done_at)
             return JSONResponse(reply.whole(quirks))
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         media = "text/plain; charset=utf-8" if "wrong-content-type" in quirks else None
         return StreamingResponse(
-            _stream(reply, quirks, include_usage),
+            load.stream(
+                reply, _stream(reply, quirks, include_usage), interrupt="interrupt" in quirks
+            ),
             media_type=media or "text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -491,7 +510,8 @@ def app_from_env() -> Starlette:
     """An app configured by ``LMREG_MOCK_*`` variables (for ``uvicorn --factory --workers``).
 
     ``LMREG_MOCK_API_KEY`` (required), ``LMREG_MOCK_TTFT_MS``, ``LMREG_MOCK_ITL_MS``,
-    ``LMREG_MOCK_TOKENS``, ``LMREG_MOCK_QUIRKS`` (comma-separated).
+    ``LMREG_MOCK_TOKENS``, ``LMREG_MOCK_QUIRKS`` (comma-separated), ``LMREG_MOCK_SLOTS``,
+    ``LMREG_MOCK_SLOWDOWN``.
     """
     env = os.environ
     return create_app(
@@ -501,6 +521,8 @@ def app_from_env() -> Starlette:
             itl_ms=float(env.get("LMREG_MOCK_ITL_MS", 10)),
             tokens=int(env.get("LMREG_MOCK_TOKENS", 32)),
             quirks=parse_quirks([env.get("LMREG_MOCK_QUIRKS", "")]),
+            slots=int(env.get("LMREG_MOCK_SLOTS", 0)),
+            slowdown=float(env.get("LMREG_MOCK_SLOWDOWN", 0)),
         )
     )
 
@@ -549,6 +571,8 @@ def _config_env(config: MockModelConfig) -> dict[str, str]:
         "LMREG_MOCK_ITL_MS": repr(config.itl_ms),
         "LMREG_MOCK_TOKENS": str(config.tokens),
         "LMREG_MOCK_QUIRKS": ",".join(sorted(config.quirks)),
+        "LMREG_MOCK_SLOTS": str(config.slots),
+        "LMREG_MOCK_SLOWDOWN": repr(config.slowdown),
     }
 
 
