@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CapacityForm",
     "ChatBox",
+    "ChecksPanel",
     "ContactForm",
     "CredentialsForm",
     "ModelsTable",
@@ -18,6 +20,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "CapacityForm": "capacity",
+    "ChecksPanel": "checks",
     "ChatBox": "chat",
     "stream_reply": "chat",
     "ContactForm": "contact",

@@ -8,15 +8,16 @@ import time
 
 import ipywidgets as widgets
 
+from ..i18n import _
 from ..onboarding import Onboarding
-from ._common import Field, Form
+from ._common import WIDE, Field, Form, text
 
 __all__ = ["ChatBox", "stream_reply"]
 
 _UPDATE_EVERY_S = 0.05
 
 
-def stream_reply(run: Onboarding, prompt: str) -> None:
+def stream_reply(run: Onboarding, prompt: str, *, model_url: str = "", model: str = "") -> None:
     """Show the reply as it arrives, as plain text (never HTML), in one updating output.
 
     One output updated in place (not one per piece) keeps the executed notebook
@@ -24,40 +25,61 @@ def stream_reply(run: Onboarding, prompt: str) -> None:
     """
     from IPython.display import display
 
-    text = ""
+    reply = ""
     shown_at = 0.0
     handle = display({"text/plain": "…"}, raw=True, display_id=True)
 
     def show(piece: str) -> None:
-        nonlocal text, shown_at
-        text += piece
+        nonlocal reply, shown_at
+        reply += piece
         # At most ~20 updates a second: each is a message to the frontend (and to papermill).
         now = time.monotonic()
         if handle is not None and now - shown_at >= _UPDATE_EVERY_S:
             shown_at = now
-            handle.update({"text/plain": text}, raw=True)
+            handle.update({"text/plain": reply}, raw=True)
 
-    run.chat(prompt, show)
+    url, name = _target(run, model_url, model)
+    run.chat(prompt, show, model_url=url, model=name)
     if handle is None:  # outside IPython: nothing was shown
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(reply + "\n")
     else:
-        handle.update({"text/plain": text}, raw=True)
+        handle.update({"text/plain": reply}, raw=True)
+
+
+def _target(run: Onboarding, model_url: str, model: str) -> tuple[str, str]:
+    """The endpoint to chat with: given, else the one the run's checks called, else the run's.
+
+    The chat box thereby calls what the checks above it checked (a ``model_url``
+    parameter, the registered model), never LMREG_MODEL_URL behind their back.
+    """
+    report = run.report
+    url = model_url.strip() or (report.url if report is not None else "")
+    name = model.strip() or (report.model if report is not None else "")
+    return url, name
 
 
 class ChatBox(Form):
-    """Ask the school's model a question; the reply streams into an escaped <pre> block.
+    """Ask the school's model a question; the reply streams in below the Send button.
 
     The reply is untrusted text from the model: it is escaped, never rendered as HTML.
+    ``model_url``/``model`` name the endpoint (default: the one the run's checks used).
     """
 
-    def __init__(self, run: Onboarding | None = None) -> None:
+    def __init__(
+        self, run: Onboarding | None = None, *, model_url: str = "", model: str = ""
+    ) -> None:
         self.run_ = run or Onboarding("")
-        self.prompt = widgets.Text(description="prompt", placeholder="Ask the model something")
+        self.model_url = model_url
+        self.model = model
+        self.prompt = text(_("prompt"), wide=True, placeholder=_("Ask the model something"))
         self.reply = widgets.HTML("")
         self.reply.add_class("lmreg-chat-reply")
-        button = widgets.Button(description="Send", button_style="primary")
+        self.reply.layout.width = WIDE
+        button = widgets.Button(description=_("Send"), button_style="primary")
         button.add_class("lmreg-chat-send")
-        super().__init__("lmreg-chat-box", [Field("chat-prompt", self.prompt)], button, self.reply)
+        # No check as you type: an empty prompt gets its one-line error on Send.
+        prompt = Field("chat-prompt", self.prompt)
+        super().__init__("lmreg-chat-box", [prompt], button, after=[self.reply])
         self.text = ""
 
     def _piece(self, piece: str) -> None:
@@ -65,10 +87,14 @@ class ChatBox(Form):
         self.reply.value = f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre>"
 
     def submit(self) -> str | None:
-        """Send the prompt and stream the reply."""
+        """Send the prompt and stream the reply below the button."""
         self.text = ""
         self.reply.value = ""
-        reply = self.run(lambda: self.run_.chat(self.prompt.value, self._piece))
-        # The Output area would repeat the reply as plain text: the box shows it already.
+        url, name = _target(self.run_, self.model_url, self.model)
+        reply = self.run(
+            lambda: self.run_.chat(self.prompt.value, self._piece, model_url=url, model=name),
+            step="chat",
+        )
+        # The result area would repeat the reply as plain text: the box shows it already.
         self.result.clear_output()
         return reply

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..onboarding import Onboarding, Outcome, check_contact
+from ..contact import check_contact
+from ..display import Outcome
+from ..i18n import _
+from ..onboarding import Onboarding
 from ..validate import check_email, check_mobile
-from ._common import Field, Form, required
+from ._common import Field, Form, required, text
 
 __all__ = ["ContactForm"]
 
@@ -21,20 +24,18 @@ class ContactForm(Form):
     def __init__(self, run: Onboarding) -> None:
         self.run_ = run
         c = run.contact
-        self.school = widgets.Text(value=run.school, description="school")
-        self.name = widgets.Text(value=c.name if c else "", description="name")
-        self.mobile = widgets.Text(
-            value=c.mobile if c else "", description="mobile", placeholder="13812345678"
+        self.school = text(_("school"), value=run.school, wide=True)
+        self.name = text(_("name"), value=c.name if c else "", wide=True)
+        self.mobile = text(_("mobile"), value=c.mobile if c else "", placeholder="13812345678")
+        self.email = text(
+            _("e-mail"), value=c.email if c else "", wide=True, placeholder="name@school.edu.cn"
         )
-        self.email = widgets.Text(
-            value=c.email if c else "", description="e-mail", placeholder="name@school.edu.cn"
-        )
-        button = widgets.Button(description="Save contact", button_style="primary")
+        button = widgets.Button(description=_("Save contact"), button_style="primary")
         button.add_class("lmreg-contact-button")
         super().__init__(
             "lmreg-contact-form",
             [
-                Field("school", self.school, required("school", "enter the school's name")),
+                Field("school", self.school, required("school", _("enter the school's name"))),
                 Field("contact-name", self.name, _check_name),
                 Field("contact-mobile", self.mobile, check_mobile),
                 Field("contact-email", self.email, check_email),
@@ -49,5 +50,6 @@ class ContactForm(Form):
         return self.run(
             lambda: self.run_.set_contact(
                 self.name.value, self.mobile.value, self.email.value, self.school.value
-            )
+            ),
+            step="contact card",
         )

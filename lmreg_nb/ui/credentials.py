@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..onboarding import Onboarding, Outcome
-from ._common import Field, Form, required
+from ..display import Outcome
+from ..i18n import _
+from ..onboarding import Onboarding
+from ._common import Field, Form, password, required, text
 
 __all__ = ["CredentialsForm"]
 
@@ -15,19 +17,23 @@ class CredentialsForm(Form):
 
     Like huggingface_hub's old ``notebook_login``, the click handler reads the
     password field and clears it before anything else, so the secret is never
-    saved with the notebook. Empty appSecret means LMREG_APP_SECRET.
+    saved with the notebook. Empty appSecret means LMREG_APP_SECRET, on every
+    click: a wrong secret typed once is not kept for the next try.
     """
 
     def __init__(self, run: Onboarding | None = None) -> None:
         self.run_ = run or Onboarding("")
         settings = self.run_.settings
-        self.app_id = widgets.Text(value=settings.app_id or "", description="appId")
-        self.app_secret = widgets.Password(
+        # The environment's secret, kept apart from what is typed into the field.
+        self._env_secret = settings.app_secret
+        self.app_id = text("appId", value=settings.app_id or "", wide=True)
+        self.app_secret = password(
+            "appSecret",
             value="",
-            description="appSecret",
-            placeholder="empty: use LMREG_APP_SECRET" if settings.app_secret else "",
+            wide=True,
+            placeholder=_("empty: use LMREG_APP_SECRET") if self._env_secret else "",
         )
-        button = widgets.Button(description="Connect", button_style="primary")
+        button = widgets.Button(description=_("Connect"), button_style="primary")
         button.add_class("lmreg-connect-button")
         super().__init__(
             "lmreg-credentials-form",
@@ -35,9 +41,14 @@ class CredentialsForm(Form):
                 Field(
                     "app-id",
                     self.app_id,
-                    required("appId", "enter the appId the provider gave you"),
+                    required("appId", _("enter the appId the provider gave you")),
                 ),
-                Field("app-secret", self.app_secret),
+                Field(
+                    "app-secret",
+                    self.app_secret,
+                    required("appSecret", _("enter the appSecret the provider gave you")),
+                    optional=self._env_secret is not None,
+                ),
             ],
             button,
         )
@@ -49,7 +60,7 @@ class CredentialsForm(Form):
             return None
 
         def action() -> Outcome:
-            self.run_.use_credentials(self.app_id.value, secret or None)
+            self.run_.use_credentials(self.app_id.value, secret or self._env_secret)
             return self.run_.connect()
 
-        return self.run(action)
+        return self.run(action, step="token")

@@ -6,12 +6,39 @@ import html
 
 import ipywidgets as widgets
 
+from ..display import Outcome
+from ..i18n import _
 from ..models import RegisteredModel
-from ..onboarding import Onboarding, Outcome
+from ..onboarding import Onboarding
+from ..secret import Secret
 from ..validate import check_api_key, check_model_name, check_registry_url
-from ._common import Field, Form, registry_url_warnings
+from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
 
-__all__ = ["ModifyForm"]
+__all__ = ["ModifyForm", "changes"]
+
+
+def changes(
+    old: RegisteredModel, new_name: str, new_url: str, new_key: str | Secret | None
+) -> list[tuple[str, str]]:
+    """The rows "field: old -> new" (or "unchanged") of a modify; apiKey only masked."""
+    rows = []
+    for field, before, after in (
+        ("modelName", old.model_name, new_name.strip()),
+        ("registryUrl", old.registry_url, new_url.strip()),
+    ):
+        shown = (
+            _("{old} → {new}").format(old=before, new=after)
+            if after != before
+            else _("{value} (unchanged)").format(value=before)
+        )
+        rows.append((field, shown))
+    if new_key:
+        masked = new_key.masked if isinstance(new_key, Secret) else Secret(new_key).masked
+        key_row = _("{old} → {new}").format(old=old.api_key.masked, new=masked)
+    else:
+        key_row = _("{value} (kept)").format(value=old.api_key.masked)
+    rows.append(("apiKey", key_row))
+    return rows
 
 
 class ModifyForm(Form):
@@ -19,22 +46,23 @@ class ModifyForm(Form):
 
     The spec's modify overwrites apiKey, so one is always sent: an empty apiKey
     field re-sends the key the platform returned for that model. Overwriting
-    needs a second click on "Confirm overwrite".
+    needs a second click on "Confirm overwrite"; what will change (old -> new)
+    and then what did change replace each other below the buttons, newest only.
     """
 
     def __init__(self, run: Onboarding | None = None) -> None:
         self.run_ = run or Onboarding("")
         self.models: dict[str, RegisteredModel] = {}
-        self.select = widgets.Dropdown(description="model", options=[])
+        self.select = widgets.Dropdown(description=_("model"), options=[])
+        self.select.style.description_width = LABEL_WIDTH
+        self.select.layout.width = WIDE
         self.select.add_class("lmreg-model-select")
-        self.model_name = widgets.Text(description="modelName")
-        self.registry_url = widgets.Text(description="registryUrl")
-        self.api_key = widgets.Password(
-            description="apiKey", placeholder="empty: keep the current key"
-        )
-        button = widgets.Button(description="Modify…", button_style="warning")
+        self.model_name = text("modelName", wide=True)
+        self.registry_url = text("registryUrl", wide=True)
+        self.api_key = password("apiKey", wide=True, placeholder=_("empty: keep the current key"))
+        button = widgets.Button(description=_("Modify…"), button_style="warning")
         button.add_class("lmreg-modify-button")
-        self.confirm = widgets.Button(description="Confirm overwrite", button_style="danger")
+        self.confirm = widgets.Button(description=_("Confirm overwrite"), button_style="danger")
         self.confirm.add_class("lmreg-confirm-button")
         self.confirm.layout.display = "none"
         self.confirm.on_click(lambda _b: self.apply())
@@ -51,7 +79,7 @@ class ModifyForm(Form):
                 Field("api-key", self.api_key, check_api_key, optional=True),
             ],
             button,
-            self.confirm,
+            after=[self.confirm],
         )
         self.container.children = (self.select, *self.container.children)
         self.select.observe(lambda _c: self._prefill(), names="value")
@@ -62,12 +90,14 @@ class ModifyForm(Form):
         """Fill the dropdown with the account's models (queries the platform)."""
         self.run(self._load)
 
-    def _load(self) -> None:
+    def _load(self, keep: str = "") -> None:
         self.run_.refresh()
         self.models = {m.model_id: m for m in self.run_.models}
-        self.select.options = [
-            (f"{m.model_name} ({m.model_id})", m.model_id) for m in self.run_.models
-        ]
+        options = [(f"{m.model_name} ({m.model_id})", m.model_id) for m in self.run_.models]
+        # Replacing the options resets the choice; put the modified model back.
+        self.select.options = options
+        if keep in self.models:
+            self.select.value = keep
         self._prefill()
 
     def _prefill(self) -> None:
@@ -78,28 +108,44 @@ class ModifyForm(Form):
         self.confirm.layout.display = "none"
 
     def submit(self) -> None:
-        """First click: validate and ask for confirmation."""
+        """First click: validate and show what will change, old -> new; ask to confirm."""
         self._key = self.fields["api-key"].take()
+        self.result.clear_output()  # the previous outcome gives way to this confirmation
+        self.confirm.layout.display = "none"
         model = self.models.get(self.select.value or "")
         if model is None:
-            self.message.value = "<span style='color:#cf222e'>choose a model first</span>"
+            self.message.value = (
+                f"<span style='color:#cf222e'>{html.escape(_('choose a model first'))}</span>"
+            )
             return
         if not self.valid(taken={"api-key": self._key}):
+            self.message.value = ""
             return
-        key_note = "a new apiKey" if self._key else "its current apiKey"
-        self.message.value = html.escape(
-            f"This overwrites modelName, registryUrl and apiKey of {model.model_name} "
-            f"({model.model_id}) with {key_note}. Click Confirm overwrite."
+        rows = changes(model, self.model_name.value, self.registry_url.value, self._key)
+        table = "".join(
+            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        question = _("Overwrite {name} ({model_id})? Click Confirm overwrite.").format(
+            name=model.model_name, model_id=model.model_id
+        )
+        self.message.value = (
+            f"<div class='lmreg-confirm-question'>{html.escape(question)}</div>"
+            f"<table class='lmreg-changes'>{table}</table>"
         )
         self.confirm.layout.display = None
 
     def apply(self) -> Outcome | None:
-        """Second click: overwrite the model."""
+        """Second click: overwrite the model; show old -> new and refresh the dropdown."""
         model_id = self.select.value or ""
         key, self._key = self._key, ""
         self.confirm.layout.display = "none"
-        return self.run(
-            lambda: self.run_.modify(
-                model_id, self.model_name.value, self.registry_url.value, key or None
-            )
-        )
+        name, url = self.model_name.value, self.registry_url.value
+
+        def action() -> Outcome:
+            done = self.run_.modify(model_id, name, url, key or None)
+            self._load(keep=model_id)  # the dropdown shows the new name
+            return done
+
+        return self.run(action, step="modify")

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..onboarding import Onboarding, Outcome
+from ..display import Outcome
+from ..i18n import _
+from ..onboarding import Onboarding
 from ..validate import check_api_key, check_model_name, check_registry_url
-from ._common import Field, Form, registry_url_warnings
+from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
 
 __all__ = ["RegisterForm"]
+
+
+def _area(description: str, placeholder: str = "") -> widgets.Textarea:
+    area = widgets.Textarea(description=description, placeholder=placeholder)
+    area.style.description_width = LABEL_WIDTH
+    area.layout.width = WIDE
+    return area
 
 
 class RegisterForm(Form):
     """Register a model; apiKey empty means LMREG_MODEL_API_KEY (never prefilled in clear).
 
-    ``update_existing`` True updates a model of the same name instead of failing.
+    modelName is the name the platform shows (``model_name`` when given, else
+    empty): it is not LMREG_MODEL_NAME, the name the school's server expects in
+    the body field ``model``. ``update_existing`` True updates a model of the
+    same name instead of failing.
     """
 
     def __init__(
@@ -23,29 +35,32 @@ class RegisterForm(Form):
         self.run_ = run or Onboarding("")
         settings = self.run_.settings
         self.update_existing = update_existing
-        self.model_name = widgets.Text(
-            value=model_name or settings.model_name or "", description="modelName"
+        self.model_name = text(
+            "modelName", value=model_name, wide=True, placeholder=_("e.g. school-assistant")
         )
-        self.registry_url = widgets.Text(
+        self.registry_url = text(
+            "registryUrl",
             value=settings.model_url or "",
-            description="registryUrl",
+            wide=True,
             placeholder="https://llm.school.edu/v1/chat/completions",
         )
         has_key = settings.model_api_key is not None
-        self.api_key = widgets.Password(
+        self.api_key = password(
+            "apiKey",
             value="",
-            description="apiKey",
-            placeholder="empty: use LMREG_MODEL_API_KEY" if has_key else "",
+            wide=True,
+            placeholder=_("empty: use LMREG_MODEL_API_KEY") if has_key else "",
         )
-        self.req_params = widgets.Textarea(description="reqParams", placeholder="one per line")
-        self.req_example = widgets.Textarea(description="reqExample", placeholder="a curl request")
-        self.res_example = widgets.Textarea(description="resExample")
+        self.req_params = _area("reqParams", _("one per line"))
+        self.req_example = _area("reqExample", _("a curl request"))
+        self.res_example = _area("resExample")
         reserved = widgets.Accordion(
             children=[widgets.VBox([self.req_params, self.req_example, self.res_example])],
             selected_index=None,
         )
-        reserved.set_title(0, "Reserved fields (not supported yet by the platform)")
-        button = widgets.Button(description="Register", button_style="primary")
+        reserved.layout.width = WIDE
+        reserved.set_title(0, _("Reserved fields (not supported yet by the platform)"))
+        button = widgets.Button(description=_("Register"), button_style="primary")
         button.add_class("lmreg-register-button")
         super().__init__(
             "lmreg-register-form",
@@ -81,4 +96,4 @@ class RegisterForm(Form):
                 res_example=self.res_example.value or None,
             )
 
-        return self.run(action)
+        return self.run(action, step="register")

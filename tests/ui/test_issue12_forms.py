@@ -1,0 +1,169 @@
+"""Issue 12's form findings, each driven as a person would: type, click, look."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from lmreg_nb.onboarding import Onboarding, Outcome
+from lmreg_nb.settings import Settings
+from lmreg_nb.ui import ChatBox, CredentialsForm, ModelsTable, ModifyForm, RegisterForm
+
+if TYPE_CHECKING:
+    import pytest
+
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+
+def _run(sandbox: SandboxInfo, name: str, **extra: str) -> tuple[Onboarding, dict[str, str]]:
+    """A run on a fresh account of the sandbox (so tests do not see each other's models)."""
+    app = sandbox.add_app(name)
+    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"]}
+    env.update(extra)
+    return Onboarding(name, settings=Settings.load(environ=env)), app
+
+
+def _position(form: Any, widget: Any) -> int:
+    children = list(form.container.children)
+    return next(i for i, c in enumerate(children) if c is widget or widget in _flat(c))
+
+
+def _flat(widget: Any) -> list[Any]:
+    kids = list(getattr(widget, "children", ()))
+    return kids + [k for kid in kids for k in _flat(kid)]
+
+
+def test_empty_secret_after_a_wrong_one_uses_the_environment_again(
+    sandbox: SandboxInfo,
+) -> None:
+    run, app = _run(sandbox, "ui-wrong-then-env")
+    form = CredentialsForm(run)
+    form.app_secret.value = "wrong-secret-xyz-123456"
+    form.button.click()
+    assert form.last_error is not None and "appSecret" in form.last_error
+
+    form.button.click()  # the field is empty now: "empty: use LMREG_APP_SECRET"
+    assert form.last_error is None, form.last_error
+    assert run.token is not None and run.token.env == app["env"]
+
+
+def test_modify_form_shows_no_stray_none(
+    sandbox: SandboxInfo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = _run(sandbox, "ui-modify-none")
+    run.register("none-a", "https://a.school.edu/v1/chat/completions", "key-a-0123456789")
+    capsys.readouterr()
+    form = ModifyForm(run)
+    # Outside a kernel a displayed value is printed: loading the dropdown displays nothing.
+    assert "None" not in capsys.readouterr().out
+    assert form.last_error is None and form.models
+
+
+def test_modify_shows_old_to_new_below_the_buttons_and_the_new_name_in_the_dropdown(
+    sandbox: SandboxInfo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = _run(sandbox, "ui-modify-flow")
+    first = run.register(
+        "flow-a", "https://a.school.edu/v1/chat/completions", "key-a-0123456789"
+    ).value
+    form = ModifyForm(run)
+    form.select.value = first.model_id
+    form.model_name.value = "flow-a2"
+    form.button.click()
+    # The confirmation names old and new values, and replaces any previous outcome.
+    assert "flow-a" in form.message.value and "flow-a2" in form.message.value
+    assert "→" in form.message.value and "…6789" in form.message.value
+    assert "0123456789" not in form.message.value
+    assert form.confirm.layout.display is None
+    capsys.readouterr()
+    form.confirm.click()
+    assert form.last_error is None, form.last_error
+    outcome = form.last_result
+    assert isinstance(outcome, Outcome)
+    assert ("modelName", "flow-a → flow-a2") in outcome.rows
+    assert "flow-a → flow-a2" in capsys.readouterr().out  # shown in the result area
+    assert form.message.value == ""  # the confirmation gave way to the outcome
+    labels = dict((v, k) for k, v in form.select.options)
+    assert form.select.value == first.model_id
+    assert labels[first.model_id].startswith("flow-a2 ")  # the dropdown shows the new name
+    # Top to bottom: fields, Modify…, the confirmation, Confirm, then the outcome.
+    order = [form.button, form.message, form.confirm, form.result]
+    assert [_position(form, w) for w in order] == sorted(_position(form, w) for w in order)
+
+
+def test_models_table_is_filled_at_once_and_follows_the_register_form(
+    sandbox: SandboxInfo,
+) -> None:
+    run, _ = _run(sandbox, "ui-table-at-once")
+    run.register("at-once", api_key="at-once-key-0123456789")
+    run.list_models()
+    table = ModelsTable(run, load=False)  # as the notebooks show it after listing
+    assert list(table.last_result["modelName"]) == ["at-once"]
+
+    form = RegisterForm(run, update_existing=False)
+    form.model_name.value = "second"
+    form.api_key.value = "second-key-0123456789"
+    form.button.click()
+    assert form.last_error is None, form.last_error
+    assert list(table.last_result["modelName"]) == ["at-once", "second"]
+
+
+def test_register_form_does_not_take_the_servers_model_name(sandbox: SandboxInfo) -> None:
+    run, _ = _run(sandbox, "ui-register-name", LMREG_MODEL_NAME="qwen2.5-7b-instruct")
+    form = RegisterForm(run)
+    assert form.model_name.value == ""  # modelName is the platform's name, not the body's
+    assert RegisterForm(run, model_name="school-assistant").model_name.value == "school-assistant"
+
+
+def test_register_form_warnings_one_per_line_and_wide_fields(sandbox: SandboxInfo) -> None:
+    run, _ = _run(sandbox, "ui-register-warn")
+    form = RegisterForm(run)
+    form.registry_url.value = "http://192.168.1.20:8000/chat"  # three warnings at once
+    shown = form.fields["registry-url"].error.value
+    assert shown.count("<div") == 3 and "; " not in shown
+    for widget in (form.model_name, form.registry_url, form.api_key):
+        assert "46em" in (widget.layout.width or "")
+
+
+def test_chat_box_calls_the_checked_endpoint_and_replies_below_send() -> None:
+    settings = Settings.load(
+        environ={
+            "LMREG_MODEL_URL": "https://env.school.edu/v1/chat/completions",
+            "LMREG_MODEL_NAME": "env-model",
+            "LMREG_MODEL_API_KEY": "k" * 20,
+        }
+    )
+    run = Onboarding("ui-chat-url", settings=settings)
+    # What notebook 05 did just above: checks against its model_url parameter.
+    run.report = SimpleNamespace(  # type: ignore[assignment]
+        url="https://param.school.edu/v1/chat/completions", model="param-model"
+    )
+    called: dict[str, Any] = {}
+
+    def chat(prompt: str, on_piece: Any = None, **kw: Any) -> str:
+        called.update(kw)
+        on_piece("hi")
+        return "hi"
+
+    run.chat = chat  # type: ignore[method-assign]
+    box = ChatBox(run)
+    box.prompt.value = "hello"
+    box.button.click()
+    assert called == {
+        "model_url": "https://param.school.edu/v1/chat/completions",
+        "model": "param-model",
+    }
+    assert _position(box, box.button) < _position(box, box.reply)
+
+    explicit = ChatBox(run, model_url="https://given.school.edu/v1/chat/completions")
+    explicit.prompt.value = "hello"
+    explicit.button.click()
+    assert called["model_url"] == "https://given.school.edu/v1/chat/completions"
+
+
+def test_chat_box_empty_prompt_is_a_one_line_error() -> None:
+    run = Onboarding("ui-chat-empty", settings=Settings.load(environ={}))
+    box = ChatBox(run)
+    box.button.click()
+    assert box.last_error is not None and "prompt" in box.last_error
+    assert "\n" not in box.message.value
