@@ -125,7 +125,7 @@ def resolve_notebook(name: str, base: Path | None = None) -> Path:
         if not path.is_file():
             raise ConfigurationError(f"notebook {path} does not exist")
         return path
-    from .onboarding import notebook_path  # the notebooks engineer's lookup, shared
+    from .shipped import notebook_path
 
     return notebook_path(name)
 

@@ -109,7 +109,7 @@ def _report(result: Any) -> None:
 
 def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: float) -> None:
     from ..batch import run_notebook
-    from ..onboarding import notebook_path
+    from ..shipped import notebook_path
 
     result = run_notebook(
         notebook_path("onboarding"), out, parameters=parameters, env=env, timeout=timeout
