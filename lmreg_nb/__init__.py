@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "APIError": "errors",
     "ConfigurationError": "errors",
-    "Contact": "onboarding",
+    "Contact": "contact",
     "LmregError": "errors",
     "ModelDraft": "models",
     "Onboarding": "onboarding",
@@ -25,11 +25,12 @@ _EXPORTS: dict[str, str] = {
     "Settings": "settings",
     "Token": "models",
     "ValidationError": "errors",
-    "build_summary": "onboarding",
-    "check_contact": "onboarding",
+    "Summary": "summary",
+    "build_summary": "summary",
+    "check_contact": "contact",
     "check_endpoint": "probe",
     "models_frame": "frames",
-    "notebook_setup": "onboarding",
+    "notebook_setup": "notebook",
     "read_records": "records",
     "record": "records",
     "run_notebook": "batch",
@@ -47,6 +48,7 @@ __all__ = [
     "RegistryClient",
     "Secret",
     "Settings",
+    "Summary",
     "Token",
     "ValidationError",
     "__version__",
@@ -78,11 +80,14 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .batch import run_notebook
     from .client import RegistryClient
+    from .contact import Contact, check_contact
     from .errors import APIError, ConfigurationError, LmregError, ValidationError
     from .frames import models_frame
     from .models import ModelDraft, RegisteredModel, Token
-    from .onboarding import Contact, Onboarding, build_summary, check_contact, notebook_setup
+    from .notebook import notebook_setup
+    from .onboarding import Onboarding
     from .probe import check_endpoint, stream_chat
     from .records import read_records, record
     from .secret import Secret
     from .settings import Settings
+    from .summary import Summary, build_summary

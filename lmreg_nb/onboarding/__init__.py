@@ -1,0 +1,31 @@
+"""The onboarding flow as plain objects: the facade the notebooks and forms call.
+
+:class:`Onboarding` (``facade``) holds the registration steps, ``endpoint``
+the chat-endpoint checks, the chat and the capacity step, ``step`` the rule
+that records every step's outcome. The summary is :mod:`lmreg_nb.summary`.
+"""
+
+from __future__ import annotations
+
+from ..configuration import configuration
+from ..contact import Contact, check_contact
+from ..display import FigureView, Outcome, Table
+from ..notebook import notebook_setup
+from ..summary import Step, Summary, build_summary
+from .facade import Onboarding
+from .step import step
+
+__all__ = [
+    "Contact",
+    "FigureView",
+    "Onboarding",
+    "Outcome",
+    "Step",
+    "Summary",
+    "Table",
+    "build_summary",
+    "check_contact",
+    "configuration",
+    "notebook_setup",
+    "step",
+]

@@ -1,0 +1,448 @@
+"""The onboarding facade: one method per notebook cell, every step's outcome recorded.
+
+The onboarding notebook calls one method of :class:`Onboarding` per cell; the
+forms of :mod:`lmreg_nb.ui` call the same methods, so a headless run and an
+interactive one leave the same trace. In a headless run a failing step is
+recorded and shown as a failed outcome (the cell does not raise), later steps
+are skipped, and :meth:`Onboarding.finish` always records the summary.
+Interactive callers (the forms) get the toolkit error raised, one line.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..contact import Contact, check_contact
+from ..display import Outcome, Table
+from ..errors import LmregError, ValidationError
+from ..i18n import _, current_language, format_local_time, ngettext, set_language
+from ..secret import Secret, mask_text
+from ..summary import Step, Summary, build_summary
+from ..validate import url_warnings
+from .endpoint import EndpointSteps
+from .step import step
+
+if TYPE_CHECKING:
+    from ..client import RegistryClient
+    from ..models import RegisteredModel, Token
+    from ..settings import Settings
+
+__all__ = ["Onboarding"]
+
+log = logging.getLogger("lmreg_nb")
+
+
+class Onboarding(EndpointSteps):
+    """One school's onboarding: each method is one step, recorded in :attr:`steps`."""
+
+    def __init__(
+        self,
+        school: str,
+        contact: Contact | None = None,
+        *,
+        settings: Settings | None = None,
+        client: RegistryClient | None = None,
+        class_size: int = 0,
+    ) -> None:
+        super().__init__()
+        self.school = school.strip()
+        self.contact = contact
+        self._settings = settings
+        self._client = client
+        self.steps: list[Step] = []
+        self.models: list[RegisteredModel] = []
+        self.token: Token | None = None
+        self.model: RegisteredModel | None = None
+        #: The last modify's changes: (field, old, new) for each field sent.
+        self.changes: list[tuple[str, str, str]] = []
+        self.class_size = max(0, int(class_size or 0))
+        #: True when the notebook's parameters drive the run (no forms); set by :meth:`begin`.
+        self.headless = False
+        #: The first step that failed in a headless run (later steps are skipped).
+        self.stopped_by: str | None = None
+        # The settings given (or None: the environment's), to go back to after use_credentials.
+        self._given_settings = settings
+
+    @classmethod
+    def begin(
+        cls,
+        school: str = "",
+        contact_name: str = "",
+        contact_mobile: str = "",
+        contact_email: str = "",
+        *,
+        class_size: int = 0,
+        lang: str = "",
+        settings: Settings | None = None,
+    ) -> Onboarding:
+        """Begin an onboarding from the notebook's parameters.
+
+        ``lang`` (empty: LMREG_LANG or the locale) chooses the language. All
+        contact parameters empty: an interactive run (the notebook shows forms).
+        Otherwise a headless run whose first step checks the school and contact.
+        """
+        set_language(lang.strip() or None)
+        size = _class_size(class_size)
+        if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
+            return cls("", settings=settings, class_size=size)
+        run = cls(school, settings=settings, class_size=size)
+        run.headless = True
+        run.set_contact(contact_name, contact_mobile, contact_email, school)
+        return run
+
+    # -- configuration -------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """The settings (from the environment unless given)."""
+        if self._settings is None:
+            from ..settings import Settings
+
+            self._settings = Settings.load()
+        return self._settings
+
+    @property
+    def client(self) -> RegistryClient:
+        """The registry client, created on first use."""
+        if self._client is None:
+            from ..client import RegistryClient
+
+            self._client = RegistryClient(self.settings)
+        return self._client
+
+    def failure_text(self, exc: BaseException) -> str:
+        """One line for a failed step, with every known secret masked."""
+        text = str(exc) if isinstance(exc, LmregError) else f"{type(exc).__name__}: {exc}"
+        try:
+            secrets = self.settings.secret_values()
+        except LmregError:
+            secrets = []
+        return " ".join(mask_text(text, secrets).split()) or type(exc).__name__
+
+    def note(self, done: Step) -> None:
+        """Record a step's outcome; a step run twice (a form clicked again) keeps its latest."""
+        self.steps = [s for s in self.steps if s.name != done.name] + [done]
+        if not done.passed and self.headless and self.stopped_by is None:
+            self.stopped_by = done.name
+        log.info("onboarding step %s: %s", done.name, "passed" if done.passed else "failed")
+
+    # -- steps ---------------------------------------------------------------
+    def contact_card(self) -> Outcome:
+        """The contact card as shown in the notebook (or why there is none)."""
+        if self.contact is None:
+            failed = next((s for s in self.steps if s.name == "contact card"), None)
+            if failed is not None:
+                return Outcome(
+                    _("contact card: failed"), [(_("error"), failed.detail)], ok=False
+                )
+            return Outcome(_("no contact card yet: fill in the form below"), ok=False)
+        return Outcome(
+            _("contact for {school}").format(school=self.school or _("the school")),
+            [
+                (_("name"), self.contact.name),
+                (_("mobile"), self.contact.mobile),
+                (_("e-mail"), self.contact.email),
+            ],
+            value=self.contact,
+        )
+
+    @step("contact card")
+    def set_contact(self, name: str, mobile: str, email: str, school: str = "") -> Outcome:
+        """Validate and keep a contact card (and the school, when given): the form's action."""
+        if school.strip():
+            self.school = school.strip()
+        if not self.school:
+            raise ValidationError("school", _("must name the school, e.g. Example Middle School"))
+        self.contact = check_contact(name, mobile, email)
+        self.note(
+            Step(
+                "contact card",
+                True,
+                f"{self.contact.name}, {self.contact.mobile}, {self.contact.email}",
+            )
+        )
+        return self.contact_card()
+
+    @step("token")
+    def connect(self) -> Outcome:
+        """Get a token (cached or exchanged for appId/appSecret)."""
+        token = self.token = self.client.token()
+        expires = format_local_time(token.expires_at)
+        self.note(
+            Step("token", True, _("env {env}, expires {when}").format(env=token.env, when=expires))
+        )
+        return Outcome(
+            _("token obtained"),
+            [
+                (_("platform"), str(self.settings.base_url)),
+                ("env", token.env),
+                ("token", token.token.masked),
+                (_("expires"), expires),
+            ],
+            value=token,
+        )
+
+    def use_credentials(self, app_id: str, app_secret: str | Secret | None) -> None:
+        """Use this appId (and appSecret, when given) instead of the environment's.
+
+        An empty appSecret goes back to LMREG_APP_SECRET, never to one typed before.
+        """
+        from ..settings import Settings
+
+        base = self._given_settings or Settings.load()
+        changes: dict[str, Any] = {"app_id": app_id.strip() or base.app_id}
+        if app_secret:
+            changes["app_secret"] = _secret(app_secret)
+        # A token from other credentials must not be reused: drop LMREG_TOKEN too.
+        self._settings = base.with_(token=None, env=None, **changes)
+        if self._client is not None:
+            self._client.close()
+        self._client = None
+        self.target = None
+
+    @step("register")
+    def register(
+        self,
+        model_name: str,
+        registry_url: str = "",
+        api_key: str | Secret | None = None,
+        *,
+        update_existing: bool = True,
+        req_params: list[str] | None = None,
+        req_example: str | None = None,
+        res_example: str | None = None,
+    ) -> Outcome:
+        """Register the model; with ``update_existing``, update it when the name is taken.
+
+        Empty ``registry_url``/``api_key`` mean LMREG_MODEL_URL/LMREG_MODEL_API_KEY.
+        """
+        from ..models import ModelDraft
+
+        url = registry_url.strip() or self.settings.require("model_url")
+        key = _secret(api_key) if api_key else self.settings.require("model_api_key")
+        draft = ModelDraft(
+            model_name=model_name,
+            registry_url=url,
+            api_key=key,
+            req_params=req_params,
+            req_example=req_example,
+            res_example=res_example,
+        )
+        if update_existing:
+            model, action = self.client.register_or_update(draft)
+        else:
+            model, action = self.client.register_model(draft), "registered"
+        self.model, self.target = model, None  # the checks now use what is registered
+        done = _("updated") if action == "updated" else _("registered")
+        self.note(
+            Step(
+                "register",
+                True,
+                _("{action} {name} (modelId {id})").format(
+                    action=done, name=model.model_name, id=model.model_id
+                ),
+            )
+        )
+        return _model_outcome(_("model {action}").format(action=done), model)
+
+    @step("modify")
+    def modify(
+        self,
+        model_id: str,
+        model_name: str,
+        registry_url: str,
+        api_key: str | Secret | None = None,
+    ) -> Outcome:
+        """Overwrite a model's modelName, registryUrl and apiKey; shows old -> new values.
+
+        The spec's modify overwrites apiKey, so one is always sent: empty
+        ``api_key`` keeps the key the platform returned for this model, else
+        LMREG_MODEL_API_KEY.
+        """
+        from ..models import ModelDraft
+
+        current = self.client.find_model(model_id=model_id)
+        key: Secret | None = _secret(api_key) if api_key else None
+        if key is None and current is not None and current.api_key:
+            key = current.api_key
+        if key is None:
+            key = self.settings.require("model_api_key")
+        draft = ModelDraft(
+            model_name=model_name, registry_url=registry_url, api_key=key, model_id=model_id
+        )
+        model = self.client.modify_model(draft)
+        self.model, self.target = model, None
+        self.changes = _changes(current, model, key_changed=bool(api_key))
+        self.note(
+            Step(
+                "modify",
+                True,
+                _("modified {name} (modelId {id})").format(
+                    name=model.model_name, id=model.model_id
+                ),
+            )
+        )
+        outcome = _model_outcome(_("model modified"), model)
+        outcome.rows = [(f, f"{old} → {new}") for f, old, new in self.changes] + outcome.rows
+        return outcome
+
+    def update(
+        self,
+        model_name: str,
+        *,
+        new_model_name: str = "",
+        new_registry_url: str = "",
+        api_key_from_env: bool = False,
+    ) -> Outcome:
+        """Modify the model called ``model_name``; empty new values keep the current ones.
+
+        The apiKey sent is the current one, or LMREG_MODEL_API_KEY with ``api_key_from_env``.
+        """
+        current = self.client.find_model(name=model_name)
+        if current is None:
+            error = LmregError(
+                _(
+                    "no model named {name} in this account; list the models (notebook 04) "
+                    "and use one of their names"
+                ).format(name=repr(model_name.strip()))
+            )
+            self.note(Step("modify", False, str(error)))
+            raise error
+        key = self.settings.require("model_api_key") if api_key_from_env else None
+        return self.modify(
+            current.model_id,
+            new_model_name.strip() or current.model_name,
+            new_registry_url.strip() or current.registry_url,
+            key,
+        )
+
+    def refresh(self) -> list[RegisteredModel]:
+        """Query the account's models again (kept in :attr:`models`); records no step."""
+        self.models = self.client.query_models()
+        return self.models
+
+    def find(self, *, model_id: str = "", model_name: str = "") -> RegisteredModel | None:
+        """The account's model with this modelId or modelName (asks the platform)."""
+        if model_id:
+            return self.client.find_model(model_id=model_id)
+        return self.client.find_model(name=model_name) if model_name.strip() else None
+
+    @step("list models")
+    def list_models(self, name_contains: str = "") -> Table:
+        """List the account's models (apiKey masked, local times); checks ours is there."""
+        self.models = self.client.query_models()
+        if self.model is not None and not any(
+            m.model_id == self.model.model_id for m in self.models
+        ):
+            raise LmregError(
+                _(
+                    "model {name} (modelId {id}) is not in the platform's list of models; "
+                    "ask provider support"
+                ).format(name=self.model.model_name, id=self.model.model_id)
+            )
+        count = len(self.models)
+        self.note(
+            Step(
+                "list models",
+                True,
+                ngettext("{n} model in the account", "{n} models in the account", count).format(
+                    n=count
+                ),
+            )
+        )
+        columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
+        rows = [
+            [
+                m.model_name,
+                m.model_id,
+                m.registry_url,
+                m.api_key.masked,
+                _local(m.create_time),
+                _local(m.update_time),
+            ]
+            for m in self.models
+            if name_contains.strip() in m.model_name
+        ]
+        return Table(columns, rows)
+
+    def models_frame(self, name_contains: str = "") -> Any:
+        """The account's models as a pandas DataFrame (apiKey masked, times tz-aware UTC)."""
+        from ..frames import models_frame
+
+        self.list_models()
+        return models_frame([m for m in self.models if name_contains.strip() in m.model_name])
+
+    # -- the summary ---------------------------------------------------------
+    def summary(self, *, generated_at: datetime | None = None) -> Summary:
+        """The ``summary`` of this run: status and go-live decided from what happened."""
+        report = self.report
+        try:
+            base_url = self.settings.base_url
+        except LmregError:
+            base_url = None
+        return build_summary(
+            school=self.school,
+            contact=self.contact,
+            base_url=base_url,
+            env=self.token.env if self.token else None,
+            steps=self.steps,
+            models=self.models or ([self.model] if self.model else []),
+            checks=self.checks,
+            # The probe's figures: the load test's, or those of its single streamed request.
+            performance=report.summary if report is not None else None,
+            capacity=self.capacity_record(),
+            class_size=self.class_size or None,
+            lang=current_language(),
+            generated_at=generated_at,
+            target_urls=[self.model.registry_url] if self.model else [],
+        )
+
+    def finish(self) -> None:
+        """Record the ``summary``: always, also when steps failed or never ran.
+
+        (Interactive notebooks show ``ui.SummaryView``, which records it live.)
+        """
+        from ..records import record
+
+        record("summary", self.summary())
+
+
+def _class_size(value: object) -> int:
+    try:
+        size = int(str(value).strip() or 0)
+    except ValueError:
+        raise ValidationError(
+            "class_size", _("must be a whole number of students, e.g. 40 (0 skips the test)")
+        ) from None
+    if size < 0:
+        raise ValidationError("class_size", _("must be 0 or more"))
+    return size
+
+
+def _changes(
+    old: RegisteredModel | None, new: RegisteredModel, *, key_changed: bool
+) -> list[tuple[str, str, str]]:
+    before = {
+        "modelName": old.model_name if old else "?",
+        "registryUrl": old.registry_url if old else "?",
+    }
+    after = {"modelName": new.model_name, "registryUrl": new.registry_url}
+    rows = [(f, before[f], after[f]) for f in after if before[f] != after[f]]
+    if key_changed:
+        rows.append(("apiKey", _("(hidden)"), _("(new key, hidden)")))
+    return rows
+
+
+def _model_outcome(title: str, model: RegisteredModel) -> Outcome:
+    rows = [(k, str(v)) for k, v in model.summary().items() if v is not None]
+    rows += [(_("warning"), w.message) for w in url_warnings(model.registry_url)]
+    return Outcome(title, rows, value=model)
+
+
+def _secret(value: str | Secret) -> Secret:
+    return value if isinstance(value, Secret) else Secret(value)
+
+
+def _local(value: datetime | None) -> str:
+    return format_local_time(value) if value else _("unknown")
