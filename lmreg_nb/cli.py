@@ -1,7 +1,8 @@
 """The `lmreg-nb` command: parses arguments and calls the library.
 
 Exit codes: 0 success, 1 the API or a required check failed, 2 usage or
-configuration. An expected failure prints one line, never a traceback.
+configuration; 130 / 143 when interrupted (SIGINT / SIGTERM). An expected
+failure prints one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,27 +23,47 @@ class _Group(click.Group):
     """Turns toolkit errors into one line on stderr and the contract's exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from .i18n import _
+        from .runs import Interrupted
+
         try:
             return super().invoke(ctx)
         except (ConfigurationError, ValidationError) as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(_("error: {message}").format(message=exc), err=True)
             sys.exit(EXIT_USAGE)
         except LmregError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(_("error: {message}").format(message=exc), err=True)
             sys.exit(EXIT_FAILED)
+        except Interrupted as exc:
+            click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)
+            sys.exit(128 + exc.signum)
+
+
+def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    # Eager, so the help texts and every message after it use the chosen language.
+    from .i18n import set_language
+
+    if value is not None or not ctx.resilient_parsing:
+        set_language(value)
+    return value
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="lmreg_nb")
+@click.option(
+    "--lang", type=click.Choice(["zh-CN", "en"], case_sensitive=False), default=None,
+    is_eager=True, expose_value=False, callback=_set_language,
+    help="Language of every message (default: LMREG_LANG, else the locale).",
+)  # fmt: skip
 def main() -> None:
     """Register a school's self-hosted model with the platform, and prove it works."""
 
 
 def _register() -> None:
     # Command modules import only click at module level, so `--help` stays fast.
-    from .commands import batch, check, registry, runs, sandbox
+    from .commands import batch, check, notebooks, registry, runs, sandbox
 
-    for module in (sandbox, registry, check, runs, batch):
+    for module in (sandbox, registry, check, runs, batch, notebooks):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -1,0 +1,40 @@
+"""`lmreg-nb notebooks DIR`: copy the shipped notebooks for ``jupyter lab DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["COMMANDS"]
+
+
+@click.command("notebooks")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite notebooks you have changed.")
+def notebooks(folder: Path, force: bool) -> None:
+    """Copy the six onboarding notebooks into FOLDER (in the chosen --lang).
+
+    A notebook you have changed is kept unless --force is given.
+    """
+    from ..i18n import _, current_language, ngettext
+    from ..shipped import copy_notebooks
+
+    result = copy_notebooks(folder, lang=current_language(), force=force)
+    for name in result.written:
+        click.echo(_("wrote     {name}").format(name=name))
+    for name in result.unchanged:
+        click.echo(_("unchanged {name}").format(name=name))
+    for name in result.kept:
+        click.echo(_("kept      {name} (changed by you; --force overwrites it)").format(name=name))
+    count = len(result.written) + len(result.unchanged)
+    click.echo(
+        ngettext(
+            "{n} notebook ready in {folder}: jupyter lab {folder}",
+            "{n} notebooks ready in {folder}: jupyter lab {folder}",
+            count,
+        ).format(n=count, folder=result.folder)
+    )
+
+
+COMMANDS: list[click.Command] = [notebooks]

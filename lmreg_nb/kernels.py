@@ -1,0 +1,124 @@
+"""The papermill child of one run: ``python -m lmreg_nb.kernels NOTEBOOK OUT PARAMS CWD``.
+
+What plain ``python -m papermill`` lacks for runs side by side:
+
+- the kernel talks over the ``ipc`` transport (Unix sockets in the run's private
+  folder) where ZeroMQ has it, so parallel kernels never race for TCP ports
+  (papermill #511, ipython #12372); elsewhere TCP, with the connection file in
+  the run's folder (``JUPYTER_RUNTIME_DIR``, set by the runner) under a unique name;
+- a kernel that fails to start ends the child with :data:`KERNEL_START_EXIT`,
+  so the runner can tell it from a failing cell and retry the run once;
+- when the runner dies (even by SIGKILL) the child stops its kernel and exits,
+  so no papermill or kernel outlives the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main"]
+
+#: The child's exit code when the kernel did not start (EX_TEMPFAIL: worth one retry).
+KERNEL_START_EXIT = 75
+#: Unix socket paths are limited to 107 bytes; ipc needs "<prefix>-<port>" to fit.
+_MAX_SOCKET_PATH = 100
+_WATCH_INTERVAL_S = 0.5
+
+
+class KernelStartError(RuntimeError):
+    """The notebook's kernel did not start or did not answer."""
+
+
+def ipc_prefix(folder: Path) -> str | None:
+    """The ipc socket prefix for a run's ``folder``, or None when ipc is unavailable there."""
+    try:
+        import zmq
+    except ImportError:  # pragma: no cover - jupyter_client depends on pyzmq
+        return None
+    prefix = str(folder / "k")
+    if os.name == "nt" or not zmq.has("ipc") or len(prefix) + 7 > _MAX_SOCKET_PATH:
+        return None
+    return prefix
+
+
+def _guard_kernel_start() -> None:
+    """Make a failed kernel start raise KernelStartError (nbclient raises several types)."""
+    from nbclient import NotebookClient
+
+    def guarded(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(method)
+        async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(self, *args, **kwargs)
+            except Exception as exc:
+                raise KernelStartError(f"{type(exc).__name__}: {exc}") from exc
+
+        return wrapper
+
+    for name in ("async_start_new_kernel", "async_start_new_kernel_client"):
+        setattr(NotebookClient, name, guarded(getattr(NotebookClient, name)))
+
+
+def _stop_when_orphaned(parent: int) -> None:
+    """If the runner dies, stop this child's kernel and exit (no orphan keeps running)."""
+    import psutil
+
+    while os.getppid() == parent:
+        time.sleep(_WATCH_INTERVAL_S)
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+    os._exit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one notebook with papermill; the exit code says how it went."""
+    parser = argparse.ArgumentParser(prog="python -m lmreg_nb.kernels")
+    parser.add_argument("notebook")
+    parser.add_argument("output")
+    parser.add_argument("parameters", help="a YAML file of parameters")
+    parser.add_argument("cwd")
+    parser.add_argument("--ipc", default=None, help="socket prefix for the ipc transport")
+    args = parser.parse_args(argv)
+    threading.Thread(
+        target=_stop_when_orphaned, args=(os.getppid(),), name="lmreg-orphan", daemon=True
+    ).start()
+
+    import papermill
+    import yaml
+    from traitlets.config import Config
+
+    _guard_kernel_start()
+    config = Config()
+    if args.ipc:
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = args.ipc
+    parameters = yaml.safe_load(Path(args.parameters).read_text(encoding="utf-8")) or {}
+    try:
+        papermill.execute_notebook(
+            args.notebook, args.output, parameters=parameters, cwd=args.cwd,
+            progress_bar=False, log_output=False, config=config,
+        )  # fmt: skip
+    except KernelStartError as exc:
+        print(f"kernel did not start: {exc}", file=sys.stderr)
+        return KERNEL_START_EXIT
+    except papermill.PapermillExecutionError:
+        return 1  # the failing cell's error is in the output notebook
+    except Exception as exc:  # papermill's own errors: one line for the runner to show
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
