@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from .i18n import N_, _
+from .i18n import N_, _, ngettext
 from .validate import url_warnings
 
 __all__ = [
@@ -302,8 +302,14 @@ def decide(
                 step=step_label(step.name), detail=_one_line(step.detail)
             )
         )
-    for name in missing:
-        blockers.append(_("Step “{step}” has not been done: run it.").format(step=step_label(name)))
+    if missing:
+        blockers.append(
+            ngettext(
+                "Step not done yet: {steps}. Run it.",
+                "Steps not done yet: {steps}. Run them.",
+                len(missing),
+            ).format(steps=", ".join(f"“{step_label(n)}”" for n in missing))
+        )
     blockers += _url_blockers(model_urls, checks)
     blockers += _check_blockers(failed_checks)
     blockers += _capacity_blockers(capacity, class_size)
