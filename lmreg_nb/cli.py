@@ -22,6 +22,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 class _Group(click.Group):
     """Turns toolkit errors into one line on stderr and the contract's exit code."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Help texts in the language of the environment; --lang sets them again.
+        from .commands._i18n import translate_help
+
+        translate_help(self)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         from .i18n import _
         from .runs import Interrupted
@@ -45,6 +52,9 @@ def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None
 
     if value is not None or not ctx.resilient_parsing:
         set_language(value)
+        from .commands._i18n import translate_help
+
+        translate_help(ctx.find_root().command)
     return value
 
 
