@@ -91,14 +91,19 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: The languages the browser test runs in, once each (LMREG_LANG of the kernels).
+LANGUAGES = ("en", "zh-CN")
+
+
 @dataclass(frozen=True)
 class LabServer:
-    """A running JupyterLab: its address, token, notebook folder and log."""
+    """A running JupyterLab: its address, token, notebook folder, log and kernels' language."""
 
     url: str
     token: str
     root: Path
     log: Path
+    lang: str = "en"
 
     def tail(self, lines: int = 30) -> str:
         """The end of the server's log (kernel tracebacks land here), for failure messages."""
@@ -124,7 +129,9 @@ def lab_environment(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def running_lab(root: Path, home: Path, env: Mapping[str, str]) -> Iterator[LabServer]:
+def running_lab(
+    root: Path, home: Path, env: Mapping[str, str], lang: str = "en"
+) -> Iterator[LabServer]:
     """Start `jupyter lab` over ``root`` on a free loopback port; stop it afterwards."""
     settings_dir = home / "lab-user-settings"
     for rel, value in LAB_USER_SETTINGS.items():
@@ -159,7 +166,7 @@ def running_lab(root: Path, home: Path, env: Mapping[str, str]) -> Iterator[LabS
         proc = subprocess.Popen(
             command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
         )
-    server = LabServer(url=url, token=token, root=root, log=log)
+    server = LabServer(url=url, token=token, root=root, log=log, lang=lang)
     try:
         _wait_until_ready(proc, server)
         yield server
@@ -294,6 +301,17 @@ class Lab:
             pytest.fail(f"a cell of {notebook} failed:\n{errors.first.inner_text()}")
         return panel
 
+    def run_cell_of(self, panel: Locator, widget_css: str) -> Locator:
+        """The code cell of ``panel`` whose output holds the widget of CSS class ``widget_css``."""
+        return panel.locator(".jp-CodeCell", has=self.page.locator(f".{widget_css}"))
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel of the server (each notebook opened started one): frees the CPU."""
+        headers = {"Authorization": f"token {self.server.token}"}
+        with httpx.Client(base_url=self.server.url, headers=headers, timeout=10.0) as http:
+            for session in http.get("/api/sessions").json():
+                http.delete(f"/api/sessions/{session['id']}")
+
     def wait_kernel_idle(self, notebook: str, panel: Locator) -> None:
         """Wait until the notebook's kernel runs and the page is connected to it, idle.
 
@@ -327,8 +345,11 @@ class Lab:
     def shot(self, target: Locator, name: str, *, publish: bool = False) -> Path:
         """Screenshot ``target`` into the test's folder; ``publish`` also into $BROWSER_TEST_SHOTS.
 
-        ``BROWSER_TEST_SHOTS=docs pytest -m browser`` refreshes the README's pictures.
+        ``BROWSER_TEST_SHOTS=docs pytest -m browser`` refreshes the README's pictures. In a
+        language other than English the name gets it as a suffix: ``register_form.zh-CN.png``.
         """
+        if self.server.lang != "en":
+            name = name.replace(".png", f".{self.server.lang}.png")
         path = self.shots / name
         target.scroll_into_view_if_needed()
         target.screenshot(path=str(path), animations="disabled")
@@ -377,15 +398,20 @@ def lab_account(sandbox: SandboxInfo) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=LANGUAGES)
 def lab_server(
-    lab_account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    lab_account: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LabServer]:
-    """JupyterLab over a temporary copy of notebooks/, kernels pointed at the sandbox account."""
+    """JupyterLab over a temporary copy of notebooks/, kernels pointed at the sandbox account,
+    speaking one language (LMREG_LANG): the module's tests run once per language."""
+    lang = str(request.param)
     root = tmp_path_factory.mktemp("lab") / "notebooks"
     shutil.copytree(NOTEBOOKS, root)
     home = tmp_path_factory.mktemp("lab-home")
-    with running_lab(root, home, lab_environment(home, lab_account)) as server:
+    env = lab_environment(home, {**lab_account, "LMREG_LANG": lang})
+    with running_lab(root, home, env, lang) as server:
         yield server
 
 
@@ -402,3 +428,6 @@ def lab(chromium: Browser, lab_server: LabServer, tmp_path: Path) -> Iterator[La
         with suppress(Exception):
             page.screenshot(path=str(tmp_path / "last-page.png"))
         context.close()
+        # The next test opens its own notebooks: the kernels of this one are done.
+        with suppress(Exception):
+            Lab(page, lab_server, tmp_path).shutdown_kernels()

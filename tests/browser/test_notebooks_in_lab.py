@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
+from lab_helpers import CLICK_TIMEOUT_MS, expect_language, platform_models
 
 if TYPE_CHECKING:
     from conftest import Lab
@@ -22,29 +22,10 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
+
 REGISTER = "02_register_model.ipynb"
 MODELS = "04_list_models.ipynb"
 BAD_URL = "not a url"
-#: Milliseconds to wait for a click's effect (a round trip to the sandbox).
-CLICK_TIMEOUT_MS = 30_000
-
-
-def platform_models(env: dict[str, str]) -> list[dict[str, Any]]:
-    """The account's models as the platform stores them (raw HTTP, not the toolkit's client)."""
-    base = env["LMREG_BASE_URL"]
-    with httpx.Client(base_url=base, timeout=10.0) as http:
-        answer = http.post(
-            env["LMREG_TOKEN_PATH"],
-            json={"appId": env["LMREG_APP_ID"], "appSecret": env["LMREG_APP_SECRET"]},
-        )
-        answer.raise_for_status()
-        data = answer.json()["data"]
-        headers = {"Authorization": f"Bearer {data['token']}", "X-ENV": data["env"]}
-        answer = http.post("/openapi/v1/query-models", json={}, headers=headers)
-        answer.raise_for_status()
-        body = answer.json()
-        assert body["code"] == 0, body
-        return list(body["data"]["models"])
 
 
 def test_register_a_model_in_jupyterlab_and_see_it_listed(
@@ -69,6 +50,7 @@ def test_register_a_model_in_jupyterlab_and_see_it_listed(
     register_panel = lab.run_all(REGISTER)
     form = register_panel.locator(".lmreg-register-form")
     expect(form).to_be_visible()
+    expect_language(lab.server.lang, form.locator(".lmreg-register-button"), "Register")
     form.locator(".lmreg-model-name input").fill(name)
     api_key_input = form.locator(".lmreg-api-key input")
     # A secret never travels to the browser as widget state (it would be saved with it).

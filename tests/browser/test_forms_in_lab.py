@@ -1,0 +1,190 @@
+"""Notebooks 01, 03, 05 and the interactive onboarding in JupyterLab, as a person uses them.
+
+Each form gets a mistake first (a wrong appSecret, a bad registryUrl, an empty
+prompt, a bad mobile number): the one-line error shows where the person looks
+and nothing is sent; then the fix goes through, and the platform (raw HTTP)
+holds the result. Each module test runs once per language (conftest).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import TYPE_CHECKING
+
+import pytest
+from lab_helpers import (
+    CLICK_TIMEOUT_MS,
+    expect_language,
+    platform_models,
+    platform_register,
+)
+
+if TYPE_CHECKING:
+    from conftest import Lab
+
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+TOKEN = "01_get_token.ipynb"
+MODIFY = "03_modify_model.ipynb"
+CHAT = "05_test_chat_endpoint.ipynb"
+ONBOARDING = "onboarding.ipynb"
+#: Checks of a chat endpoint take a few round trips to the mock model.
+CHECKS_TIMEOUT_MS = 60_000
+
+
+def test_token_form_wrong_secret_then_the_environments(lab: Lab) -> None:
+    from playwright.sync_api import expect
+
+    lab.start(TOKEN)
+    lab.hide_file_browser()
+    panel = lab.run_all(TOKEN)
+    form = panel.locator(".lmreg-credentials-form")
+    expect(form).to_be_visible()
+    expect_language(lab.server.lang, form.locator(".lmreg-connect-button"), "Connect")
+    secret_input = form.locator(".lmreg-app-secret input")
+    message = form.locator(".lmreg-message")
+
+    secret_input.fill("wrong-secret-typed-by-hand")  # the mistake
+    form.locator(".lmreg-connect-button").click()
+    expect(message).to_contain_text("appSecret", timeout=CLICK_TIMEOUT_MS)
+    expect(secret_input).to_have_value("")  # cleared the moment it was read
+    assert "\n" not in message.inner_text().strip()  # one line, no traceback
+    lab.shot(lab.run_cell_of(panel, "lmreg-credentials-form"), "token_form_error.png")
+
+    # Empty field: LMREG_APP_SECRET again, not the wrong one typed before.
+    form.locator(".lmreg-connect-button").click()
+    result = form.locator(".lmreg-result")
+    expect(result).to_contain_text("…", timeout=CLICK_TIMEOUT_MS)  # the masked token
+    expect(message).to_have_text("")
+    lab.shot(lab.run_cell_of(panel, "lmreg-credentials-form"), "token_form.png", publish=True)
+    assert "wrong-secret-typed-by-hand" not in lab.page.content()
+
+
+def test_modify_form_bad_url_then_old_to_new(lab: Lab, lab_account: dict[str, str]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"mod-{secrets.token_hex(3)}"
+    model_id = platform_register(
+        lab_account, name, "https://llm.school.example/v1/chat/completions", "sk-" + "m" * 20
+    )
+    lab.start(MODIFY)
+    lab.hide_file_browser()
+    panel = lab.run_all(MODIFY)
+    form = panel.locator(".lmreg-modify-form")
+    expect(form).to_be_visible()
+    expect_language(lab.server.lang, form.locator(".lmreg-modify-button"), "Modify")
+    # No stray "None" under the form: loading the dropdown shows nothing.
+    expect(form.locator(".lmreg-result")).to_have_text("")
+    form.locator(".lmreg-model-select select").select_option(value=model_id)
+    expect(form.locator(".lmreg-model-name input")).to_have_value(name)
+
+    url_input = form.locator(".lmreg-registry-url input")
+    url_input.fill("ftp://llm.school.example/chat")  # the mistake
+    url_input.blur()
+    expect(form.locator(".lmreg-registry-url-error")).to_contain_text("registryUrl")
+    form.locator(".lmreg-modify-button").click()
+    expect(form.locator(".lmreg-confirm-button")).to_be_hidden()  # nothing to confirm
+
+    new_name = name + "-b"
+    url_input.fill("https://llm2.school.example/v1/chat/completions")
+    form.locator(".lmreg-model-name input").fill(new_name)
+    form.locator(".lmreg-modify-button").click()
+    message = form.locator(".lmreg-message")
+    expect(message).to_contain_text(f"{name} → {new_name}", timeout=CLICK_TIMEOUT_MS)
+    lab.shot(lab.run_cell_of(panel, "lmreg-modify-form"), "modify_confirm.png")
+    form.locator(".lmreg-confirm-button").click()
+    result = form.locator(".lmreg-result")
+    expect(result).to_contain_text(f"{name} → {new_name}", timeout=CLICK_TIMEOUT_MS)
+    expect(message).to_have_text("")  # the confirmation gave way to the outcome
+    selected = form.locator(".lmreg-model-select select option:checked")
+    expect(selected).to_contain_text(new_name)  # the dropdown shows the new name
+    lab.shot(lab.run_cell_of(panel, "lmreg-modify-form"), "modify_form.png", publish=True)
+
+    stored = {m["modelId"]: m for m in platform_models(lab_account)}[model_id]
+    assert stored["modelName"] == new_name
+    assert stored["registryUrl"] == "https://llm2.school.example/v1/chat/completions"
+
+
+def test_chat_box_empty_prompt_then_reply_below_send(lab: Lab) -> None:
+    from playwright.sync_api import expect
+
+    lab.start(CHAT)
+    lab.hide_file_browser()
+    panel = lab.run_all(CHAT)
+    box = panel.locator(".lmreg-chat-box")
+    expect(box).to_be_visible()
+    expect_language(lab.server.lang, box.locator(".lmreg-chat-send"), "Send")
+    message = box.locator(".lmreg-message")
+    box.locator(".lmreg-chat-send").click()  # the mistake: nothing typed
+    expect(message).to_contain_text("prompt", timeout=CLICK_TIMEOUT_MS)
+
+    box.locator(".lmreg-chat-prompt input").fill("Hello, who are you?")
+    box.locator(".lmreg-chat-send").click()
+    reply = box.locator(".lmreg-chat-reply")
+    expect(reply).to_contain_text(re.compile(r"\w{3}"), timeout=CLICK_TIMEOUT_MS)
+    expect(message).to_have_text("")
+    send_box = box.locator(".lmreg-chat-send").bounding_box()
+    reply_box = reply.bounding_box()
+    assert send_box and reply_box and reply_box["y"] > send_box["y"]  # below the Send button
+    lab.shot(lab.run_cell_of(panel, "lmreg-chat-box"), "chat_box.png", publish=True)
+
+    capacity = panel.locator(".lmreg-capacity-form")
+    if capacity.count():  # the capacity step of notebook 05, when present: presets fill in
+        capacity.locator(".lmreg-class-preset button", has_text="20").click()
+        expect(capacity.locator(".lmreg-class-size input")).to_have_value("20")
+
+
+def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None:
+    from playwright.sync_api import expect
+
+    lab.start(ONBOARDING)
+    lab.hide_file_browser()
+    panel = lab.run_all(ONBOARDING)
+    summary = panel.locator(".lmreg-summary").last
+    # Run All with empty forms: nothing says OK before the steps are done.
+    expect(summary.locator(".lmreg-status")).not_to_have_class(re.compile(r"status-ok"))
+
+    contact = panel.locator(".lmreg-contact-form")
+    expect_language(lab.server.lang, contact.locator(".lmreg-contact-button"), "Save")
+    school = "北京示范中学" if lab.server.lang == "zh-CN" else "Example Middle School"
+    contact.locator(".lmreg-school input").fill(school)
+    contact.locator(".lmreg-contact-name input").fill("Li Hua")
+    contact.locator(".lmreg-contact-email input").fill("ai-ops@school.edu.cn")
+    mobile = contact.locator(".lmreg-contact-mobile input")
+    mobile.fill("12345")  # the mistake
+    mobile.blur()
+    expect(contact.locator(".lmreg-contact-mobile-error")).to_contain_text(re.compile(r"\S"))
+    lab.shot(lab.run_cell_of(panel, "lmreg-contact-form"), "contact_form_error.png")
+    mobile.fill("13812345678")
+    mobile.blur()
+    expect(contact.locator(".lmreg-contact-mobile-error")).to_have_text("")
+    contact.locator(".lmreg-contact-button").click()
+    expect(contact.locator(".lmreg-result")).to_contain_text("13812345678")
+
+    credentials = panel.locator(".lmreg-credentials-form")
+    credentials.locator(".lmreg-connect-button").click()
+    expect(credentials.locator(".lmreg-result")).to_contain_text("…", timeout=CLICK_TIMEOUT_MS)
+
+    name = f"onb-{secrets.token_hex(3)}"
+    register = panel.locator(".lmreg-register-form")
+    expect(register.locator(".lmreg-model-name input")).to_have_value("")  # not prefilled
+    register.locator(".lmreg-model-name input").fill(name)
+    register.locator(".lmreg-register-button").click()
+    expect(register.locator(".lmreg-result")).to_contain_text(name, timeout=CLICK_TIMEOUT_MS)
+
+    # The later cells followed by themselves: the list, the checks of the registered model.
+    table = panel.locator(".lmreg-models-table")
+    expect(table).to_contain_text(name, timeout=CLICK_TIMEOUT_MS)
+    checks = panel.locator(".lmreg-checks-panel")
+    expect(checks.locator(".lmreg-result table")).to_be_visible(timeout=CHECKS_TIMEOUT_MS)
+    expect(checks.locator(".lmreg-result")).to_contain_text("stream")
+    expect(summary.locator(".lmreg-status")).to_have_class(
+        re.compile(r"status-ok"), timeout=CLICK_TIMEOUT_MS
+    )
+    expect(summary).to_contain_text(name)
+    lab.shot(summary, "onboarding_record_in_lab.png", publish=True)
+    lab.shot(lab.run_cell_of(panel, "lmreg-register-form"), "onboarding_register.png")
+    assert sandbox.model_api_key not in lab.page.content()
