@@ -40,7 +40,7 @@ def test_register_form_validates_as_you_type_and_registers(sandbox: SandboxInfo)
     assert "registryUrl" in url.error.value and "https://" in url.error.value
     form.registry_url.value = sandbox.model_url
     assert "loopback" in url.error.value  # a warning, not a refusal
-    form.model_name.value = ""
+    form.model_name.value = "   "  # empty once trimmed (the field starts empty)
     assert "must not be empty" in form.fields["model-name"].error.value
 
     form.button.click()  # invalid: nothing is sent
