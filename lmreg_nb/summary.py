@@ -184,9 +184,9 @@ class Summary:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Summary:
         """Read a recorded summary; older records lack status/go_live/lang/capacity."""
-        steps = [Step.from_json(s) for s in _list(data.get("steps"))]
-        checks = [Check.from_json(c) for c in _list(data.get("checks"))]
-        models = [_model_dict(m) for m in _list(data.get("models"))]
+        steps = [Step.from_json(s) for s in _list(data.get("steps")) if isinstance(s, Mapping)]
+        checks = [Check.from_json(c) for c in _list(data.get("checks")) if isinstance(c, Mapping)]
+        models = [_model_dict(m) for m in _list(data.get("models")) if isinstance(m, Mapping)]
         class_size = _int_or_none(data.get("class_size"))
         capacity = data.get("capacity") if isinstance(data.get("capacity"), Mapping) else None
         status, go_live = decide(

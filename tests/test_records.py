@@ -163,14 +163,19 @@ def test_summary_html_shows_every_part_and_the_phases_as_a_checklist() -> None:
     assert "☐ <b>go-live</b>" in page
 
 
-def test_summary_html_shows_times_readably() -> None:
+def test_summary_html_shows_local_times_with_their_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     summary = {
         "generated_at": "2026-01-01T08:00:00+08:00",
         "models": [{"modelName": "m", "createTime": "2026-11-22T05:10:58.251000+00:00"}],
     }
+    monkeypatch.setenv("TZ", "UTC")
     page = render_summary_html(summary)
-    assert "2026-01-01 00:00:00 UTC" in page
-    assert "2026-11-22 05:10:58 UTC" in page and ".251000" not in page
+    assert "2026-01-01 00:00 UTC" in page
+    assert "2026-11-22 05:10 UTC" in page and ".251000" not in page
+    # A Chinese record shows Beijing time, named; the JSON keeps UTC.
+    monkeypatch.delenv("TZ")
+    page = render_summary_html({**summary, "lang": "zh-CN"})
+    assert "2026-11-22 13:10 Asia/Shanghai (UTC+08:00)" in page
 
 
 def test_summary_html_escapes_untrusted_values() -> None:
@@ -188,7 +193,7 @@ def test_summary_html_escapes_untrusted_values() -> None:
     assert "<script" not in page
     assert "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "lmreg-status-unknown" in page  # an unknown status gets no made-up colour
+    assert evil not in page  # an unknown status is decided again from the record, not shown
 
 
 @pytest.mark.parametrize(
@@ -208,5 +213,38 @@ def test_summary_renders_with_missing_or_odd_keys(summary: dict[str, Any]) -> No
 
 
 def test_summary_without_load_test_says_so() -> None:
-    page = render_summary_html({**SUMMARY, "performance": None})
+    steps = [{"name": "chat endpoint checks", "passed": True, "detail": "ok"}]
+    page = render_summary_html({**SUMMARY, "performance": None, "steps": steps})
     assert "No load test in this run." in page
+
+
+def test_summary_html_starts_with_two_plain_verdicts_and_what_to_do() -> None:
+    from lmreg_nb.summary import Step, build_summary
+
+    names = ("contact card", "token", "register", "list models", "chat endpoint checks")
+    steps = [Step(n, True, "done") for n in names]
+    loopback = "http://127.0.0.1:8766/v1/chat/completions"
+    summary = build_summary(
+        school="Rehearsal School", contact=None, base_url=None, env=None, steps=steps,
+        models=[{"modelName": "m", "registryUrl": loopback}], checks=[],
+        performance={"requests": 1, "errors": 1},
+    )  # fmt: skip
+    page = render_summary_html(summary)
+    steps_at = page.index("Onboarding steps: all done")
+    not_ready = page.index("Not ready for go-live")
+    blockers = page[page.index('<ol class="lmreg-blockers">') : page.index("</ol>")]
+    assert steps_at < not_ready < page.index("<h3>")  # the verdicts come first
+    assert "127.0.0.1" in blockers and "plain http" in blockers
+    assert "1 request, 1 error," in page and "1 requests" not in page
+    text = render_summary_text(summary.to_json())
+    assert "[ ] Not ready for go-live" in text and "127.0.0.1" in text
+
+
+def test_a_summary_object_is_recorded_as_its_json() -> None:
+    from lmreg_nb.summary import build_summary
+
+    summary = build_summary(
+        school="S", contact=None, base_url=None, env=None, steps=[], models=[], checks=[]
+    )
+    assert to_jsonable(summary) == summary.to_json()
+    assert to_jsonable(summary)["status"] == "incomplete"

@@ -191,9 +191,7 @@ class EndpointSteps:
         if self.chat_prompt is None:
             return Outcome(_("no chat prompt was sent"), ok=True)
         if self.chat_error:
-            return Outcome(
-                _("the model did not reply"), [(_("error"), self.chat_error)], ok=False
-            )
+            return Outcome(_("the model did not reply"), [(_("error"), self.chat_error)], ok=False)
         return Outcome(
             _("the model's reply"),
             [(_("prompt"), self.chat_prompt), (_("reply"), self.chat_reply or "")],

@@ -64,6 +64,7 @@ class Onboarding(EndpointSteps):
         self.stopped_by: str | None = None
         # The settings given (or None: the environment's), to go back to after use_credentials.
         self._given_settings = settings
+        self._live_id: str | None = None  # the live summary's display id (interactive runs)
 
     @classmethod
     def begin(
@@ -126,6 +127,8 @@ class Onboarding(EndpointSteps):
         if not done.passed and self.headless and self.stopped_by is None:
             self.stopped_by = done.name
         log.info("onboarding step %s: %s", done.name, "passed" if done.passed else "failed")
+        if self._live_id is not None:
+            self._record(update=True)
 
     # -- steps ---------------------------------------------------------------
     def contact_card(self) -> Outcome:
@@ -133,9 +136,7 @@ class Onboarding(EndpointSteps):
         if self.contact is None:
             failed = next((s for s in self.steps if s.name == "contact card"), None)
             if failed is not None:
-                return Outcome(
-                    _("contact card: failed"), [(_("error"), failed.detail)], ok=False
-                )
+                return Outcome(_("contact card: failed"), [(_("error"), failed.detail)], ok=False)
             return Outcome(_("no contact card yet: fill in the form below"), ok=False)
         return Outcome(
             _("contact for {school}").format(school=self.school or _("the school")),
@@ -401,11 +402,19 @@ class Onboarding(EndpointSteps):
     def finish(self) -> None:
         """Record the ``summary``: always, also when steps failed or never ran.
 
-        (Interactive notebooks show ``ui.SummaryView``, which records it live.)
+        Interactive, the recorded summary is rewritten in place each time a later
+        step finishes, so it never says more than what was done.
         """
+        import secrets
+
+        if not self.headless and self._live_id is None:
+            self._live_id = f"lmreg-summary-{secrets.token_hex(6)}"
+        self._record(update=False)
+
+    def _record(self, *, update: bool) -> None:
         from ..records import record
 
-        record("summary", self.summary())
+        record("summary", self.summary(), display_id=self._live_id, update=update)
 
 
 def _class_size(value: object) -> int:

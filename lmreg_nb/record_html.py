@@ -1,0 +1,212 @@
+"""The onboarding summary as one self-contained, escaped HTML block.
+
+Two plain verdicts come first (the onboarding steps; ready for go-live or
+not, with what to do), then the facts, steps, models, checks, capacity and
+performance. Every value is escaped: it came from a server or a form.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from .i18n import _
+from .record_text import (
+    PERCENTILE_ROWS,
+    as_summary,
+    fmt,
+    go_live_verdict,
+    local_time,
+    perf_sentence,
+    phase_label,
+    status_label,
+    steps_verdict,
+)
+from .summary import Summary, step_label
+
+__all__ = ["render_summary_html"]
+
+_CSS = """
+.lmreg-summary{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","Microsoft YaHei",
+sans-serif;border:1px solid #ccc;border-radius:6px;padding:12px 16px;margin:8px 0 16px;
+max-width:72em;overflow-x:auto;background:#fff;color:#222}
+.lmreg-summary h2{margin:0 0 8px;font-size:1.3em}
+.lmreg-summary h3{margin:12px 0 4px;font-size:1.05em}
+.lmreg-summary table{border-collapse:collapse;margin:4px 0}
+.lmreg-summary td,.lmreg-summary th{border:1px solid #ddd;padding:3px 8px;text-align:left;
+vertical-align:top}
+.lmreg-summary ul{list-style:none;padding-left:0;margin:4px 0}
+.lmreg-summary ol{margin:4px 0 4px 1.5em;padding:0}
+.lmreg-verdict{font-size:1.1em;font-weight:bold;margin:6px 0}
+.lmreg-status{display:inline-block;padding:1px 10px;border-radius:10px;font-weight:bold}
+.lmreg-status-ok{background:#d4f4dd;color:#05611d}.lmreg-status-failed{background:#fde0e0;color:#8a0c0c}
+.lmreg-status-incomplete{background:#fff3cd;color:#6b4e00}
+.lmreg-pass{color:#05611d}.lmreg-fail{color:#8a0c0c}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(fmt(value), quote=True)
+
+
+def _table(header: list[str] | None, rows: list[list[str]]) -> str:
+    # Cells arrive escaped already (some hold our own markup, such as the pass marks).
+    head = ""
+    if header is not None:
+        head = (
+            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>"
+        )
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table>{head}<tbody>{body}</tbody></table>"
+
+
+def _mark(flag: bool) -> str:
+    if flag:
+        return '<span class="lmreg-pass">✔</span>'
+    return '<span class="lmreg-fail">✘</span>'
+
+
+def render_summary_html(summary: Summary | Mapping[str, Any]) -> str:
+    """The onboarding summary as a self-contained, escaped HTML block."""
+    s = as_summary(summary)
+    css = s.status if s.status in ("ok", "failed", "incomplete") else "failed"
+    parts = [
+        f'<div class="lmreg-summary"><style>{_CSS}</style>',
+        "<h2>"
+        + html.escape(_("Onboarding record: {school}").format(school=fmt(s.school)))
+        + f' <span class="lmreg-status lmreg-status-{css}">'
+        + f"{html.escape(status_label(s.status))}</span></h2>",
+    ]
+    parts += _verdicts(s)
+    parts.append(_facts(s))
+    parts += _steps(s)
+    parts += _models(s)
+    parts += _checks(s)
+    parts += _capacity(s.capacity)
+    parts += _performance(s)
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _verdicts(s: Summary) -> list[str]:
+    ok, text = steps_verdict(s)
+    parts = [f'<p class="lmreg-verdict lmreg-verdict-steps">{_mark(ok)} {html.escape(text)}</p>']
+    ready, text = go_live_verdict(s)
+    parts.append(
+        f'<p class="lmreg-verdict lmreg-verdict-go-live">{_mark(ready)} {html.escape(text)}</p>'
+    )
+    if s.go_live.blockers:
+        items = "".join(f"<li>{html.escape(b)}</li>" for b in s.go_live.blockers)
+        parts.append(f'<ol class="lmreg-blockers">{items}</ol>')
+    return parts
+
+
+def _facts(s: Summary) -> str:
+    facts = []
+    if s.contact:
+        contact = ", ".join(_e(s.contact.get(k)) for k in ("name", "mobile", "email"))
+        facts.append([html.escape(_("Contact")), contact])
+    generated = local_time(s.generated_at, s.lang) if s.generated_at else None
+    for label, value in (
+        (_("Platform"), s.base_url),
+        (_("Env"), s.env),
+        (_("Generated"), generated),
+        (_("Language"), s.lang),
+    ):
+        if value:
+            facts.append([html.escape(label), _e(value)])
+    return _table(None, facts) if facts else ""
+
+
+def _steps(s: Summary) -> list[str]:
+    parts = []
+    if s.phases:
+        parts.append(f"<h3>{html.escape(_('Onboarding phases'))}</h3><ul>")
+        for p in s.phases:
+            box = "☑" if p.get("done") else "☐"
+            name = phase_label(str(p.get("name")))
+            parts.append(f"<li>{box} <b>{_e(name)}</b> — {_e(p.get('detail'))}</li>")
+        parts.append("</ul>")
+    if s.steps:
+        parts.append(f"<h3>{html.escape(_('Steps'))}</h3><ul>")
+        for st in s.steps:
+            box = "☑" if st.passed else "☒"
+            parts.append(f"<li>{box} <b>{_e(step_label(st.name))}</b> — {_e(st.detail)}</li>")
+        parts.append("</ul>")
+    return parts
+
+
+def _models(s: Summary) -> list[str]:
+    if not s.models:
+        return []
+    keys = ["modelName", "modelId", "registryUrl", "createTime", "updateTime"]
+    rows = [
+        [_e(local_time(m.get(k), s.lang) if k.endswith("Time") else m.get(k)) for k in keys]
+        for m in s.models
+    ]
+    return [f"<h3>{html.escape(_('Models'))}</h3>", _table(keys, rows)]
+
+
+def _checks(s: Summary) -> list[str]:
+    if not s.checks:
+        return []
+    rows = [[_mark(c.passed), _e(c.name), _e(c.severity), _e(c.detail)] for c in s.checks]
+    header = ["", _("check"), _("severity"), _("detail")]
+    return [f"<h3>{html.escape(_('Checks'))}</h3>", _table(header, rows)]
+
+
+def _p90(level: Mapping[str, Any], key: str) -> str:
+    value = level.get(key)
+    return _e(value.get("p90") if isinstance(value, Mapping) else None)
+
+
+def _capacity(capacity: Mapping[str, Any] | None) -> list[str]:
+    if not capacity:
+        return []
+    parts = [
+        f"<h3>{html.escape(_('Capacity'))}</h3>",
+        f'<p class="lmreg-capacity-verdict">{_e(capacity.get("verdict"))}</p>',
+    ]
+    levels = [lv for lv in capacity.get("levels") or [] if isinstance(lv, Mapping)]
+    if levels:
+        header = [
+            _("chats at once"),
+            _("requests"),
+            _("errors"),
+            _("first token p90 (ms)"),
+            _("inter-token p90 (ms)"),
+            _("requests/s"),
+            _("within the SLO"),
+        ]
+        rows = [
+            [
+                _e(lv.get("concurrency")),
+                _e(lv.get("requests")),
+                _e(lv.get("errors")),
+                _p90(lv, "ttft_ms"),
+                _p90(lv, "itl_ms"),
+                _e(lv.get("requests_per_s")),
+                _mark(bool(lv.get("meets_slo"))),
+            ]
+            for lv in levels
+        ]
+        parts.append(_table(header, rows))
+    return parts
+
+
+def _performance(s: Summary) -> list[str]:
+    perf = s.performance
+    if not perf:
+        ran = any(st.name == "chat endpoint checks" for st in s.steps)
+        return [f"<p>{html.escape(_('No load test in this run.'))}</p>"] if ran else []
+    rows = []
+    for key, label in PERCENTILE_ROWS:
+        p = perf.get(key)
+        p = p if isinstance(p, Mapping) else {}
+        rows.append([html.escape(_(label)), _e(p.get("p50")), _e(p.get("p90")), _e(p.get("p99"))])
+    return [
+        f"<h3>{html.escape(_('Performance'))}</h3>",
+        _table(["", "p50", "p90", "p99"], rows),
+        f"<p>{html.escape(perf_sentence(perf))}</p>",
+    ]

@@ -1,0 +1,167 @@
+"""The onboarding summary as plain text: a checklist a person can read in a log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from .i18n import N_, _, format_local_time, ngettext
+from .summary import Summary, step_label
+
+__all__ = [
+    "PERCENTILE_ROWS",
+    "as_summary",
+    "fmt",
+    "go_live_verdict",
+    "local_time",
+    "perf_sentence",
+    "phase_label",
+    "render_summary_text",
+    "status_label",
+    "steps_verdict",
+]
+
+PERCENTILE_ROWS = (
+    ("ttft_ms", N_("time to first token (ms)")),
+    ("itl_ms", N_("inter-token latency (ms)")),
+    ("latency_ms", N_("request latency (ms)")),
+)
+_STATUS = {"ok": N_("OK"), "failed": N_("FAILED"), "incomplete": N_("INCOMPLETE")}
+_PHASES = {
+    "preparation": N_("preparation"),
+    "technical integration": N_("technical integration"),
+    "go-live": N_("go-live"),
+}
+
+
+def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
+    """A Summary from a Summary or its recorded JSON (of any version)."""
+    return summary if isinstance(summary, Summary) else Summary.from_json(summary)
+
+
+def status_label(status: str) -> str:
+    """The status in words (the status value itself stays an identifier in JSON)."""
+    return _(_STATUS[status]) if status in _STATUS else status
+
+
+def phase_label(name: str) -> str:
+    return _(_PHASES[name]) if name in _PHASES else name
+
+
+def fmt(value: Any) -> str:
+    """A value as short readable text ("—" for nothing)."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def local_time(value: Any, lang: str | None = None) -> str:
+    """An ISO timestamp or datetime in the school's local time with its zone."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return format_local_time(value, lang)
+    return fmt(value)
+
+
+def steps_verdict(summary: Summary) -> tuple[bool, str]:
+    """The first verdict: did the onboarding's steps all run and pass?"""
+    if summary.status == "ok":
+        return True, _("Onboarding steps: all done, every required check passed.")
+    if summary.status == "failed":
+        return False, _("Onboarding steps: failed. {reason}").format(reason=summary.reason)
+    return False, _("Onboarding steps: not finished; some steps have not run.")
+
+
+def go_live_verdict(summary: Summary) -> tuple[bool, str]:
+    """The second verdict: can the platform go live with this model as registered?"""
+    if summary.go_live.ready:
+        return True, _("Ready for go-live: the provider can switch the platform to this model.")
+    return False, _("Not ready for go-live. What to do:")
+
+
+def perf_sentence(perf: Mapping[str, Any]) -> str:
+    """Requests, errors and throughput in one sentence (with correct plurals)."""
+    requests = perf.get("requests")
+    errors = perf.get("errors")
+    n_req = requests if isinstance(requests, int) else 0
+    n_err = errors if isinstance(errors, int) else 0
+    return ", ".join(
+        [
+            ngettext("{n} request", "{n} requests", n_req).format(n=fmt(requests)),
+            ngettext("{n} error", "{n} errors", n_err).format(n=fmt(errors)),
+            _("{n} requests/s").format(n=fmt(perf.get("requests_per_s"))),
+            _("{n} output tokens/s").format(n=fmt(perf.get("output_tokens_per_s"))),
+        ]
+    )
+
+
+def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
+    """The onboarding summary as plain text, the two verdicts first."""
+    s = as_summary(summary)
+    mark = {True: "[x]", False: "[ ]"}
+    lines = [
+        _("Onboarding record: {school} — {status}").format(
+            school=fmt(s.school), status=status_label(s.status)
+        )
+    ]
+    ok, text = steps_verdict(s)
+    lines.append(f"{mark[ok]} {text}")
+    ok, text = go_live_verdict(s)
+    lines.append(f"{mark[ok]} {text}")
+    lines += [f"    - {b}" for b in s.go_live.blockers]
+    if s.contact:
+        lines.append(
+            _("Contact: {contact}").format(
+                contact=", ".join(fmt(s.contact.get(k)) for k in ("name", "mobile", "email"))
+            )
+        )
+    for label, value in (
+        (_("Platform"), s.base_url),
+        (_("Env"), s.env),
+        (_("Generated"), local_time(s.generated_at, s.lang) if s.generated_at else None),
+    ):
+        if value:
+            lines.append(f"{label}: {value}")
+    if s.phases:
+        lines.append(_("Phases:"))
+        for p in s.phases:
+            name = phase_label(str(p.get("name")))
+            lines.append(f"  {mark[bool(p.get('done'))]} {name} — {fmt(p.get('detail'))}")
+    if s.steps:
+        lines.append(_("Steps:"))
+        lines += [f"  {mark[st.passed]} {step_label(st.name)} — {st.detail}" for st in s.steps]
+    if s.models:
+        lines.append(_("Models:"))
+        lines += [
+            f"  {fmt(m.get('modelName'))} ({fmt(m.get('modelId'))}) {fmt(m.get('registryUrl'))}"
+            for m in s.models
+        ]
+    if s.checks:
+        lines.append(_("Checks:"))
+        for c in s.checks:
+            ok_word = _("PASS") if c.passed else _("FAIL")
+            lines.append(f"  {ok_word} {c.name} [{c.severity}] {c.detail}")
+    if s.capacity:
+        lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.get("verdict"))))
+    if s.performance:
+        lines.append(_("Performance: {figures}").format(figures=perf_sentence(s.performance)))
+        for key, label in PERCENTILE_ROWS:
+            pct = s.performance.get(key)
+            if isinstance(pct, Mapping):
+                lines.append(
+                    f"  {_(label)}: p50 {fmt(pct.get('p50'))}, p90 {fmt(pct.get('p90'))}, "
+                    f"p99 {fmt(pct.get('p99'))}"
+                )
+    return "\n".join(lines)
