@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 
+from ..i18n import _
 from .exchange import DEFAULT_PROMPT, Target, chat_body, send
+from .levels import CUT, cut_kind
 from .metrics import percentiles, request_metrics
 from .pool import pooled_transport
 
@@ -39,6 +41,21 @@ class LoadResult:
     concurrency: int = 1
 
     @property
+    def cut_streams(self) -> int:
+        """Requests whose stream the server cut (llama.cpp ``interrupt_requests``)."""
+        return sum(1 for r in self.rows if r["error"] == CUT)
+
+    def advice(self) -> str:
+        """What to do about what went wrong, in one sentence, or "" (cut streams)."""
+        if not self.cut_streams:
+            return ""
+        return _(
+            "The server cut streams when new requests arrived (llama.cpp interrupt_requests):"
+            " start llama-cpp-python with --interrupt_requests False, or for Ollama set"
+            " OLLAMA_NUM_PARALLEL to the number of chats at once."
+        )
+
+    @property
     def errors_by_kind(self) -> dict[str, int]:
         """Failed requests counted by kind (``status 500``, ``timeout``, ``bad stream``...)."""
         return dict(Counter(r["error"] for r in self.rows if r["error"]).most_common())
@@ -52,7 +69,8 @@ class LoadResult:
             "requests": len(self.rows),
             "errors": len(self.rows) - len(good),
             "ttft_ms": percentiles([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
-            "itl_ms": percentiles(self.gaps_ms),
+            # Per request (decode time / (tokens - 1)), not pooled read gaps: see metrics.
+            "itl_ms": percentiles([r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None]),
             "latency_ms": percentiles([r["latency_ms"] for r in good]),
             "requests_per_s": round(len(good) / duration, 3) if duration > 0 else None,
             "output_tokens_per_s": round(tokens / duration, 3) if duration > 0 else None,
@@ -107,6 +125,10 @@ async def run_load(
                 result.rows.append(_deadline_row(index, t0 - start, time.perf_counter() - start))
                 raise
             row = request_metrics(ex)
+            row["cut"] = cut_kind(ex)
+            if row["cut"] == "closed" or (row["cut"] == "done" and not ex.ok):
+                row["ok"], row["error"] = False, CUT
+            row["finish"] = ex.finish is not None
             row["request"] = index
             row["start_s"] = round(ex.t_start - start, 6)
             row["end_s"] = round(ex.t_end - start, 6)
@@ -131,10 +153,19 @@ async def run_load(
         bar.close()
         if own:
             await http.aclose()
+    _soft_cuts(result.rows)
     ends = [r["end_s"] for r in result.rows]
     result.duration_s = max(ends) if ends else time.perf_counter() - start
     result.rows.sort(key=lambda r: r["request"])
     return result
+
+
+def _soft_cuts(rows: list[dict[str, Any]]) -> None:
+    """[DONE] with no finish_reason is a cut stream when the server sends finish_reason."""
+    if any(r.get("finish") for r in rows):
+        for row in rows:
+            if row.get("cut") == "done" and row["ok"]:
+                row["ok"], row["error"] = False, CUT
 
 
 class _NoBar:
@@ -167,6 +198,8 @@ def _deadline_row(index: int, start_s: float, end_s: float) -> dict[str, Any]:
         "tokens_source": "chunks",
         "chunks": 0,
         "tokens_per_s": None,
+        "cut": None,
+        "finish": False,
         "request": index,
         "start_s": round(start_s, 6),
         "end_s": round(end_s, 6),

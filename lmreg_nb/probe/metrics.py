@@ -5,8 +5,11 @@ Definitions (all in milliseconds, from the client's side):
 - latency: from sending the request to the end of the reply;
 - TTFT: from sending to the first chunk with non-empty content (a role-only
   first chunk does not count);
-- ITL: the gaps between consecutive content chunks (a load test pools every
-  gap of every request);
+- ITL: a request's decode time over its tokens, (last content - first
+  content) / (tokens - 1), from that request's own arrival times; exact even
+  when several chunks arrive in one network read (their gaps read as 0 ms,
+  which made a pooled median of gaps fall to ~0 on a busy machine). A load
+  test's ITL percentiles are over these per-request values;
 - output tokens: ``usage.completion_tokens`` when the server reports it,
   otherwise the number of content chunks (``tokens_source`` says which);
 - tokens/s: output tokens divided by the latency.
@@ -20,7 +23,7 @@ from typing import Any
 
 from .exchange import Exchange
 
-__all__ = ["percentile", "percentiles", "request_metrics"]
+__all__ = ["decode_itl_ms", "percentile", "percentiles", "request_metrics"]
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -59,7 +62,7 @@ def request_metrics(ex: Exchange) -> dict[str, Any]:
         "error": ex.failure,
         "latency_ms": _ms(latency),
         "ttft_ms": _ms(ex.ttft),
-        "itl_mean_ms": round(sum(gaps) / len(gaps), 3) if gaps else None,
+        "itl_mean_ms": _round(decode_itl_ms(ex)),
         "itl_p50_ms": _round(percentile(gaps, 50)),
         "itl_p90_ms": _round(percentile(gaps, 90)),
         "output_tokens": tokens,
@@ -67,6 +70,16 @@ def request_metrics(ex: Exchange) -> dict[str, Any]:
         "chunks": len(ex.pieces),
         "tokens_per_s": round(tokens / latency, 3) if latency and tokens else None,
     }
+
+
+def decode_itl_ms(ex: Exchange) -> float | None:
+    """The request's inter-token latency: decode time / (tokens - 1), in ms."""
+    times = ex.times
+    tokens, source = ex.output_tokens
+    count = tokens if source == "usage" else len(times)
+    if len(times) < 2 or count < 2:
+        return None
+    return (times[-1] - times[0]) / (count - 1) * 1000
 
 
 def _round(value: float | None) -> float | None:

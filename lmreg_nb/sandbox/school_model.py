@@ -50,7 +50,19 @@ text-errors, which are warnings):
 ``status-429``          every request answers 429 with ``Retry-After: 1``
 ``interrupt``           a new request cuts the streams in progress (llama.cpp's
                         ``interrupt_requests``): ``data: [DONE]``, no finish_reason
+``replacement-char``    a Chinese reply carries U+FFFD in place of some
+                        characters (a server decoding byte-level tokens one by one)
+``split-utf8``          (tolerated) each write of a stream is cut inside a
+                        multi-byte character, the rest following 5 ms later
+``ignore-max-tokens``   ``max_tokens`` / ``max_completion_tokens`` are ignored
 ======================  =====================================================
+
+A prompt with Chinese characters gets a Chinese reply (one character per
+token, sent as raw UTF-8). ``served`` names the models served (vLLM's
+``--served-model-name``): another ``model`` gets vLLM's 404 ``{"object":
+"error", ...}`` and ``GET /v1/models`` lists them; without it any name is
+served and ``GET /v1/models`` answers 404. :func:`serving` takes a
+certificate and key to serve https.
 
 Saturation like a real server's (a slot limit, a decode slowdown under load):
 see :mod:`lmreg_nb.sandbox.saturation`.
@@ -118,6 +130,9 @@ QUIRKS: frozenset[str] = frozenset(
         "status-500",
         "status-429",
         "interrupt",
+        "replacement-char",
+        "split-utf8",
+        "ignore-max-tokens",
     }
 )
 
@@ -141,6 +156,7 @@ class MockModelConfig:
     quirks: frozenset[str] = frozenset()
     slots: int = 0  # requests served at once, the rest queue (0: no limit); see saturation.py
     slowdown: float = 0.0  # each gap is itl_ms * (1 + slowdown * (streams in progress - 1))
+    served: tuple[str, ...] = ()  # model names served (empty: any name)
 
     def __post_init__(self) -> None:
         unknown = set(self.quirks) - QUIRKS
@@ -160,6 +176,32 @@ def reply_tokens(count: int) -> list[str]:
 
 
 _TOKEN_JSON = {t: json.dumps(t) for t in reply_tokens(len(_WORDS))}
+_CHINESE = "图书馆每天早上八点开门，同学们可以在这里安静地读书、查资料和讨论问题。"
+
+
+def _chinese_tokens(count: int, garble: bool) -> list[str]:
+    """A Chinese reply, one character per token; ``garble``: U+FFFD for every fifth."""
+    return [
+        "\ufffd" if garble and k % 5 == 2 else _CHINESE[k % len(_CHINESE)] for k in range(count)
+    ]
+
+
+def _asks_chinese(body: dict[str, Any]) -> bool:
+    text = json.dumps(body.get("messages") or body.get("prompt") or "", ensure_ascii=False)
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+async def _split_utf8(stream: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
+    """Each write cut inside its first multi-byte character (a read boundary mid-character)."""
+    async for block in stream:
+        cut = next((i + 1 for i, b in enumerate(block) if b >= 0xC0), 0)
+        if cut:
+            yield block[:cut]
+            await asyncio.sleep(0.005)
+            block = block[cut:]
+        yield block
+
+
 _MARK = "\x00token\x00"  # a placeholder no token contains
 
 
@@ -320,7 +362,8 @@ async def _stream(
             pieces.clear()
         if not burst:
             await _sleep_until(due)
-        pieces.append(head + (_TOKEN_JSON.get(token) or json.dumps(token)) + tail)
+        text = _TOKEN_JSON.get(token) or json.dumps(token, ensure_ascii=False)  # raw UTF-8
+        pieces.append(head + text + tail)
         if k == n // 2 and "non-json-chunk" in quirks:
             pieces.append(frames.data("this is not json"))
         if k == n // 2 and "error-in-stream" in quirks:
@@ -418,7 +461,14 @@ def create_app(config: MockModelConfig) -> Starlette:
         if problem:
             return _error(400, problem, "invalid_request_error", None, quirks)
         assert isinstance(body, dict)
+        if config.served and body["model"] not in config.served:
+            return JSONResponse(_not_served(body["model"]), 404)
+        if "ignore-max-tokens" in quirks:
+            caps = ("max_tokens", "max_completion_tokens")
+            body = {k: v for k, v in body.items() if k not in caps}
         reply = _Reply(config, body, chat, t0)
+        if _asks_chinese(body):
+            reply.tokens = _chinese_tokens(len(reply.tokens), "replacement-char" in quirks)
         stream = body.get("stream") is True
         if not stream or "no-stream" in quirks:
             async with load.slot(reply):
@@ -429,7 +479,11 @@ def create_app(config: MockModelConfig) -> Starlette:
         media = "text/plain; charset=utf-8" if "wrong-content-type" in quirks else None
         return StreamingResponse(
             load.stream(
-                reply, _stream(reply, quirks, include_usage), interrupt="interrupt" in quirks
+                reply,
+                _split_utf8(_stream(reply, quirks, include_usage))
+                if "split-utf8" in quirks
+                else _stream(reply, quirks, include_usage),
+                interrupt="interrupt" in quirks,
             ),
             media_type=media or "text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
@@ -442,12 +496,10 @@ def create_app(config: MockModelConfig) -> Starlette:
         return await handle(request, chat=False)
 
     async def models(request: Request) -> Response:
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [{"id": "mock-model", "object": "model", "owned_by": "school"}],
-            }
-        )
+        if not config.served:  # any name is served: nothing to list
+            return JSONResponse(_error_body("Not Found", "invalid_request_error", None), 404)
+        data = [{"id": name, "object": "model", "owned_by": "school"} for name in config.served]
+        return JSONResponse({"object": "list", "data": data})
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -461,6 +513,17 @@ def create_app(config: MockModelConfig) -> Starlette:
         Route("/health", health, methods=["GET"]),
     ]
     return Starlette(routes=routes)
+
+
+def _not_served(model: object) -> dict[str, Any]:
+    """vLLM's answer to a model name it does not serve."""
+    return {
+        "object": "error",
+        "message": f"The model `{model}` does not exist.",
+        "type": "NotFoundError",
+        "param": None,
+        "code": 404,
+    }
 
 
 def _body_problem(body: object, chat: bool) -> str | None:
@@ -523,19 +586,29 @@ def app_from_env() -> Starlette:
             quirks=parse_quirks([env.get("LMREG_MOCK_QUIRKS", "")]),
             slots=int(env.get("LMREG_MOCK_SLOTS", 0)),
             slowdown=float(env.get("LMREG_MOCK_SLOWDOWN", 0)),
+            served=tuple(n for n in env.get("LMREG_MOCK_SERVED", "").split(",") if n),
         )
     )
 
 
 @contextlib.contextmanager
-def serving(config: MockModelConfig, host: str = "127.0.0.1") -> Iterator[str]:
+def serving(
+    config: MockModelConfig,
+    host: str = "127.0.0.1",
+    *,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+) -> Iterator[str]:
     """Serve the mock with uvicorn in a background thread; yields its base URL.
 
     For tests and notebooks; the sandbox command runs it in its own process.
+    ``certfile`` (and ``keyfile``, PEM) serve https with that certificate.
     """
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so; without it
+    # Nagle + delayed ACK hold a stream's chunks back by up to 40 ms.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
@@ -545,6 +618,8 @@ def serving(config: MockModelConfig, host: str = "127.0.0.1") -> Iterator[str]:
             log_level="warning",
             timeout_graceful_shutdown=1,
             backlog=512,
+            ssl_certfile=certfile,
+            ssl_keyfile=keyfile,
         )
     )
     thread = threading.Thread(
@@ -557,7 +632,7 @@ def serving(config: MockModelConfig, host: str = "127.0.0.1") -> Iterator[str]:
             raise RuntimeError("the mock school model did not start")
         time.sleep(0.01)
     try:
-        yield f"http://{host}:{port}"
+        yield f"{'https' if certfile else 'http'}://{host}:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -573,6 +648,7 @@ def _config_env(config: MockModelConfig) -> dict[str, str]:
         "LMREG_MOCK_QUIRKS": ",".join(sorted(config.quirks)),
         "LMREG_MOCK_SLOTS": str(config.slots),
         "LMREG_MOCK_SLOWDOWN": repr(config.slowdown),
+        "LMREG_MOCK_SERVED": ",".join(config.served),
     }
 
 
