@@ -212,6 +212,13 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             "The reply appears as it streams in. It is shown as plain text, never as HTML."
         ),
         code("ui.stream_reply(run, prompt) if prompt else ui.ChatBox(run)"),
+        md(
+            "## Capacity: how many students can chat at once\n\n"
+            "Choose the class size and how long a student may wait for the reply to start, "
+            "then click **Measure capacity** (a few minutes at most). The verdict says how "
+            "many chats at once your model serves within that wait."
+        ),
+        code("ui.CapacityForm(run)"),
     ],
     "onboarding": [
         md(
@@ -279,9 +286,9 @@ NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
             "**When it fails:** see `05_test_chat_endpoint` for what each check means."
         ),
         code(
-            "# Interactive runs check conformance only; the load test runs headless.\n"
-            "load = check_requests if run.headless and check_concurrency > 0 else 0\n"
-            "run.check_endpoint(load, check_concurrency)"
+            "# Interactive: the checks run here by themselves once the model is registered.\n"
+            "load = check_requests if check_concurrency > 0 else 0\n"
+            "run.check_endpoint(load, check_concurrency) if run.headless else ui.ChecksPanel(run)"
         ),
         code("run.verdict()", CHECK),
         code("run.figure()"),

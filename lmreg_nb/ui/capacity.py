@@ -89,4 +89,11 @@ class CapacityForm(Form):
             return None
         size, slo = int(self.class_size.value), int(self.slo.value)
         self.preset.value = size if size in CLASS_SIZES else None
-        return self.run(lambda: self.run_.capacity(size, slo), step="capacity")
+        return self.run(lambda: self._measure(size, slo), step="capacity")
+
+    def _measure(self, size: int, slo: int) -> tuple[Any, ...]:
+        outcome = self.run_.capacity(size, slo)  # the verdict sentence, one line
+        result = self.run_.capacity_result
+        if result is None:
+            return (outcome,)
+        return (outcome, result.table(), self.run_.capacity_figure())

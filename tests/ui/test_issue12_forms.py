@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from lmreg_nb.onboarding import Onboarding, Outcome
 from lmreg_nb.settings import Settings
-from lmreg_nb.ui import ChatBox, CredentialsForm, ModelsTable, ModifyForm, RegisterForm
+from lmreg_nb.ui import (
+    CapacityForm,
+    ChatBox,
+    CredentialsForm,
+    ModelsTable,
+    ModifyForm,
+    RegisterForm,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -167,3 +174,33 @@ def test_chat_box_empty_prompt_is_a_one_line_error() -> None:
     box.button.click()
     assert box.last_error is not None and "prompt" in box.last_error
     assert "\n" not in box.message.value
+
+
+def test_capacity_form_presets_slo_and_what_it_shows() -> None:
+    run = Onboarding("ui-capacity", settings=Settings.load(environ={}))
+    called: list[tuple[int, float]] = []
+
+    class Result:
+        def table(self) -> str:
+            return "levels table"
+
+    def capacity(class_size: int, slo_ttft_ms: float) -> Outcome:
+        called.append((class_size, slo_ttft_ms))
+        run.capacity_result = Result()
+        return Outcome("serves 24 chats at once; a class of 40 needs more", ok=False)
+
+    run.capacity = capacity  # type: ignore[method-assign]
+    run.capacity_figure = lambda: "charts"  # type: ignore[method-assign]
+    form = CapacityForm(run)
+    assert form.slo.value == 2000 and form.class_size.value == 40
+    assert [v for _, v in form.preset.options] == [10, 20, 40]
+    form.preset.value = 20
+    assert form.class_size.value == 20
+    form.slo.value = -5  # a mistake: refused beside the field, nothing measured
+    form.button.click()
+    assert called == [] and "slo_ttft_ms" in form.fields["slo-ttft"].error.value
+    form.slo.value = 1500
+    form.button.click()
+    assert called == [(20, 1500)]
+    assert form.last_result[0].title.startswith("serves 24")
+    assert form.last_result[1:] == ("levels table", "charts")
