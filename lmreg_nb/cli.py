@@ -71,9 +71,9 @@ def main() -> None:
 
 def _register() -> None:
     # Command modules import only click at module level, so `--help` stays fast.
-    from .commands import batch, check, notebooks, registry, runs, sandbox
+    from .commands import batch, capacity, check, notebooks, registry, runs, sandbox
 
-    for module in (sandbox, registry, check, runs, batch, notebooks):
+    for module in (sandbox, registry, check, capacity, runs, batch, notebooks):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -101,6 +101,20 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     help="Mock model: tokens (stream chunks) per reply.",
 )
 @click.option(
+    "--slots",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Mock model: replies served at once; the rest queue (0: no limit).",
+)
+@click.option(
+    "--slowdown",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Mock model: each gap between tokens grows by this share per other reply in progress.",
+)
+@click.option(
     "--quirk",
     "quirks",
     multiple=True,
@@ -127,6 +141,8 @@ def sandbox(
     ttft_ms: float,
     itl_ms: float,
     tokens: int,
+    slots: int,
+    slowdown: float,
     quirks: tuple[str, ...],
     allow_remote: bool,
 ) -> None:
@@ -169,6 +185,8 @@ def sandbox(
         itl_ms=itl_ms,
         tokens=tokens,
         quirks=quirk_set,
+        slots=slots,
+        slowdown=slowdown,
     )
 
     def announce(info: dict[str, str]) -> None:

@@ -42,6 +42,8 @@ class SandboxOptions:
     itl_ms: float = 10.0
     tokens: int = 32
     quirks: frozenset[str] = frozenset()
+    slots: int = 0  # mock model: requests served at once (0: no limit)
+    slowdown: float = 0.0  # mock model: decode slowdown per extra stream in progress
 
 
 def is_loopback(host: str) -> bool:
@@ -107,6 +109,8 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
                 itl_ms=options.itl_ms,
                 tokens=options.tokens,
                 quirks=options.quirks,
+                slots=options.slots,
+                slowdown=options.slowdown,
             )
         )
         base_url = _url(options.host, platform_sock.getsockname()[1])

@@ -1,0 +1,147 @@
+"""`lmreg-nb capacity`: how many chats at once the school's endpoint serves within an SLO."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from ..secret import Secret
+
+__all__ = ["COMMANDS", "capacity"]
+
+
+@click.command("capacity")
+@click.option(
+    "--slo-ttft-ms",
+    type=click.FloatRange(min=1, max=600_000),
+    default=2000.0,
+    show_default=True,
+    help="Time to first token (p90) a chat may take, in milliseconds.",
+)
+@click.option(
+    "--slo-itl-ms",
+    type=click.FloatRange(min=0.1, max=60_000),
+    default=None,
+    help="Time between tokens (p90) a chat may take, in milliseconds [default: no limit].",
+)
+@click.option(
+    "--max-error-rate",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Share of requests that may fail (errors, timeouts, cut streams).",
+)
+@click.option(
+    "--max-concurrency",
+    type=click.IntRange(1, 1024),
+    default=64,
+    show_default=True,
+    help="The most chats at once to try.",
+)
+@click.option(
+    "--need",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Chats at once you need (e.g. a class size): exit 1 when the capacity is lower.",
+)
+@click.option(
+    "--registered",
+    metavar="NAME",
+    help="Measure the model registered under this modelName as the platform will call it "
+    "(its registryUrl and apiKey; LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not used).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
+@click.option(
+    "--figure",
+    "figure_path",
+    type=click.Path(dir_okay=False),
+    default="lmreg-capacity.png",
+    show_default=True,
+    help="Where to save the capacity figure (text output only).",
+)
+def capacity(
+    slo_ttft_ms: float,
+    slo_itl_ms: float | None,
+    max_error_rate: float,
+    max_concurrency: int,
+    need: int | None,
+    registered: str | None,
+    as_json: bool,
+    figure_path: str,
+) -> None:
+    """Find how many chats at once the chat endpoint serves within the SLO.
+
+    Levels of 1, 2, 4, ... chats in a closed loop, then a bisection; a few
+    minutes at most. Exit 0 when the capacity is at least --need (without it:
+    when one chat meets the SLO), 1 otherwise, 2 for a usage or setting error.
+    Ctrl-C prints what was measured so far.
+    """
+    import json
+    import sys
+
+    from ..i18n import _
+    from ..probe.capacity import SLO, find_capacity
+    from ..probe.capacity_text import format_capacity
+    from ..probe.levels import Level
+
+    if need is not None and need > max_concurrency:
+        raise click.UsageError(
+            _("--need {need} is above --max-concurrency {top}: raise --max-concurrency").format(
+                need=need, top=max_concurrency
+            )
+        )
+    url, key, model, timeout = _target(registered)
+
+    def progress(level: Level) -> None:
+        if not as_json:
+            mark = _("meets the SLO") if level.meets_slo else _("misses the SLO")
+            click.echo(
+                _("concurrency {c}: {n} requests, {mark}").format(
+                    c=level.concurrency, n=level.requests, mark=mark
+                ),
+                err=True,
+            )
+
+    result = find_capacity(
+        url,
+        key,
+        model,
+        slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, max_error_rate=max_error_rate),
+        max_concurrency=max_concurrency,
+        need=need,
+        timeout=timeout,
+        on_level=progress,
+    )
+    if as_json:
+        click.echo(json.dumps(result.to_json()))
+    else:
+        click.echo(format_capacity(result, need))
+        if result.levels:
+            result.figure().savefig(figure_path, dpi=100)
+            click.echo(_("figure: {path}").format(path=figure_path))
+    got = result.capacity.concurrency
+    if got < (need or 1) or result.stopped == "interrupted":
+        sys.exit(1)
+
+
+def _target(registered: str | None) -> tuple[str, Secret | str, str, float]:
+    """URL, key, body model and timeout: from the settings, or from the registration."""
+    from ..settings import Settings
+
+    settings = Settings.load()
+    if registered is not None:
+        from ..probe.registered import registered_target
+
+        target = registered_target(settings, registered)
+        return target.url, target.api_key, target.model, settings.timeout
+    return (
+        settings.require("model_url"),
+        settings.require("model_api_key"),
+        settings.require("model_name"),
+        settings.timeout,
+    )
+
+
+COMMANDS: list[click.Command] = [capacity]
