@@ -130,6 +130,9 @@ def help_texts(command: click.Command) -> Iterator[tuple[str, str]]:
         for text in _originals(obj).values():
             if text:
                 yield text, where
+    short = _first_paragraph(_originals(command)["help"])
+    if short:
+        yield short, where
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             yield from help_texts(sub)
@@ -145,10 +148,12 @@ def command_file(command: click.Command) -> str:
         return "?"
 
 
-def _short(text: str) -> str:
-    # Click would cut a Chinese text in the middle (it looks for ". " and spaces).
-    first = text.split("\n\n", 1)[0].replace("\n", " ")
-    return first.split("。", 1)[0] + "。" if "。" in first else first
+def _first_paragraph(text: str | None) -> str | None:
+    # The command list shows it; a text of its own in the catalog, so it is never cut
+    # in the middle of a translation (click cuts at ". " and spaces, which Chinese lacks).
+    if not text or "\n\n" not in text:
+        return None
+    return text.split("\n\n", 1)[0].replace("\n", " ")
 
 
 def translate_help(command: click.Command) -> None:
@@ -161,9 +166,10 @@ def translate_help(command: click.Command) -> None:
         if hasattr(obj, "help"):
             obj.help = _(help_text) if help_text else help_text
         if isinstance(obj, click.Command):
-            if short:
-                obj.short_help = _(short)
+            first = short or _first_paragraph(help_text)
+            if short or (first and not english):
+                obj.short_help = _(first) if first else None
             elif help_text and not english:
-                obj.short_help = _short(_(help_text))
+                obj.short_help = obj.help
             else:
                 obj.short_help = None
