@@ -1,27 +1,26 @@
-"""The onboarding flow without Jupyter: contact card, summary record, steps on a real sandbox."""
+"""The onboarding facade without Jupyter: contact card, steps on a real sandbox, the summary."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
 
-from lmreg_nb.errors import ConfigurationError, LmregError, ValidationError
+from lmreg_nb.configuration import configuration
+from lmreg_nb.contact import Contact, check_contact
+from lmreg_nb.display import Outcome, Table
+from lmreg_nb.errors import LmregError, ValidationError
+from lmreg_nb.i18n import current_language
 from lmreg_nb.models import RegisteredModel
-from lmreg_nb.onboarding import (
-    Contact,
-    Onboarding,
-    Step,
-    build_summary,
-    check_contact,
-    configuration,
-    notebook_path,
-    summary_status,
-)
+from lmreg_nb.onboarding import Onboarding
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
+from lmreg_nb.summary import Step, build_summary
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -64,21 +63,56 @@ def test_invalid_contact_names_the_field_in_one_line(
     assert "\n" not in str(info.value)
 
 
-def test_begin_with_invalid_card_stops_before_anything_is_sent() -> None:
-    with pytest.raises(ValidationError, match="contact_mobile") as info:
-        Onboarding.begin("Example School", "Li Hua", "12345", "ops@school.edu.cn")
-    assert str(info.value).count("\n") == 0
+def test_begin_with_invalid_card_records_it_and_skips_every_later_step() -> None:
+    run = Onboarding.begin("Example School", "Li Hua", "12345", "ops@school.edu.cn")
+    assert run.headless and run.stopped_by == "contact card"
+    (card,) = run.steps
+    assert not card.passed and card.detail.startswith("contact_mobile:")
+    assert not run.contact_card().ok and "contact_mobile" in repr(run.contact_card())
+    # Nothing is sent: no platform is even configured, yet nothing raises.
+    skipped = run.connect()
+    assert isinstance(skipped, Outcome) and not skipped.ok and "skipped" in skipped.title
+    assert run.register("never").title.startswith("register the model: skipped")
+    summary = run.summary()
+    assert summary.status == "failed" and summary.reason.startswith("contact card: contact_mobile")
+    assert not summary.go_live.ready
 
 
 def test_begin_with_no_parameters_is_interactive_and_school_is_required_otherwise() -> None:
     assert Onboarding.begin().headless is False
-    with pytest.raises(ValidationError, match="school"):
-        Onboarding.begin("", "Li Hua", "13812345678", "ops@school.edu.cn")
+    run = Onboarding.begin("", "Li Hua", "13812345678", "ops@school.edu.cn")
+    assert run.headless and run.steps[0].detail.startswith("school:")
     run = Onboarding.begin("Example School", "Li Hua", "13812345678", "ops@school.edu.cn")
     assert run.headless
-    assert [s.to_dict() for s in run.steps] == [
+    assert [s.to_json() for s in run.steps] == [
         {"name": "contact card", "passed": True, "detail": "Li Hua, 13812345678, ops@school.edu.cn"}
     ]
+
+
+def test_begin_chooses_the_language_and_the_summary_records_it() -> None:
+    run = Onboarding.begin(lang="zh-CN")
+    try:
+        assert current_language() == "zh-CN" and run.summary().lang == "zh-CN"
+    finally:
+        Onboarding.begin(lang="en")
+    assert current_language() == "en"
+
+
+def test_an_interactive_run_with_nothing_done_is_incomplete() -> None:
+    run = Onboarding.begin()
+    summary = run.summary()
+    assert summary.status == "incomplete" and not summary.go_live.ready
+    assert summary.school == "" and summary.steps == []
+
+
+def test_interactive_steps_raise_for_the_form_and_are_recorded() -> None:
+    run = Onboarding("S", settings=Settings.load(environ={}))
+    with pytest.raises(ValidationError, match="contact_email"):
+        run.set_contact("Li Hua", "13812345678", "nope")
+    with pytest.raises(LmregError, match="LMREG_BASE_URL"):
+        run.connect()
+    assert [(s.name, s.passed) for s in run.steps] == [("contact card", False), ("token", False)]
+    assert run.stopped_by is None  # interactive: the next click may fix it
 
 
 # -- summary record ----------------------------------------------------------------------------
@@ -95,83 +129,26 @@ def _model() -> RegisteredModel:
     )
 
 
-_STEPS = [
-    Step("contact card", True, "ok"),
-    Step("token", True, "ok"),
-    Step("register", True, "ok"),
-    Step("list models", True, "ok"),
-]
-
-
-def test_summary_has_the_agreed_shape_and_never_an_api_key() -> None:
-    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    checks = [{"name": "stream", "passed": False, "severity": "warning", "detail": "slow"}]
+def test_summary_never_holds_an_api_key() -> None:
+    steps = [Step(n, True, "ok") for n in ("contact card", "token", "register", "list models")]
     summary = build_summary(
         school="Example School",
         contact=Contact("Li Hua", "13812345678", "ops@school.edu.cn"),
         base_url="https://ai.school.example",
         env="prod",
-        steps=_STEPS,
+        steps=steps,
         models=[_model()],
-        checks=checks,
-        performance={"requests": 3},
-        generated_at=when,
+        checks=[],
+        generated_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
     )
-    assert set(summary) == {
-        "school", "contact", "base_url", "env", "phases", "steps", "models", "checks",
-        "performance", "status", "generated_at",
-    }  # fmt: skip
-    assert summary["contact"] == {
-        "name": "Li Hua",
-        "mobile": "13812345678",
-        "email": "ops@school.edu.cn",
-    }
-    assert summary["models"] == [
-        {
-            "modelName": "school-llm",
-            "modelId": "m1",
-            "registryUrl": "https://llm.school.edu/v1/chat/completions",
-            "createTime": "2023-11-14T22:13:20+00:00",
-            "updateTime": "2023-11-14T22:15:00+00:00",
-        }
-    ]
-    assert [p["name"] for p in summary["phases"]] == [
-        "preparation",
-        "technical integration",
-        "go-live",
-    ]
-    assert [p["done"] for p in summary["phases"]] == [True, True, False]
-    assert summary["status"] == "ok"  # a failed warning does not fail the run
-    assert summary["generated_at"] == "2026-01-02T03:04:05+00:00"
-    text = json.dumps(summary)
+    data = summary.to_json()
+    contact = {"name": "Li Hua", "mobile": "13812345678", "email": "ops@school.edu.cn"}
+    assert data["contact"] == contact
+    assert data["models"][0]["createTime"] == "2023-11-14T22:13:20+00:00"
+    assert [p["done"] for p in data["phases"]] == [True, True, False]
+    assert data["status"] == "incomplete"  # the checks have not run
+    text = json.dumps(data)
     assert '"apiKey"' not in text and "zq9w" not in text and "secret-key" not in text
-
-
-@pytest.mark.parametrize(
-    ("steps", "checks", "status"),
-    [
-        (_STEPS, [], "ok"),
-        ([], [], "failed"),  # nothing done is not an onboarding
-        ([*_STEPS[:2], Step("register", False, "409")], [], "failed"),
-        (_STEPS, [{"name": "auth", "passed": False, "severity": "error", "detail": ""}], "failed"),
-        (_STEPS, [{"name": "x", "passed": False, "severity": "info", "detail": ""}], "ok"),
-    ],
-)
-def test_status_fails_on_a_failed_step_or_error_check_only(
-    steps: list[Step], checks: list[dict[str, object]], status: str
-) -> None:
-    assert summary_status(steps, checks) == status
-
-
-def test_summary_of_failed_run_says_what_is_missing() -> None:
-    summary = build_summary(
-        school="S", contact=None, base_url=None, env=None, steps=_STEPS[:2],
-        models=[], checks=[], performance=None,
-    )  # fmt: skip
-    integration = summary["phases"][1]
-    assert integration["done"] is False
-    assert "register" in integration["detail"] and "list models" in integration["detail"]
-    assert summary["status"] == "ok"  # the steps that ran passed; the phases say what is left
 
 
 def test_configuration_masks_secrets() -> None:
@@ -185,18 +162,15 @@ def test_configuration_masks_secrets() -> None:
     text = repr(outcome) + outcome._repr_html_()
     assert "abcdefgh" not in text and "…5678" in text
     assert "LMREG_APP_ID: not set" in repr(outcome) and not outcome.ok
+    assert ".env: none found" in repr(outcome)
 
 
 def test_outcome_html_escapes_server_text() -> None:
-    from lmreg_nb.onboarding import Outcome
-
     html = Outcome("<b>x</b>", [("name", "<script>alert(1)</script>")])._repr_html_()
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
 def test_table_escapes_html_and_aligns_text() -> None:
-    from lmreg_nb.onboarding import Table
-
     table = Table(["name", "detail"], [["a", "<b>bold</b>"], ["long-name", "x"]])
     assert "<b>bold" not in table._repr_html_() and "&lt;b&gt;bold" in table._repr_html_()
     assert repr(table).splitlines() == [
@@ -205,12 +179,6 @@ def test_table_escapes_html_and_aligns_text() -> None:
         "long-name  x",
     ]
     assert list(table.frame()["name"]) == ["a", "long-name"]
-
-
-def test_notebooks_are_found_from_the_package() -> None:
-    assert notebook_path("onboarding").name == "onboarding.ipynb"
-    with pytest.raises(ConfigurationError, match="LMREG_NOTEBOOKS"):
-        notebook_path("no-such-notebook")
 
 
 # -- steps against a real sandbox ------------------------------------------------------------
@@ -238,8 +206,14 @@ def test_onboarding_twice_updates_without_duplicating(sandbox: SandboxInfo) -> N
     assert again.models[0].registry_url == "https://llm.twice.example/v1/chat/completions"
 
 
-def test_failed_step_is_recorded_and_raised(sandbox: SandboxInfo) -> None:
-    run = _run(sandbox, "Conflict School")
+def _interactive(sandbox: SandboxInfo, school: str) -> Onboarding:
+    app = sandbox.add_app(school)
+    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"]}
+    return Onboarding(school, settings=Settings.load(environ=env))
+
+
+def test_failed_step_is_recorded_and_raised_in_an_interactive_run(sandbox: SandboxInfo) -> None:
+    run = _interactive(sandbox, "Conflict School")
     run.register("taken")
     with pytest.raises(LmregError, match="already used"):
         run.register("taken", update_existing=False)
@@ -249,37 +223,114 @@ def test_failed_step_is_recorded_and_raised(sandbox: SandboxInfo) -> None:
     assert run.steps[-1] == Step("modify", False, run.steps[-1].detail)
 
 
-def test_update_keeps_the_current_key_unless_asked(sandbox: SandboxInfo) -> None:
-    run = _run(sandbox, "Modify School")
+def test_a_headless_failed_step_is_shown_not_raised(sandbox: SandboxInfo) -> None:
+    run = _run(sandbox, "Headless Conflict School")
+    run.register("taken-too", update_existing=False)
+    shown = run.register("taken-too", update_existing=False)
+    assert isinstance(shown, Outcome) and not shown.ok and "already used" in repr(shown)
+    assert run.stopped_by == "register"
+    assert "skipped" in run.list_models().title  # type: ignore[union-attr]
+
+
+def test_update_keeps_the_current_key_and_shows_old_and_new(sandbox: SandboxInfo) -> None:
+    run = _interactive(sandbox, "Modify School")
     run.register("mod-model", api_key="first-key-123456")
     changed = run.update("mod-model", new_model_name="mod-model-2")
     model = changed.value
     assert model.model_name == "mod-model-2" and model.api_key.reveal() == "first-key-123456"
+    assert run.changes == [("modelName", "mod-model", "mod-model-2")]
+    assert ("modelName", "mod-model → mod-model-2") in changed.rows
     changed = run.update("mod-model-2", api_key_from_env=True)
     assert changed.value.api_key.reveal() == sandbox.model_api_key
+    assert [f for f, _old, _new in run.changes] == ["apiKey"]
+    assert sandbox.model_api_key not in repr(changed) + changed._repr_html_()
 
 
-def test_unreachable_endpoint_is_a_failed_check_and_the_summary_says_failed(
+def test_models_are_listed_once_with_local_times(
+    sandbox: SandboxInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    run = _interactive(sandbox, "List School")
+    run.register("listed-model")
+    table = run.list_models()
+    assert isinstance(table, Table)
+    assert table.columns == ["modelName", "modelId", "registryUrl", "apiKey", "created", "updated"]
+    (row,) = table.rows
+    assert row[0] == "listed-model" and row[3].startswith("…")
+    assert row[4].endswith(" UTC") and ":" in row[4] and "T" not in row[4][:-4]
+
+
+def test_headless_onboarding_against_the_sandbox_is_ok_but_not_ready_for_go_live(
     sandbox: SandboxInfo,
 ) -> None:
-    run = _run(sandbox, "Unreachable School")
+    run = _run(sandbox, "Rehearsal School")
     run.connect()
-    run.register("unreachable-model", "http://127.0.0.1:9/v1/chat/completions")
+    run.register("rehearsal-model")
     run.list_models()
-    table = run.check_endpoint()
-    assert table.columns == ["check", "passed", "severity", "detail"]
-    assert any(row[1] == "✘" and row[2] == "error" for row in table.rows)
-    assert not run.verdict().ok
+    table = run.check_endpoint(chat_prompt="Say hello")
+    assert isinstance(table, Table) and table.rows
+    assert run.target is not None and run.target.registered_name == "rehearsal-model"
+    reply = run.reply()
+    assert reply.ok and len(dict(reply.rows)["reply"]) > 0
     summary = run.summary()
-    assert summary["status"] == "failed"
-    assert any(not c["passed"] and c["severity"] == "error" for c in summary["checks"])
-    assert (
-        summary["steps"][-1]["name"] == "chat endpoint checks"
-        and not summary["steps"][-1]["passed"]
-    )
+    assert summary.status == "ok", summary.reason
+    assert not summary.go_live.ready
+    assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
+    assert [s.name for s in summary.steps] == [
+        "contact card", "token", "register", "list models", "chat", "chat endpoint checks",
+    ]  # fmt: skip
 
 
-def test_a_probe_that_raises_is_recorded_as_a_failed_check(
+class _Answers500(http.server.BaseHTTPRequestHandler):
+    """A chat endpoint that fails every request with HTTP 500."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b'{"error": {"message": "model crashed", "type": "server_error"}}'
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def failing_endpoint() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers500)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_endpoint_answering_500_leaves_a_failed_summary_with_the_reason(
+    sandbox: SandboxInfo, failing_endpoint: str
+) -> None:
+    run = _run(sandbox, "Broken Model School")
+    run.connect()
+    run.register("broken-model", failing_endpoint)
+    run.list_models()
+    shown = run.check_endpoint(chat_prompt="Hello")
+    assert isinstance(shown, Table)
+    assert not run.verdict().ok and not run.reply().ok
+    summary = run.summary()
+    assert summary.status == "failed"
+    assert "500" in summary.reason, summary.reason
+    assert any("500" in b for b in summary.go_live.blockers)
+    # The capacity step after a failed one is skipped, and finish still records.
+    assert "skipped" in run.capacity(4).title
+    run.finish()
+
+
+def test_a_probe_that_raises_is_a_failed_step_and_the_summary_says_why(
     sandbox: SandboxInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import lmreg_nb.probe
@@ -289,7 +340,9 @@ def test_a_probe_that_raises_is_recorded_as_a_failed_check(
 
     monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", boom)
     run = _run(sandbox, "Raising School")
-    table = run.check_endpoint(model_url="https://llm.example/v1/chat/completions")
-    assert [row[:3] for row in table.rows] == [["endpoint reachable", "✘", "error"]]
-    assert run.summary()["checks"][0]["detail"].startswith("could not connect")
+    shown = run.check_endpoint(model_url="https://llm.example/v1/chat/completions")
+    assert isinstance(shown, Outcome) and not shown.ok
+    summary = run.summary()
+    assert summary.status == "failed"
+    assert summary.reason.startswith("chat endpoint checks: could not connect")
     assert run.figure().title.startswith("no load test")

@@ -118,6 +118,9 @@ class EndpointSteps:
         self.report = None
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         kwargs: dict[str, Any] = {"chat_prompt": self.chat_prompt} if self.chat_prompt else {}
+        target = self.target
+        if target is not None and target.url == url and target.registered_name != name:
+            kwargs["also_name"] = target.registered_name  # model-name-served tries both names
         report = check_endpoint(
             url,
             key,
