@@ -1,4 +1,4 @@
-"""`lmreg-nb check`: test the school's chat endpoint (conformance, figures, load test)."""
+"""`lmreg-nb check`: test the school's chat endpoint (conformance, go-live, figures, load test)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,13 @@ __all__ = ["COMMANDS", "check"]
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
 @click.option(
+    "--registered",
+    "registered",
+    metavar="NAME",
+    help="Check the model registered under this modelName as the platform will call it: "
+    "its registryUrl and apiKey (LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not used).",
+)
+@click.option(
     "--figure",
     "figure_path",
     type=click.Path(dir_okay=False),
@@ -43,23 +50,40 @@ __all__ = ["COMMANDS", "check"]
     help="Where to save the load-test figure (text output with --requests > 0 only).",
 )
 def check(
-    requests: int, concurrency: int, max_duration: float, as_json: bool, figure_path: str
+    requests: int,
+    concurrency: int,
+    max_duration: float,
+    as_json: bool,
+    figure_path: str,
+    registered: str | None,
 ) -> None:
     """Check the chat endpoint in LMREG_MODEL_URL with LMREG_MODEL_API_KEY and LMREG_MODEL_NAME.
 
-    Exit 0 when every check of severity error passed, 1 otherwise, 2 when a
-    setting is missing.
+    With --registered NAME, check what is registered under NAME instead. Exit 0
+    when every check of severity error passed, 1 otherwise, 2 when a setting is
+    missing.
     """
     import json
     import sys
 
-    from ..probe import check_endpoint, format_report
+    from ..i18n import _
+    from ..probe import check_endpoint, format_report, registered_target
     from ..settings import Settings
 
     settings = Settings.load()
-    url = settings.require("model_url")
-    key = settings.require("model_api_key")
-    model = settings.require("model_name")
+    also_name = None
+    if registered is not None:
+        target = registered_target(settings, registered)
+        url, key, model, also_name = (
+            target.url,
+            target.api_key,
+            target.model,
+            target.registered_name,
+        )
+    else:
+        url = settings.require("model_url")
+        key = settings.require("model_api_key")
+        model = settings.require("model_name")
     report = check_endpoint(
         url,
         key,
@@ -69,6 +93,7 @@ def check(
         timeout=settings.timeout,
         progress=not as_json and sys.stderr.isatty(),
         max_duration=max_duration,
+        also_name=also_name,
     )
     if as_json:
         click.echo(json.dumps(report.to_json()))
@@ -77,10 +102,12 @@ def check(
         fig = report.figure()
         if fig is not None:
             fig.savefig(figure_path, dpi=100)
-            click.echo(f"figure: {figure_path}")
+            click.echo(_("figure: {path}").format(path=figure_path))
     if not report.ok:
         first = report.failed[0]
-        click.echo(f"error: {first.name}: {first.detail}", err=True)
+        click.echo(
+            _("error: {name}: {detail}").format(name=first.name, detail=first.detail), err=True
+        )
         sys.exit(1)
 
 

@@ -6,26 +6,25 @@ report.ok; report.checks_frame(); report.summary; report.figure()
 for piece in stream_chat(url, api_key, model, "Hello"): print(piece, end="")
 ```
 
-Modules: ``sse`` (event-stream decoder), ``exchange`` (one recorded request),
-``checks`` (the conformance rows), ``metrics`` (figures), ``load`` (the load
-test), ``plots`` (figures), ``report`` (this package's public face).
+Modules: ``shapes`` (the OpenAI reply shapes), ``sse`` (event-stream decoder),
+``exchange`` (one recorded request), ``reasons`` (why a connection failed),
+``checks`` (the conformance rows), ``golive`` and ``tls`` (the go-live rows),
+``suite`` (every request at once, then the rows), ``chat`` (one streamed chat
+reply: ``stream_chat``), ``registered`` (the model as registered), ``metrics``,
+``load``, ``plots``, ``report`` (this package's public face).
 """
 
 from __future__ import annotations
 
+from .chat import ChatEndpointError, stream_chat
 from .checks import CheckResult
-from .report import (
-    ChatEndpointError,
-    EndpointReport,
-    check_endpoint,
-    check_endpoint_async,
-    format_report,
-    stream_chat,
-)
+from .registered import ChatTarget, registered_target
+from .report import EndpointReport, check_endpoint, check_endpoint_async, format_report
 from .sse import ServerSentEvent, SSEDecoder
 
 __all__ = [
     "ChatEndpointError",
+    "ChatTarget",
     "CheckResult",
     "EndpointReport",
     "SSEDecoder",
@@ -33,5 +32,6 @@ __all__ = [
     "check_endpoint",
     "check_endpoint_async",
     "format_report",
+    "registered_target",
     "stream_chat",
 ]

@@ -43,24 +43,15 @@ checks stop there: the rows so far say why.
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from ..i18n import _
 from ..validate import url_warnings
-from .exchange import (
-    Exchange,
-    Target,
-    chat_body,
-    completion_body,
-    completions_url,
-    send,
-    snippet,
-)
+from .exchange import Exchange, snippet
+from .shapes import completion_tokens, reply_shape, reply_text
 
-__all__ = ["SEVERITIES", "CheckResult", "Conformance", "run_checks"]
+__all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "url_checks"]
 
 #: Severities, most serious first.
 SEVERITIES = ("error", "warning", "info")
@@ -108,40 +99,50 @@ def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
     return CheckResult(name, passed, severity, detail)
 
 
+def _url_warning_codes(url: str) -> dict[str, str]:
+    """url_warnings as {code: message}; codes, never the wording, decide the rows."""
+    found: dict[str, str] = {}
+    for warning in url_warnings(url):
+        code = getattr(warning, "code", None)
+        if isinstance(code, str):
+            found.setdefault(code, str(getattr(warning, "message", "")))
+    return found
+
+
 def url_checks(url: str) -> list[CheckResult]:
     """The URL's shape: https, the chat path, a host the platform can reach."""
-    warnings = url_warnings(url)
-
-    def find(code: str) -> str | None:
-        return next((w.message for w in warnings if w.code == code), None)
-
-    https = find("plain-http")
-    path = find("chat-path")
-    host = find("unreachable-host")
+    codes = _url_warning_codes(url)
+    https = codes.get("plain-http")
+    path = codes.get("chat-path")
+    host = codes.get("unreachable-host")
     return [
         _row(
             "url-https",
             https is None,
             "warning",
-            https + "; serve it over TLS (a reverse proxy with a certificate)"
-            if https
+            _("{warning}; serve it over TLS (a reverse proxy with a certificate)").format(
+                warning=https
+            )
+            if https is not None
             else "https",
         ),
         _row(
             "url-path",
             path is None,
             "warning",
-            path + ", e.g. https://llm.school.edu/v1/chat/completions"
-            if path
-            else "ends in v1/chat/completions",
+            _("{warning}, e.g. https://llm.school.edu/v1/chat/completions").format(warning=path)
+            if path is not None
+            else _("ends in v1/chat/completions"),
         ),
         _row(
             "url-public-host",
             host is None,
             "warning",
-            host + "; register a public address (this check still tests it from here)"
-            if host
-            else "a public host name or address",
+            _("{warning}; register a public address (this check still tests it from here)").format(
+                warning=host
+            )
+            if host is not None
+            else _("a public host name or address"),
         ),
     ]
 
@@ -150,7 +151,7 @@ def _ms(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
-def _status_advice(ex: Exchange) -> str:
+def status_advice(ex: Exchange) -> str:
     status = ex.status or 0
     said = f": {ex.failure_detail}" if ex.failure_detail else ""
     if status == 429:
@@ -174,12 +175,10 @@ def _status_advice(ex: Exchange) -> str:
     return f"HTTP {status}{said}. Check the request the server expects (spec 4.5)"
 
 
-def _transport_row(ex: Exchange, url: str) -> CheckResult:
+def transport_row(ex: Exchange, url: str) -> CheckResult:
+    """``reachable`` failed: the plain reason of :mod:`.reasons` (DNS, refused, TLS...)."""
     if ex.failure == "connect":
-        advice = (
-            f"could not connect to {url}: {ex.failure_detail}. Is the server running, "
-            "and is its port open to the platform?"
-        )
+        advice = ex.failure_detail or _("could not connect to {url}").format(url=url)
     elif ex.failure == "timeout":
         advice = (
             f"{ex.failure_detail}. The server accepted the connection but did not answer: "
@@ -190,35 +189,7 @@ def _transport_row(ex: Exchange, url: str) -> CheckResult:
     return _row("reachable", False, "error", advice)
 
 
-def reply_shape(body: Any) -> list[str]:
-    """What a non-streamed chat reply lacks (empty when it has everything)."""
-    if not isinstance(body, dict):
-        return ["a JSON object"]
-    missing = [k for k in ("id", "object") if not isinstance(body.get(k), str)]
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return [*missing, "choices[0]"]
-    choice = choices[0]
-    message = choice.get("message")
-    if not isinstance(message, dict):
-        missing.append("choices[0].message")
-    else:
-        if not isinstance(message.get("role"), str):
-            missing.append("choices[0].message.role")
-        if not isinstance(message.get("content"), str):
-            missing.append("choices[0].message.content")
-    if "finish_reason" not in choice:
-        missing.append("choices[0].finish_reason")
-    return missing
-
-
-def _usage_tokens(body: Any) -> int | None:
-    usage = body.get("usage") if isinstance(body, dict) else None
-    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
-
-
-def _chat_rows(ex: Exchange) -> list[CheckResult]:
+def chat_rows(ex: Exchange) -> list[CheckResult]:
     missing = reply_shape(ex.json_body)
     if ex.json_body is None:
         shape = _row(
@@ -242,10 +213,10 @@ def _chat_rows(ex: Exchange) -> list[CheckResult]:
             "chat-reply-shape",
             True,
             "error",
-            f"chat.completion with {len(ex.json_body['choices'][0]['message']['content'])} "
+            f"chat.completion with {len(reply_text(ex.json_body) or '')} "
             f"characters in {_ms(ex.latency)}",
         )
-    tokens = _usage_tokens(ex.json_body)
+    tokens = completion_tokens(ex.json_body)
     usage = _row(
         "chat-usage",
         tokens is not None,
@@ -258,7 +229,7 @@ def _chat_rows(ex: Exchange) -> list[CheckResult]:
     return [shape, usage]
 
 
-def _wrong_key_row(ex: Exchange) -> CheckResult:
+def wrong_key_row(ex: Exchange) -> CheckResult:
     if ex.failure in ("connect", "timeout", "transport"):
         return _row("wrong-key-rejected", False, "error", f"no answer: {ex.failure_detail}")
     status = ex.status or 0
@@ -324,7 +295,7 @@ def _framing_notes(ex: Exchange) -> list[str]:
     return notes
 
 
-def _stream_rows(ex: Exchange) -> list[CheckResult]:
+def stream_rows(ex: Exchange) -> list[CheckResult]:
     rows: list[CheckResult] = []
     if not ex.streamed:
         return [
@@ -421,7 +392,7 @@ def _stream_rows(ex: Exchange) -> list[CheckResult]:
     return rows
 
 
-def _completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
+def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
     if ex is None or url is None:
         return _row(
             "completion-form",
@@ -430,13 +401,7 @@ def _completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
             "not tried: the URL does not end in chat/completions, so the "
             "completions URL beside it is unknown",
         )
-    body = ex.json_body
-    choices = body.get("choices") if isinstance(body, dict) else None
-    text = (
-        choices[0].get("text")
-        if isinstance(choices, list) and choices and isinstance(choices[0], dict)
-        else None
-    )
+    text = reply_text(ex.json_body)
     if (ex.status or 0) // 100 == 2 and isinstance(text, str):
         return _row(
             "completion-form",
@@ -460,7 +425,7 @@ def _completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
     )
 
 
-def _errors_json_row(exchanges: list[Exchange]) -> CheckResult:
+def errors_json_row(exchanges: list[Exchange]) -> CheckResult:
     errors = [ex for ex in exchanges if ex.status is not None and not 200 <= ex.status < 300]
     if not errors:
         return _row("errors-are-json", True, "info", "no error reply was seen")
@@ -478,85 +443,3 @@ def _errors_json_row(exchanges: list[Exchange]) -> CheckResult:
         f"{snippet(ex.body.decode('utf-8', 'replace'), 60)!r}. Clients show no useful "
         'message; answer errors as JSON, e.g. {"error": {"message": "...", "type": "..."}}',
     )
-
-
-async def run_checks(
-    client: httpx.AsyncClient, target: Target, *, max_tokens: int = 64
-) -> Conformance:
-    """Run every check against ``target`` with ``client``; never raises for the server."""
-    checks = url_checks(target.url)
-    result = Conformance(checks)
-    plain = await send(
-        client, target, chat_body(target.model, stream=False, max_tokens=max_tokens), stream=False
-    )
-    result.first = plain
-    if plain.status is None:
-        checks.append(_transport_row(plain, target.url))
-        return result
-    checks.append(
-        _row(
-            "reachable",
-            True,
-            "error",
-            f"answered HTTP {plain.status} in "
-            f"{_ms((plain.t_headers or plain.t_end) - plain.t_start)}",
-        )
-    )
-    seen = [plain]
-    if plain.status in (401, 403):
-        checks.append(
-            _row(
-                "key-accepted",
-                False,
-                "error",
-                f"the key was refused (HTTP {plain.status}"
-                + (f": {plain.failure_detail}" if plain.failure_detail else "")
-                + "). Set LMREG_MODEL_API_KEY to the key the server expects (the apiKey "
-                "you register)",
-            )
-        )
-        checks.append(_errors_json_row(seen))
-        return result
-    checks.append(_row("key-accepted", True, "error", "the key was accepted"))
-    if plain.status // 100 != 2:
-        checks.append(_row("chat-answers", False, "error", _status_advice(plain)))
-        checks.append(_errors_json_row(seen))
-        return result
-    checks.append(_row("chat-answers", True, "error", f"HTTP {plain.status}"))
-    checks.extend(_chat_rows(plain))
-
-    wrong = await send(
-        client,
-        target,
-        chat_body(target.model, stream=False, max_tokens=1),
-        stream=False,
-        api_key="lmreg-probe-wrong-" + secrets.token_hex(8),
-    )
-    checks.append(_wrong_key_row(wrong))
-    seen.append(wrong)
-
-    streamed = await send(
-        client, target, chat_body(target.model, stream=True, max_tokens=max_tokens), stream=True
-    )
-    result.streamed = streamed
-    seen.append(streamed)
-    if streamed.status is None:
-        checks.append(
-            _row("stream-answers", False, "error", f"no answer: {streamed.failure_detail}")
-        )
-    elif streamed.status // 100 != 2:
-        checks.append(_row("stream-answers", False, "error", _status_advice(streamed)))
-    else:
-        checks.append(_row("stream-answers", True, "error", f"HTTP {streamed.status}"))
-        checks.extend(_stream_rows(streamed))
-
-    url = completions_url(target.url)
-    completion = None
-    if url is not None:
-        completion = await send(
-            client, target, completion_body(target.model), stream=False, url=url
-        )
-        seen.append(completion)
-    checks.append(_completion_row(completion, url))
-    checks.append(_errors_json_row(seen))
-    return result

@@ -23,6 +23,20 @@ from typing import Any
 
 import httpx
 
+from ..errors import ValidationError
+from ..i18n import _
+from ..secret import Secret
+from ..validate import check_registry_url
+from .reasons import snippet, transport_reason
+from .shapes import (
+    chunk_delta,
+    chunk_text,
+    error_message,
+    finish_reason,
+    is_error_object,
+    reply_text,
+    usage_of,
+)
 from .sse import Framing, SSEDecoder
 
 __all__ = [
@@ -34,6 +48,7 @@ __all__ = [
     "chat_body",
     "completion_body",
     "completions_url",
+    "make_target",
     "send",
     "snippet",
 ]
@@ -68,6 +83,19 @@ class Target:
         }
 
 
+def make_target(url: str, api_key: str | Secret, model: str, timeout: float) -> Target:
+    """A checked :class:`Target`; a bad argument raises a one-line ValidationError."""
+    url = check_registry_url(url)
+    key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+    if not isinstance(key, str) or not key.strip():
+        raise ValidationError("apiKey", _("must not be empty: set LMREG_MODEL_API_KEY"))
+    if not isinstance(model, str) or not model.strip():
+        raise ValidationError("model", _("must not be empty: set LMREG_MODEL_NAME"))
+    if not 0 < timeout <= 600:
+        raise ValidationError("timeout", _("must be between 0 and 600 seconds"))
+    return Target(url=url, api_key=key.strip(), model=model.strip(), timeout=float(timeout))
+
+
 def chat_body(
     model: str,
     prompt: str = DEFAULT_PROMPT,
@@ -75,8 +103,9 @@ def chat_body(
     stream: bool,
     max_tokens: int | None = 256,
     temperature: float = 0.2,
+    include_usage: bool = True,
 ) -> dict[str, Any]:
-    """A chat request body (spec 4.5); a streamed one asks for a usage chunk."""
+    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default."""
     body: dict[str, Any] = {
         "model": model,
         "messages": [{"role": "user", "content": prompt}],
@@ -85,7 +114,7 @@ def chat_body(
     }
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
-    if stream:
+    if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
     return body
 
@@ -137,6 +166,9 @@ class Exchange:
     truncated: bool = False
     framing: Framing | None = None
     reads: int = 0  # network reads of the body
+    size: int = 0  # bytes of the body read
+    finish: str | None = None  # the last finish_reason seen
+    split_chars: int = 0  # network reads that ended inside a multi-byte UTF-8 character
 
     @property
     def ok(self) -> bool:
@@ -224,14 +256,33 @@ async def send(
                 await _read_body(reply, ex)
     except TimeoutError:
         ex.failure = "timeout"
-        ex.failure_detail = f"the reply did not finish within {total:g} s"
+        ex.failure_detail = _(
+            "the reply did not finish within {seconds} s (stopped after {n} bytes)"
+        ).format(seconds=f"{total:g}", n=ex.size)
     except httpx.TimeoutException as exc:
         ex.failure = "timeout"
-        ex.failure_detail = f"no answer within {target.timeout:g} s ({type(exc).__name__})"
+        if isinstance(exc, httpx.ConnectTimeout):
+            ex.failure = "connect"
+            ex.failure_detail = transport_reason(exc, url or target.url)
+        elif ex.status is not None:
+            ex.failure_detail = _("stalled after {n} bytes: no data for {seconds} s").format(
+                n=ex.size, seconds=f"{target.timeout:g}"
+            )
+        else:
+            ex.failure_detail = _("no answer within {seconds} s").format(
+                seconds=f"{target.timeout:g}"
+            )
     except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         ex.failure = "connect"
-        ex.failure_detail = _one_line(exc) or type(exc).__name__
-    except httpx.HTTPError as exc:  # reset mid-reply, protocol errors, bad encodings
+        ex.failure_detail = transport_reason(exc, url or target.url)
+    except httpx.RemoteProtocolError as exc:
+        ex.failure = "transport"
+        ex.failure_detail = (
+            _("connection closed before [DONE] after {n} bytes").format(n=ex.size)
+            if ex.streamed
+            else _("the connection broke: {why}").format(why=_one_line(exc))
+        )
+    except httpx.HTTPError as exc:  # reset mid-reply, bad encodings
         ex.failure = "transport"
         ex.failure_detail = f"{type(exc).__name__}: {_one_line(exc)}"
     ex.t_end = time.perf_counter()
@@ -246,6 +297,7 @@ async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
     async for chunk in reply.aiter_bytes():
         ex.reads += 1
         size += len(chunk)
+        ex.size = size
         if size > MAX_BODY_BYTES:
             ex.truncated = True
             break
@@ -263,15 +315,12 @@ async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
 
 
 def _take_whole(ex: Exchange, reply: dict[str, Any], now: float) -> None:
-    choices = reply.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        choice = choices[0]
-        message = choice.get("message")
-        text = message.get("content") if isinstance(message, dict) else choice.get("text")
-        if isinstance(text, str) and text:
-            _add_piece(ex, text, now)
-    usage = reply.get("usage")
-    if isinstance(usage, dict):
+    text = reply_text(reply)
+    if text:
+        _add_piece(ex, text, now)
+    ex.finish = finish_reason(reply)
+    usage = usage_of(reply)
+    if usage is not None:
         ex.usage = usage
 
 
@@ -297,9 +346,12 @@ async def _read_stream(reply: httpx.Response, ex: Exchange, keep_events: bool) -
         now = time.perf_counter()
         ex.reads += 1
         size += len(chunk)
+        ex.size = size
         if size > MAX_BODY_BYTES:
             ex.truncated = True
             break
+        if _ends_mid_char(chunk):
+            ex.split_chars += 1
         for event in decoder.feed(chunk):
             ex.events += 1
             data = event.data
@@ -319,35 +371,49 @@ async def _read_stream(reply: httpx.Response, ex: Exchange, keep_events: bool) -
             if not isinstance(obj, dict):
                 ex.non_json.append(data[:200])
                 continue
-            if "error" in obj:
-                ex.error_events.append(obj["error"])
+            if is_error_object(obj):
+                ex.error_events.append(obj.get("error", obj))
                 continue
-            usage = obj.get("usage")
-            if usage:
+            usage = usage_of(obj)
+            if usage is not None:
                 ex.usage = usage
             choices = obj.get("choices")
             if not choices:
-                if usage:
+                if usage is not None:
                     ex.usage_chunks += 1
                 continue
-            choice = choices[0]
-            if not isinstance(choice, dict):
+            if not isinstance(choices, list) or not isinstance(choices[0], dict):
                 ex.non_json.append(data[:200])
                 continue
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                text = delta.get("content")
-                if first and "role" in delta and not text:
-                    ex.role_only_first = True
-            else:
-                text = choice.get("text")
+            delta = chunk_delta(obj)
+            text = chunk_text(obj)
+            if first and delta is not None and "role" in delta and not text:
+                ex.role_only_first = True
             first = False
+            ex.finish = finish_reason(obj) or ex.finish
             if text:
-                if isinstance(text, str):
-                    _add_piece(ex, text, now)
-            elif text is None and (delta is None or "content" in delta):
+                _add_piece(ex, text, now)
+            elif text is None and (delta is None or delta.get("content", "") is None):
                 ex.null_content += 1
     decoder.close()
+
+
+def _ends_mid_char(chunk: bytes) -> bool:
+    """The chunk ends inside a multi-byte UTF-8 sequence (its rest comes in the next read)."""
+    for back in range(1, min(4, len(chunk)) + 1):
+        byte = chunk[-back]
+        if byte & 0xC0 != 0x80:  # not a continuation byte: the lead (or ASCII)
+            need = (
+                2
+                if byte >> 5 == 0b110
+                else 3
+                if byte >> 4 == 0b1110
+                else 4
+                if byte >> 3 == 0b11110
+                else 1
+            )
+            return need > back
+    return False
 
 
 def _judge(ex: Exchange) -> None:
@@ -370,35 +436,17 @@ def _judge(ex: Exchange) -> None:
 
 
 def _whole_has_text(ex: Exchange) -> bool:
-    body = ex.json_body
-    if ex.stream_requested or not isinstance(body, dict):
+    if ex.stream_requested:
         return False
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return False
-    message = choices[0].get("message")
-    text = message.get("content") if isinstance(message, dict) else choices[0].get("text")
-    return isinstance(text, str) and bool(text)
+    return bool(reply_text(ex.json_body))
 
 
 def _error_message(ex: Exchange) -> str:
     """The server's error message from a JSON error body, else a short snippet."""
-    body = ex.json_body
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return snippet(err["message"])
-        for key in ("message", "detail", "error"):
-            if isinstance(body.get(key), str):
-                return snippet(body[key])
+    message = error_message(ex.json_body)
+    if message is not None:
+        return snippet(message)
     return snippet(ex.body.decode("utf-8", "replace"))
-
-
-def snippet(text: str, limit: int = 120) -> str:
-    """Untrusted text made safe to show in one line: control characters out, capped."""
-    flat = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
-    flat = " ".join(flat.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _one_line(exc: BaseException | str) -> str:

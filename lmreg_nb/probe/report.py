@@ -12,30 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import logging
-import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
-
-from .._tls import tls_context
-from ..errors import ConnectError, LmregError, RequestTimeout, ValidationError
-from ..secret import Secret
-from ..validate import check_registry_url
-from .checks import SEVERITIES, CheckResult, Conformance, run_checks
-from .exchange import (
-    MAX_TEXT_CHARS,
-    TOTAL_TIMEOUT_FACTOR,
-    Exchange,
-    Target,
-    chat_body,
-    snippet,
-)
+from ..errors import ValidationError
+from ..i18n import _
+from ..secret import Masker, Secret
+from .chat import ChatEndpointError
+from .checks import SEVERITIES, CheckResult
+from .exchange import Exchange, make_target
 from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
 from .metrics import request_metrics
-from .sse import SSEDecoder
+from .suite import CHECK_CONNECTIONS, run_checks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,19 +38,11 @@ __all__ = [
     "check_endpoint",
     "check_endpoint_async",
     "format_report",
-    "stream_chat",
 ]
 
 log = logging.getLogger("lmreg_nb")
+_target = make_target  # the old private name (probe/capacity.py imports it)
 T = TypeVar("T")
-
-
-class ChatEndpointError(LmregError):
-    """The school's chat endpoint answered with an error (``status`` is the HTTP status)."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass
@@ -74,6 +57,8 @@ class EndpointReport:
     metrics: dict[str, Any] | None = None  # the one streamed check request
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     reply_text: str = ""  # the streamed check reply (untrusted: escape before showing)
+    chat_reply: str | None = None  # the reply to ``chat_prompt`` (masked; untrusted)
+    chat_error: str | None = None  # why that reply failed (one line, masked)
 
     @property
     def ok(self) -> bool:
@@ -117,18 +102,6 @@ class EndpointReport:
 def _sorted(checks: list[CheckResult]) -> list[CheckResult]:
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(checks, key=lambda c: (rank.get(c.severity, len(rank)), c.passed))
-
-
-def _target(url: str, api_key: str | Secret, model: str, timeout: float) -> Target:
-    url = check_registry_url(url)
-    key = api_key.reveal() if isinstance(api_key, Secret) else api_key
-    if not isinstance(key, str) or not key.strip():
-        raise ValidationError("apiKey", "must not be empty: set LMREG_MODEL_API_KEY")
-    if not isinstance(model, str) or not model.strip():
-        raise ValidationError("model", "must not be empty: set LMREG_MODEL_NAME")
-    if not 0 < timeout <= 600:
-        raise ValidationError("timeout", "must be between 0 and 600 seconds")
-    return Target(url=url, api_key=key.strip(), model=model.strip(), timeout=float(timeout))
 
 
 def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
@@ -176,17 +149,27 @@ async def check_endpoint_async(
     progress: bool = False,
     max_duration: float = 300.0,
     max_tokens: int = 256,
+    chat_prompt: str | None = None,
+    also_name: str | None = None,
 ) -> EndpointReport:
     """:func:`check_endpoint` for code already inside an event loop (``await`` it)."""
-    target = _target(url, api_key, model, timeout)
+    target = make_target(url, api_key, model, timeout)
     if not 0 <= requests <= MAX_REQUESTS:
-        raise ValidationError("requests", f"must be between 0 and {MAX_REQUESTS}")
+        raise ValidationError("requests", _("must be between 0 and {n}").format(n=MAX_REQUESTS))
     if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise ValidationError("concurrency", f"must be between 1 and {MAX_CONCURRENCY}")
+        raise ValidationError(
+            "concurrency", _("must be between 1 and {n}").format(n=MAX_CONCURRENCY)
+        )
     if max_duration <= 0:
-        raise ValidationError("max_duration", "must be a positive number of seconds")
-    async with make_client(concurrency, timeout) as client:
-        conf: Conformance = await run_checks(client, target, max_tokens=min(max_tokens, 64))
+        raise ValidationError("max_duration", _("must be a positive number of seconds"))
+    async with make_client(max(concurrency, CHECK_CONNECTIONS), timeout) as client:
+        conf, chat = await run_checks(
+            client,
+            target,
+            max_tokens=min(max_tokens, 64),
+            also_name=also_name.strip() if also_name else None,
+            chat_prompt=chat_prompt,
+        )
         checks = list(conf.checks)
         load: LoadResult | None = None
         if requests > 0 and conf.answered_stream:
@@ -207,7 +190,7 @@ async def check_endpoint_async(
                     "load-test",
                     False,
                     "info",
-                    "not run: the streamed check request failed (see the rows above)",
+                    _("not run: the streamed check request failed (see the rows above)"),
                 )
             )
     streamed = conf.streamed
@@ -221,15 +204,19 @@ async def check_endpoint_async(
         import pandas as pd
 
         rows = pd.DataFrame(load.rows).set_index("request")
+    # Every text that came from the server is masked before anyone can print it.
+    mask = Masker([target.api_key])
     return EndpointReport(
         url=target.url,
         model=target.model,
-        checks=checks,
+        checks=[dataclasses.replace(c, detail=mask(c.detail)) for c in checks],
         summary=summary,
         rows=rows,
         metrics=request_metrics(streamed) if streamed is not None else None,
-        errors_by_kind=errors_by_kind,
-        reply_text=streamed.text if streamed is not None else "",
+        errors_by_kind={mask(k): n for k, n in errors_by_kind.items()},
+        reply_text=mask(streamed.text) if streamed is not None else "",
+        chat_reply=chat.reply,
+        chat_error=chat.error,
     )
 
 
@@ -255,13 +242,18 @@ def check_endpoint(
     progress: bool = False,
     max_duration: float = 300.0,
     max_tokens: int = 256,
+    chat_prompt: str | None = None,
+    also_name: str | None = None,
 ) -> EndpointReport:
-    """Check a chat endpoint (spec 4.5), measure one streamed reply, and load-test it.
+    """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
 
     ``requests`` > 0 runs a load test of that many streamed requests,
-    ``concurrency`` at a time, stopped after ``max_duration`` seconds. A server
-    that fails gives failed check rows, not an exception; a bad argument raises
-    :class:`~lmreg_nb.errors.ValidationError`.
+    ``concurrency`` at a time, stopped after ``max_duration`` seconds.
+    ``chat_prompt``: one streamed chat reply made concurrently with the checks
+    (``report.chat_reply`` / ``report.chat_error``). ``also_name``: the
+    registered modelName, tried as ``model`` too when it differs (see
+    :func:`registered_target`). A server that fails gives failed check rows,
+    not an exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
     """
     return _run(
         check_endpoint_async(
@@ -274,143 +266,10 @@ def check_endpoint(
             progress=progress,
             max_duration=max_duration,
             max_tokens=max_tokens,
+            chat_prompt=chat_prompt,
+            also_name=also_name,
         )
     )
-
-
-def _status_error(status: int, body: bytes, url: str) -> ChatEndpointError:
-    import json
-
-    message = ""
-    try:
-        data = json.loads(body)
-        err = data.get("error") if isinstance(data, dict) else None
-        if isinstance(err, dict):
-            message = str(err.get("message") or "")
-        elif isinstance(data, dict):
-            message = str(data.get("message") or data.get("detail") or err or "")
-    except ValueError:
-        message = body.decode("utf-8", "replace")
-    said = f": {snippet(message, 160)}" if message.strip() else ""
-    if status in (401, 403):
-        hint = "check LMREG_MODEL_API_KEY (the key the server expects)"
-    elif status == 429:
-        hint = "the server is rate limiting; wait and try again"
-    elif status >= 500:
-        hint = "the model server failed; check its logs"
-    elif status == 404:
-        hint = "check LMREG_MODEL_URL and LMREG_MODEL_NAME"
-    else:
-        hint = "check the request the server expects (spec 4.5)"
-    return ChatEndpointError(f"{url} answered HTTP {status}{said}; {hint}", status=status)
-
-
-def stream_chat(
-    url: str,
-    api_key: str | Secret,
-    model: str,
-    prompt: str,
-    *,
-    timeout: float = 10.0,
-) -> Iterator[str]:
-    """Yield the reply's content pieces as they arrive (capped at 256 Ki characters).
-
-    Raises a one-line :class:`~lmreg_nb.errors.LmregError` on failure:
-    ConnectError, RequestTimeout, or ChatEndpointError (HTTP error status, an
-    error object in the stream). A server that ignores ``stream`` and sends one
-    JSON body gives one piece.
-    """
-    import json
-
-    target = _target(url, api_key, model, timeout)
-    body = json.dumps(chat_body(target.model, prompt, stream=True, max_tokens=None)).encode()
-    sent = 0
-    try:
-        with (
-            httpx.Client(timeout=httpx.Timeout(timeout), verify=tls_context()) as client,
-            client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
-        ):
-            if reply.status_code // 100 != 2:
-                raise _status_error(reply.status_code, reply.read()[:65536], target.url)
-            media = reply.headers.get("content-type", "").lower()
-            if media.startswith("text/html"):
-                raise ChatEndpointError(
-                    f"{target.url} answered an HTML page, not an event stream: "
-                    "check the URL points at the model, not a proxy or login page"
-                )
-            if "json" in media:
-                piece = _whole_text(reply.read()[: 4 * 1024 * 1024])
-                if piece:
-                    yield piece[:MAX_TEXT_CHARS]
-                return
-            decoder = SSEDecoder()
-            deadline = time.monotonic() + timeout * TOTAL_TIMEOUT_FACTOR
-            for chunk in reply.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise RequestTimeout(
-                        f"{target.url} did not finish its reply within "
-                        f"{timeout * TOTAL_TIMEOUT_FACTOR:g} s"
-                    )
-                for event in decoder.feed(chunk):
-                    if event.data == "[DONE]":
-                        return
-                    text = _event_text(event.data)
-                    if text:
-                        room = MAX_TEXT_CHARS - sent
-                        if room <= 0:
-                            log.warning("stream_chat: reply over %d characters, cut", sent)
-                            return
-                        sent += len(text[:room])
-                        yield text[:room]
-    except httpx.TimeoutException as exc:
-        raise RequestTimeout(f"{target.url} did not answer within {timeout:g} s") from exc
-    except httpx.ConnectError as exc:
-        raise ConnectError(
-            f"could not connect to {target.url}: {snippet(str(exc), 120)}; is the server running?"
-        ) from exc
-    except httpx.HTTPError as exc:
-        raise ConnectError(
-            f"the connection to {target.url} failed: {type(exc).__name__}: {snippet(str(exc), 120)}"
-        ) from exc
-
-
-def _event_text(data: str) -> str:
-    import json
-
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        raise ChatEndpointError(
-            f"the stream held a chunk that is not JSON: {snippet(data, 60)!r}"
-        ) from None
-    if not isinstance(obj, dict):
-        return ""
-    if "error" in obj:
-        err = obj["error"]
-        message = err.get("message") if isinstance(err, dict) else err
-        raise ChatEndpointError(
-            f"the model reported an error mid-stream: {snippet(str(message), 160)}"
-        )
-    choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return ""
-    delta = choices[0].get("delta")
-    text = delta.get("content") if isinstance(delta, dict) else choices[0].get("text")
-    return text if isinstance(text, str) else ""
-
-
-def _whole_text(body: bytes) -> str:
-    import json
-
-    try:
-        obj = json.loads(body)
-        message = obj["choices"][0].get("message") or {}
-        text = message.get("content") or obj["choices"][0].get("text")
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise ChatEndpointError(
-            "the reply was JSON but not a chat completion; check the endpoint URL"
-        ) from None
-    return text if isinstance(text, str) else ""
 
 
 def format_report(report: EndpointReport) -> str:

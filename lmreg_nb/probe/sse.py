@@ -4,7 +4,9 @@ It follows the WHATWG event-stream rules (as openai-python's ``SSEDecoder``
 does): lines end with ``\\r\\n``, ``\\r`` or ``\\n``; a line starting with ``:``
 is a comment; ``field: value`` loses one leading space of its value; several
 ``data`` lines join with ``\\n``; a blank line dispatches the event; an event
-left unterminated when the stream ends is dropped. Unlike httpx-sse it never
+left unterminated when the stream ends is dropped. An event's data is decoded
+as UTF-8 when the event is complete, so a character split across network
+reads is reassembled; data that is not UTF-8 is counted (``bad_utf8``). Unlike httpx-sse it never
 refuses a stream, and it counts the deviations that real servers show
 (:class:`Framing`), so the checker can report them instead of hiding them.
 """
@@ -37,6 +39,7 @@ class Framing:
     no_space: int = 0  # `data:value` without the space
     unknown_fields: set[str] = field(default_factory=set)
     unterminated: bool = False  # the stream ended in the middle of an event
+    bad_utf8: int = 0  # events whose data was not valid UTF-8 (decoded with U+FFFD)
 
 
 class SSEDecoder:
@@ -47,7 +50,7 @@ class SSEDecoder:
     def __init__(self) -> None:
         self._buf = b""
         self._skip_lf = False  # the last chunk ended in \r: a leading \n belongs to it
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self._event = ""
         self._id: str | None = None
         self._last_id: str | None = None
@@ -93,27 +96,29 @@ class SSEDecoder:
     def _line(self, raw: bytes) -> ServerSentEvent | None:
         if not raw:
             return self._dispatch()
-        line = raw.decode("utf-8", "replace")
-        if line[0] == ":":
+        if raw[:1] == b":":
             self.framing.comments += 1
             return None
-        name, colon, value = line.partition(":")
-        if value[:1] == " ":
+        name, colon, value = raw.partition(b":")
+        if value[:1] == b" ":
             value = value[1:]
-        elif colon and value and name == "data":
+        elif colon and value and name == b"data":
             self.framing.no_space += 1
-        if name == "data":
+        if name == b"data":
+            # Kept as bytes: the event is decoded whole, so UTF-8 is judged per event.
             self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id":
-            if "\0" not in value:
-                self._id = value
-        elif name == "retry":
-            if value.isdigit():
-                self._retry = int(value)
+            return None
+        text = value.decode("utf-8", "replace")
+        if name == b"event":
+            self._event = text
+        elif name == b"id":
+            if "\0" not in text:
+                self._id = text
+        elif name == b"retry":
+            if text.isdigit():
+                self._retry = int(text)
         else:
-            self.framing.unknown_fields.add(name[:40])
+            self.framing.unknown_fields.add(name[:40].decode("utf-8", "replace"))
         return None
 
     def _dispatch(self) -> ServerSentEvent | None:
@@ -122,9 +127,13 @@ class SSEDecoder:
         if not self._data:
             self._event = ""
             return None
-        event = ServerSentEvent(
-            "\n".join(self._data), self._event or "message", self._last_id, self._retry
-        )
+        raw = b"\n".join(self._data)
+        try:
+            data = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.framing.bad_utf8 += 1
+            data = raw.decode("utf-8", "replace")
+        event = ServerSentEvent(data, self._event or "message", self._last_id, self._retry)
         self._data = []
         self._event = ""
         self._retry = None

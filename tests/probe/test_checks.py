@@ -34,6 +34,9 @@ NETWORK_CHECKS = {
     "stream-framing",
     "completion-form",
     "errors-are-json",
+    "stream-utf8",
+    "max-tokens-honoured",
+    "model-name-served",
 }
 URL_CHECKS = {"url-https", "url-path", "url-public-host"}
 
@@ -57,7 +60,13 @@ EXPECTED: dict[str, tuple[set[str], bool, str]] = {
     "slow": ({"reachable"}, False, "did not answer"),
     "status-500": ({"chat-answers"}, False, "HTTP 500"),
     "status-429": ({"chat-answers"}, False, "HTTP 429"),
+    "replacement-char": ({"stream-utf8"}, False, "U+FFFD"),
+    "split-utf8": (set(), True, ""),
+    "ignore-max-tokens": ({"max-tokens-honoured"}, True, "ignores max_tokens"),
 }
+# Cuts whichever streams run when a new request comes: the checks' concurrent
+# requests make it nondeterministic here; the capacity tests cover it.
+ELSEWHERE = {"interrupt"}
 
 
 def _failed(report: EndpointReport) -> set[str]:
@@ -69,7 +78,7 @@ def _row(report: EndpointReport, name: str) -> CheckResult:
 
 
 def test_every_quirk_has_an_expectation() -> None:
-    assert set(EXPECTED) == QUIRKS
+    assert set(EXPECTED) | ELSEWHERE == QUIRKS
 
 
 def test_a_conforming_endpoint_passes_every_check(mock: Mock) -> None:
@@ -86,7 +95,7 @@ def test_a_conforming_endpoint_passes_every_check(mock: Mock) -> None:
     assert report.metrics["tokens_source"] == "usage"
 
 
-@pytest.mark.parametrize("quirk", sorted(QUIRKS))
+@pytest.mark.parametrize("quirk", sorted(EXPECTED))
 def test_each_quirk_gets_its_verdict(mock: Mock, quirk: str) -> None:
     failing, ok, word = EXPECTED[quirk]
     report = check_endpoint(mock.url(quirk), mock.key, mock.model, timeout=1.0)

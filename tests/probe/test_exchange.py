@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-from lmreg_nb.probe.checks import CheckResult, run_checks
+from lmreg_nb.probe.checks import CheckResult
+from lmreg_nb.probe.suite import run_checks
 from lmreg_nb.probe.exchange import (
     MAX_BODY_BYTES,
     Exchange,
@@ -65,7 +66,7 @@ def test_a_redirect_is_explained() -> None:
 
     async def go() -> list[CheckResult]:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return list((await run_checks(client, TARGET)).checks)
+            return list((await run_checks(client, TARGET))[0].checks)
 
     rows = {c.name: c for c in asyncio.run(go())}
     assert not rows["chat-answers"].passed

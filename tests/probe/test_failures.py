@@ -36,7 +36,7 @@ def test_refused_connection_is_a_failed_check(refused_url: str) -> None:
     report = check_endpoint(refused_url, "sk-anything-123", "m", timeout=2, requests=5)
     failed = [c for c in report.checks if not c.passed and c.severity == "error"]
     assert [c.name for c in failed] == ["reachable"]
-    assert "could not connect" in failed[0].detail and "\n" not in failed[0].detail
+    assert "nothing listens on" in failed[0].detail and "\n" not in failed[0].detail
     assert report.summary["requests"] == 1 and report.summary["errors"] == 1
     assert report.errors_by_kind == {"connect": 1}
     assert not report.ok and report.figure() is None
@@ -89,7 +89,7 @@ def test_stream_chat_errors_are_one_line(
 
 
 def test_stream_chat_refused(refused_url: str) -> None:
-    with pytest.raises(ConnectError, match="could not connect"):
+    with pytest.raises(ConnectError, match="nothing listens on"):
         list(stream_chat(refused_url, "sk-anything-123", "m", "hi"))
 
 
@@ -133,7 +133,7 @@ def test_cli_refused_connection_in_a_real_process(refused_url: str, tmp_path: ob
         timeout=60,
     )
     assert proc.returncode == 1
-    assert proc.stderr.startswith("error: reachable: could not connect")
+    assert proc.stderr.startswith("error: reachable: nothing listens on")
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "sk-secret-key-98765" not in proc.stdout + proc.stderr
     assert "verdict: FAILED" in proc.stdout

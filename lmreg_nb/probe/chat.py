@@ -1,0 +1,363 @@
+"""One streamed chat reply from the school's endpoint: the chat step and the chat box.
+
+:func:`stream_chat` yields the reply's text as it arrives (sync, for a notebook
+cell); :func:`chat_reply` collects it inside an event loop (the checks run it
+beside their own requests). Both read the stream through one :class:`ChatReader`
+and stop with a one-line error instead of running on:
+
+- more than :data:`MAX_BODY_BYTES` read or :data:`MAX_TEXT_CHARS` of text: an
+  endless stream stops there, so memory stays bounded;
+- no complete event for ``timeout`` seconds ("stalled after N bytes": a
+  slowloris trickling a byte a second is caught by this, not the per-read timeout);
+- the whole reply over ``timeout`` x :data:`TOTAL_TIMEOUT_FACTOR` seconds;
+- the connection closing before ``data: [DONE]`` (and before a finish_reason).
+
+Every text that came from the server (the reply, an error message) goes
+through the masker with the key before it is shown or raised: a server that
+echoes the Authorization header gets nothing printed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+
+import httpx
+
+from .._tls import tls_context
+from ..errors import ConnectError, LmregError, RequestTimeout
+from ..i18n import _
+from ..secret import Masker, Secret
+from .exchange import (
+    MAX_BODY_BYTES,
+    MAX_TEXT_CHARS,
+    TOTAL_TIMEOUT_FACTOR,
+    Target,
+    chat_body,
+    make_target,
+)
+from .reasons import snippet as _snippet
+from .reasons import transport_reason
+from .shapes import chunk_text, error_message, finish_reason, is_error_object, reply_text
+from .sse import SSEDecoder
+
+__all__ = ["ChatEndpointError", "ChatReader", "StreamMasker", "chat_reply", "stream_chat"]
+
+#: The most of an error body read for its message.
+MAX_ERROR_BYTES = 64 * 1024
+
+
+class ChatEndpointError(LmregError):
+    """The school's chat endpoint answered with an error (``status`` is the HTTP status)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StreamMasker:
+    """Masks secrets in text that arrives in pieces, holding back what might be one.
+
+    A secret in any of its forms is made only of the characters of those forms
+    (no whitespace, no CJK text unless the key has it), so text is released up
+    to the last character that cannot be part of a form: an echoed key split
+    over two pieces is still masked whole.
+    """
+
+    def __init__(self, secrets: Iterable[str | Secret]) -> None:
+        self._mask = Masker(list(secrets))
+        self._chars = frozenset("".join(f for _l, _v, forms in self._mask.items for f in forms))
+        self._pending = ""
+
+    def push(self, text: str) -> str:
+        """The part of the text so far that is safe to show now (masked)."""
+        if not self._mask:
+            return text
+        self._pending += text
+        cut = len(self._pending)
+        while cut > 0 and self._pending[cut - 1] in self._chars:
+            cut -= 1
+        ready, self._pending = self._pending[:cut], self._pending[cut:]
+        return self._mask(ready) if ready else ""
+
+    def flush(self) -> str:
+        """Whatever is still held back (masked): call once at the end."""
+        ready, self._pending = self._pending, ""
+        return self._mask(ready) if ready and self._mask else ready
+
+    def __call__(self, text: str) -> str:
+        """Mask a whole text at once."""
+        return self._mask(text) if self._mask else text
+
+
+class ChatReader:
+    """Judges one streamed reply fed as bytes: text pieces out, a one-line error on trouble."""
+
+    def __init__(self, url: str, timeout: float, mask: StreamMasker) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.mask = mask
+        self.decoder = SSEDecoder()
+        self.size = 0
+        self.chars = 0
+        self.done = False
+        self.finished = False  # a finish_reason arrived
+        now = time.monotonic()
+        self.last_event = now
+        self.deadline = now + timeout * TOTAL_TIMEOUT_FACTOR
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """Decode a piece of the stream; the text pieces it completed (raw, not masked)."""
+        now = time.monotonic()
+        self.size += len(chunk)
+        if self.size > MAX_BODY_BYTES:
+            raise self.error(
+                _("{url} sent more than {mib} MiB without ending its reply; stopped").format(
+                    url=self.url, mib=MAX_BODY_BYTES // (1024 * 1024)
+                )
+            )
+        if now > self.deadline:
+            raise RequestTimeout(
+                _(
+                    "{url} did not finish its reply within {seconds} s (stopped after {n} bytes)"
+                ).format(
+                    url=self.url, seconds=f"{self.timeout * TOTAL_TIMEOUT_FACTOR:g}", n=self.size
+                )
+            )
+        pieces: list[str] = []
+        for event in self.decoder.feed(chunk):
+            self.last_event = now
+            if self.done:
+                continue
+            if event.data == "[DONE]":
+                self.done = True
+                continue
+            text = self._event_text(event.data)
+            if text:
+                room = MAX_TEXT_CHARS - self.chars
+                if room <= 0:
+                    raise self.error(
+                        _("{url} sent a reply over {n} characters; stopped").format(
+                            url=self.url, n=MAX_TEXT_CHARS
+                        )
+                    )
+                self.chars += min(room, len(text))
+                pieces.append(text[:room])
+        if now - self.last_event > self.timeout:
+            raise self.stalled()
+        return pieces
+
+    def stalled(self) -> RequestTimeout:
+        """The error for a stream that stopped sending complete events."""
+        return RequestTimeout(
+            _("{url} stalled after {n} bytes: no complete event for {seconds} s").format(
+                url=self.url, n=self.size, seconds=f"{self.timeout:g}"
+            )
+        )
+
+    def end(self) -> None:
+        """The connection closed: fine after [DONE] (or a finish_reason), an error before."""
+        self.decoder.close()
+        if not self.done and not self.finished:
+            raise self.error(
+                _("{url}: connection closed before [DONE] after {n} bytes").format(
+                    url=self.url, n=self.size
+                )
+            )
+
+    def error(self, message: str, status: int | None = None) -> ChatEndpointError:
+        """A one-line error with any secret masked."""
+        return ChatEndpointError(self.mask(message), status=status)
+
+    def _event_text(self, data: str) -> str:
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            raise self.error(
+                _("the stream held a chunk that is not JSON: {text}").format(
+                    text=repr(_snippet(data, 60))
+                )
+            ) from None
+        if is_error_object(obj):
+            said = error_message(obj) or json.dumps(obj)[:200]
+            raise self.error(
+                _("the model reported an error mid-stream: {message}").format(
+                    message=_snippet(said, 160)
+                )
+            )
+        if finish_reason(obj):
+            self.finished = True
+        return chunk_text(obj) or ""
+
+
+def status_error(status: int, body: bytes, url: str, mask: StreamMasker) -> ChatEndpointError:
+    """A one-line error for an HTTP error answer, with the server's message (masked)."""
+    message = error_message(body)
+    if message is None:
+        message = body.decode("utf-8", "replace")
+    said = _snippet(message, 160)
+    if status in (401, 403):
+        hint = _("check the apiKey (LMREG_MODEL_API_KEY): it is not the key the server expects")
+    elif status == 429:
+        hint = _("the server is rate limiting; wait and try again")
+    elif status >= 500:
+        hint = _("the model server failed; check its logs")
+    elif status == 404:
+        hint = _("check the URL and the model name the server serves")
+    else:
+        hint = _("check the request the server expects (spec 4.5)")
+    text = (
+        _("{url} answered HTTP {status}: {said}; {hint}")
+        if said
+        else _("{url} answered HTTP {status}; {hint}")
+    )
+    return ChatEndpointError(
+        mask(text.format(url=url, status=status, said=said, hint=hint)), status=status
+    )
+
+
+def _whole(body: bytes, reader: ChatReader) -> str:
+    try:
+        text = reply_text(json.loads(body))
+    except ValueError:
+        text = None
+    if text is None:
+        raise reader.error(
+            _("the reply was JSON but not a chat completion; check the endpoint URL")
+        )
+    return text[:MAX_TEXT_CHARS]
+
+
+def _transport_error(exc: httpx.HTTPError, url: str, reader: ChatReader) -> LmregError:
+    if isinstance(exc, httpx.TimeoutException):
+        if reader.size:
+            return reader.stalled()
+        return RequestTimeout(
+            _("{url} did not answer within {seconds} s").format(
+                url=url, seconds=f"{reader.timeout:g}"
+            )
+        )
+    if isinstance(exc, httpx.RemoteProtocolError) and reader.size:
+        return reader.error(
+            _("{url}: connection closed before [DONE] after {n} bytes").format(
+                url=url, n=reader.size
+            )
+        )
+    return ConnectError(reader.mask(transport_reason(exc, url)))
+
+
+def _html_error(url: str) -> str:
+    return _(
+        "{url} answered an HTML page, not an event stream: check the URL points at the model, "
+        "not a proxy or login page"
+    ).format(url=url)
+
+
+def stream_chat(
+    url: str,
+    api_key: str | Secret,
+    model: str,
+    prompt: str,
+    *,
+    timeout: float = 10.0,
+) -> Iterator[str]:
+    """Yield the reply's text as it arrives (masked; at most 256 Ki characters).
+
+    Raises a one-line :class:`~lmreg_nb.errors.LmregError` on failure:
+    ConnectError, RequestTimeout (no answer, a stalled stream, the overall
+    deadline) or ChatEndpointError (an HTTP error status, an error object in the
+    stream, a reply over the size caps, a connection closed before [DONE]).
+    A server that ignores ``stream`` and sends one JSON body gives one piece.
+    """
+    target = make_target(url, api_key, model, timeout)
+    mask = StreamMasker([target.api_key])
+    reader = ChatReader(target.url, target.timeout, mask)
+    body = json.dumps(chat_body(target.model, prompt, stream=True, max_tokens=None)).encode()
+    try:
+        with (
+            httpx.Client(timeout=httpx.Timeout(timeout), verify=tls_context()) as client,
+            client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
+        ):
+            if reply.status_code // 100 != 2:
+                raw = _capped(reply.iter_bytes(), MAX_ERROR_BYTES)
+                raise status_error(reply.status_code, raw, target.url, mask)
+            media = reply.headers.get("content-type", "").lower()
+            if media.startswith("text/html"):
+                raise reader.error(_html_error(target.url))
+            if "json" in media:
+                text = _whole(_capped(reply.iter_bytes(), MAX_BODY_BYTES), reader)
+                if text:
+                    yield mask(text)
+                return
+            try:
+                for chunk in reply.iter_bytes():
+                    for piece in reader.feed(chunk):
+                        shown = mask.push(piece)
+                        if shown:
+                            yield shown
+                reader.end()
+            finally:
+                rest = mask.flush()
+            if rest:
+                yield rest
+    except httpx.HTTPError as exc:
+        raise _transport_error(exc, target.url, reader) from exc
+
+
+def _capped(chunks: Iterable[bytes], limit: int) -> bytes:
+    out = bytearray()
+    for chunk in chunks:
+        out += chunk[: limit - len(out)]
+        if len(out) >= limit:
+            break
+    return bytes(out)
+
+
+async def _acapped(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    out = bytearray()
+    async for chunk in chunks:
+        out += chunk[: limit - len(out)]
+        if len(out) >= limit:
+            break
+    return bytes(out)
+
+
+async def chat_reply(client: httpx.AsyncClient, target: Target, prompt: str) -> str:
+    """The whole streamed reply to ``prompt`` (masked), or a one-line LmregError.
+
+    The checks run it with their own client, beside their requests.
+    """
+    import asyncio
+
+    mask = StreamMasker([target.api_key])
+    reader = ChatReader(target.url, target.timeout, mask)
+    body = json.dumps(chat_body(target.model, prompt, stream=True, max_tokens=None)).encode()
+    pieces: list[str] = []
+    try:
+        async with (
+            asyncio.timeout(target.timeout * TOTAL_TIMEOUT_FACTOR),
+            client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
+        ):
+            if reply.status_code // 100 != 2:
+                raw = await _acapped(reply.aiter_bytes(), MAX_ERROR_BYTES)
+                raise status_error(reply.status_code, raw, target.url, mask)
+            media = reply.headers.get("content-type", "").lower()
+            if media.startswith("text/html"):
+                raise reader.error(_html_error(target.url))
+            if "json" in media:
+                return mask(_whole(await _acapped(reply.aiter_bytes(), MAX_BODY_BYTES), reader))
+            async for chunk in reply.aiter_bytes():
+                pieces.extend(reader.feed(chunk))
+            reader.end()
+    except TimeoutError:
+        raise RequestTimeout(
+            _("{url} did not finish its reply within {seconds} s (stopped after {n} bytes)").format(
+                url=target.url,
+                seconds=f"{target.timeout * TOTAL_TIMEOUT_FACTOR:g}",
+                n=reader.size,
+            )
+        ) from None
+    except httpx.HTTPError as exc:
+        raise _transport_error(exc, target.url, reader) from exc
+    return mask("".join(pieces))

@@ -1,0 +1,319 @@
+"""Go-live checks (DESIGN "Contract: go-live checks"): what breaks the platform's calls.
+
+=====================  ==============  ==========================================
+name                   severity        passes when
+=====================  ==============  ==========================================
+stream-utf8            error           a streamed reply to a Chinese prompt is
+                                       valid UTF-8 event by event, without U+FFFD
+max-tokens-honoured    warning         with a small max_tokens the reply has at
+                                       most that many tokens, or finish "length"
+model-name-served      warning         the name the platform sends as ``model``
+                                       is listed by GET /v1/models (when served)
+                                       and a chat request with it answers 2xx
+tls-certificate        error/warning   https only: the certificate verifies for
+                                       the host (error if not); warning when it
+                                       expires within 30 days
+=====================  ==============  ==========================================
+
+Also here: the split-horizon DNS test of ``url-public-host`` (a name that
+resolves only to private or loopback addresses from here). Each function
+judges what the requests saw; the requests are made by :mod:`.suite`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..i18n import _
+from .checks import CheckResult
+from .exchange import Exchange, Target
+from .reasons import snippet
+from .shapes import error_message, model_ids
+from .tls import EXPIRY_WARNING_DAYS, Certificate
+
+__all__ = [
+    "CHINESE_PROMPT",
+    "MAX_TOKENS_PROBE",
+    "ModelList",
+    "list_models",
+    "max_tokens_row",
+    "model_name_row",
+    "models_url",
+    "private_only",
+    "resolve_row",
+    "tls_row",
+    "utf8_row",
+]
+
+#: The prompt of the stream-utf8 request (a reply in Chinese, many multi-byte characters).
+CHINESE_PROMPT = "请用三句话介绍一下你们学校的图书馆。"
+#: The max_tokens of the max-tokens-honoured request.
+MAX_TOKENS_PROBE = 4
+
+
+def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+    return CheckResult(name, passed, severity, detail)
+
+
+def _failed_request(ex: Exchange) -> str:
+    if ex.status is None:
+        return ex.failure_detail or (ex.failure or "?")
+    said = f": {ex.failure_detail}" if ex.failure_detail else ""
+    return f"HTTP {ex.status}{said}"
+
+
+def utf8_row(ex: Exchange) -> CheckResult:
+    """stream-utf8: the Chinese stream decoded event by event, no U+FFFD in its text."""
+    name = "stream-utf8"
+    if ex.status is None or not 200 <= ex.status < 300:
+        return _row(
+            name,
+            False,
+            "error",
+            _("the streamed Chinese request failed ({seen}); it could not be checked").format(
+                seen=_failed_request(ex)
+            ),
+        )
+    text = ex.text
+    bad = ex.framing.bad_utf8 if ex.framing is not None else 0
+    garbled = text.count("\ufffd")
+    if not text:
+        return _row(name, False, "error", _("the streamed Chinese reply carried no text"))
+    if bad or garbled:
+        where = text.index("\ufffd") if garbled else 0
+        return _row(
+            name,
+            False,
+            "error",
+            _(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD (\ufffd) "
+                "characters and {bad} events that are not valid UTF-8, e.g. {sample}: students "
+                "see garbled text. The server sends pieces of characters (byte-level tokens "
+                "decoded one at a time); update it or its detokenizer so each chunk carries "
+                "whole characters"
+            ).format(garbled=garbled, bad=bad, sample=repr(snippet(text[max(0, where - 8) :], 30))),
+        )
+    return _row(
+        name,
+        True,
+        "error",
+        _(
+            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
+            "({split} characters split across network reads were reassembled)"
+        ).format(chars=len(text), events=ex.events, split=ex.split_chars),
+    )
+
+
+def max_tokens_row(ex: Exchange, limit: int = MAX_TOKENS_PROBE) -> CheckResult:
+    """max-tokens-honoured: at most ``limit`` completion tokens, or finish_reason "length"."""
+    name = "max-tokens-honoured"
+    if ex.status is None or not 200 <= ex.status < 300:
+        return _row(
+            name,
+            False,
+            "warning",
+            _("a request with max_tokens {limit} failed ({seen})").format(
+                limit=limit, seen=_failed_request(ex)
+            ),
+        )
+    tokens, source = ex.output_tokens
+    if tokens <= limit or ex.finish == "length":
+        return _row(
+            name,
+            True,
+            "warning",
+            _("max_tokens {limit}: {tokens} tokens (from {source}), finish_reason {finish}").format(
+                limit=limit, tokens=tokens, source=source, finish=ex.finish or "-"
+            ),
+        )
+    return _row(
+        name,
+        False,
+        "warning",
+        _(
+            "with max_tokens {limit} the reply had {tokens} tokens (from {source}), "
+            "finish_reason {finish}: the server ignores max_tokens, so a runaway reply costs "
+            "the platform time. Pass max_tokens through to the model (a gateway may drop it)"
+        ).format(limit=limit, tokens=tokens, source=source, finish=ex.finish or "-"),
+    )
+
+
+def models_url(chat_url: str) -> str | None:
+    """``.../v1/models`` beside a chat URL, if it ends in chat/completions."""
+    base = chat_url.partition("?")[0].rstrip("/")
+    if not base.endswith("chat/completions"):
+        return None
+    return base[: -len("chat/completions")] + "models"
+
+
+@dataclass(frozen=True)
+class ModelList:
+    """What GET /v1/models said: the served ids (None: no such route, or refused)."""
+
+    status: int | None
+    served: list[str] | None
+    failure: str = ""
+
+
+async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | None:
+    """GET /v1/models with the key; None when the URL has no such sibling."""
+    url = models_url(target.url)
+    if url is None:
+        return None
+    try:
+        async with asyncio.timeout(target.timeout * 2):
+            reply = await client.get(url, headers=target.headers())
+    except (httpx.HTTPError, TimeoutError) as exc:
+        return ModelList(None, None, snippet(str(exc), 120) or type(exc).__name__)
+    body: Any = None
+    if reply.status_code // 100 == 2:
+        try:
+            body = reply.json()
+        except ValueError:
+            body = None
+    served = model_ids(body) if reply.status_code // 100 == 2 else None
+    return ModelList(reply.status_code, served)
+
+
+def _name_state(name: str, listing: ModelList | None, ex: Exchange | None) -> tuple[bool, str]:
+    """Whether ``name`` is served, and what was seen."""
+    listed = None if listing is None or listing.served is None else name in listing.served
+    answered = ex is not None and ex.status is not None and 200 <= ex.status < 300
+    seen: list[str] = []
+    if listed is True:
+        seen.append(_("listed by GET /v1/models"))
+    elif listed is False:
+        seen.append(_("not listed by GET /v1/models"))
+    if ex is not None and not answered:
+        said = error_message(ex.json_body) if ex.json_body is not None else None
+        seen.append(
+            _("a chat request with it got {seen}").format(
+                seen=f"HTTP {ex.status}: {snippet(said, 100)}" if said else _failed_request(ex)
+            )
+        )
+    elif ex is not None:
+        seen.append(_("a chat request with it answered HTTP {status}").format(status=ex.status))
+    return listed is not False and answered, "; ".join(seen)
+
+
+def model_name_row(
+    names: list[tuple[str, Exchange | None]], listing: ModelList | None
+) -> CheckResult:
+    """model-name-served over the names the platform may send, with how to align them."""
+    states = [(name, *_name_state(name, listing, ex)) for name, ex in names]
+    served = listing.served if listing is not None else None
+    served_text = ", ".join(served[:10]) if served else None
+    if all(ok for _n, ok, _s in states):
+        parts = [f'"{n}": {seen}' for n, _ok, seen in states]
+        return _row("model-name-served", True, "warning", "; ".join(parts))
+    bad = [(n, seen) for n, ok, seen in states if not ok]
+    detail = "; ".join(
+        _('the platform will send model "{name}": {seen}').format(name=n, seen=seen)
+        for n, seen in bad
+    )
+    if served_text:
+        detail += ". " + _("The server serves: {names}").format(names=served_text)
+    detail += ". " + _(
+        "Register the modelName the server serves, or serve an alias "
+        "(vLLM: --served-model-name {served} {name}; Ollama: ollama cp; a gateway: a model "
+        "mapping)"
+    ).format(served=(served[0] if served else "<served>"), name=bad[0][0])
+    return _row("model-name-served", False, "warning", detail)
+
+
+def tls_row(cert: Certificate) -> CheckResult:
+    """tls-certificate: verified (error if not), expiring within 30 days (warning)."""
+    days = cert.days_left
+    when = cert.not_after.date().isoformat() if cert.not_after is not None else "?"
+    facts = _("issuer {issuer}, expires {when} ({days} days left)").format(
+        issuer=cert.issuer or "?", when=when, days="?" if days is None else days
+    )
+    if cert.handshake_failed is not None:
+        return _row(
+            "tls-certificate",
+            False,
+            "error",
+            _("the TLS handshake failed ({why}): no certificate could be read").format(
+                why=snippet(cert.handshake_failed, 100)
+            ),
+        )
+    if not cert.verified:
+        return _row(
+            "tls-certificate",
+            False,
+            "error",
+            _(
+                "the certificate does not verify: {why}; {facts}. The platform will refuse the "
+                "connection: install a certificate from a public CA for this host name (e.g. "
+                "Let's Encrypt), with its whole chain"
+            ).format(why=cert.error or "?", facts=facts),
+        )
+    if days is not None and days < EXPIRY_WARNING_DAYS:
+        return _row(
+            "tls-certificate",
+            False,
+            "warning",
+            _("the certificate expires soon: {facts}. Renew it (and automate renewal)").format(
+                facts=facts
+            ),
+        )
+    return _row("tls-certificate", True, "error", _("verifies; {facts}").format(facts=facts))
+
+
+def private_only(addresses: list[str]) -> bool:
+    """Every address is loopback, private, link-local or unspecified."""
+    if not addresses:
+        return False
+    for text in addresses:
+        try:
+            ip = ipaddress.ip_address(text.split("%")[0])
+        except ValueError:
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+            return False
+    return True
+
+
+async def resolve(url: str, timeout: float) -> list[str] | None:
+    """The addresses the URL's host name resolves to here; None for an IP or no answer."""
+    try:
+        host = urlsplit(url).hostname or ""
+        ipaddress.ip_address(host.strip("[]"))
+        return None  # an address: url_warnings judges it
+    except ValueError:
+        pass
+    if not host:
+        return None
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(timeout):
+            infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, TimeoutError):
+        return None  # the connection rows say why
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def resolve_row(row: CheckResult, url: str, addresses: list[str] | None) -> CheckResult:
+    """``url-public-host`` failed too when the name resolves only to private addresses."""
+    if not row.passed or not addresses or not private_only(addresses):
+        return row
+    host = urlsplit(url).hostname or ""
+    return _row(
+        row.name,
+        False,
+        row.severity,
+        _(
+            "{host} resolves only to {addresses} from here (private or loopback): split-horizon "
+            "DNS? The platform resolves it from outside and cannot reach these. Register a name "
+            "with a public address"
+        ).format(host=host, addresses=", ".join(addresses[:4])),
+    )

@@ -1,0 +1,98 @@
+"""Plain reasons for a failed connection: DNS, refused, TLS, timeouts, each with what to do.
+
+httpx wraps the socket's or the ssl module's error; the reason is read from
+the exception chain (its types), not only its wording, so a name that does not
+resolve, a port nobody listens on, https spoken to a plain-http port and a TLS
+handshake the server refuses each get one sentence a school engineer can act on.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from urllib.parse import urlsplit
+
+from ..i18n import _
+
+__all__ = ["snippet", "transport_reason"]
+
+
+def snippet(text: str, limit: int = 120) -> str:
+    """Untrusted text made safe to show in one line: control characters out, capped."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 10:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _where(url: str) -> tuple[str, str]:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or url
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return url, "?"
+    return host, str(port)
+
+
+def _tls_reason(err: ssl.SSLError, host: str, port: str) -> str:
+    if isinstance(err, ssl.SSLCertVerificationError):
+        return _(
+            "the TLS certificate of {host} does not verify ({why}); see the tls-certificate "
+            "row. The platform will refuse it too"
+        ).format(host=host, why=snippet(err.verify_message or str(err), 120))
+    text = str(err)
+    if "WRONG_VERSION_NUMBER" in text or "record layer failure" in text.lower():
+        return _(
+            "{host}:{port} does not speak TLS: https was sent to a plain-http port. Use "
+            "http:// for this port, or the port where the server serves https"
+        ).format(host=host, port=port)
+    return _(
+        "the TLS handshake with {host}:{port} failed ({why}): the server closed or refused "
+        "it. Check the server's TLS setup (certificate, key, protocol versions)"
+    ).format(host=host, port=port, why=snippet(text, 100))
+
+
+def transport_reason(exc: BaseException, url: str) -> str:
+    """One sentence saying why ``url`` could not be reached and what to do (not masked)."""
+    host, port = _where(url)
+    chain = _chain(exc)
+    for err in chain:
+        if isinstance(err, ssl.SSLError):
+            return _tls_reason(err, host, port)
+        if isinstance(err, socket.gaierror):
+            return _(
+                "the host name {host} does not resolve (DNS: {why}). Check its spelling, and "
+                "that it is a public name the platform can resolve"
+            ).format(host=host, why=snippet(err.strerror or str(err), 80))
+        if isinstance(err, ConnectionRefusedError):
+            return _(
+                "nothing listens on {host}:{port} (connection refused). Is the model server "
+                "running, on this port, and open to the platform?"
+            ).format(host=host, port=port)
+        if isinstance(err, ConnectionResetError | BrokenPipeError):
+            return _(
+                "{host}:{port} closed the connection at once ({why}). Check that the port "
+                "serves HTTP(S) and that no firewall drops the platform"
+            ).format(host=host, port=port, why=snippet(str(err), 80))
+        if isinstance(err, TimeoutError) or type(err).__name__ == "ConnectTimeout":
+            return _(
+                "connecting to {host}:{port} timed out: a firewall may drop the packets, or "
+                "the host is down. Open the port to the platform"
+            ).format(host=host, port=port)
+        if isinstance(err, OSError) and err.errno is not None:
+            return _(
+                "{host}:{port} cannot be reached from here ({why}). Check the address and "
+                "the network path"
+            ).format(host=host, port=port, why=snippet(err.strerror or str(err), 80))
+    return _("could not connect to {url}: {why}").format(
+        url=url, why=snippet(str(exc), 160) or type(exc).__name__
+    )

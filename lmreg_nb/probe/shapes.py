@@ -1,0 +1,150 @@
+"""The OpenAI reply shapes, read in one place: a whole reply, a stream chunk, an error body.
+
+Every reader of a school's reply (the checks, the load test, the chat step and
+the chat box) goes through these functions, so a server's variant is learnt
+once. They never raise for a strange value: a field of the wrong type reads as
+missing (None, or an empty result).
+
+Shapes accepted:
+
+- a chat reply ``{"choices": [{"message": {"content": ...}, "finish_reason"}], "usage"}``
+  and a text completion ``{"choices": [{"text": ...}]}``;
+- a stream chunk ``{"choices": [{"delta": {"role"?, "content"?}}]}`` or
+  ``{"choices": [{"text": ...}]}``; a usage-only chunk has ``"choices": []``;
+- an error body: OpenAI's ``{"error": {"message", "type", "code"}}``, vLLM's
+  ``{"object": "error", "message", "type", "code"}``, and the common
+  ``{"message"}`` / ``{"detail"}`` / ``{"error": "text"}`` forms.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = [
+    "chunk_delta",
+    "chunk_text",
+    "completion_tokens",
+    "error_message",
+    "finish_reason",
+    "first_choice",
+    "is_error_object",
+    "model_ids",
+    "reply_shape",
+    "reply_text",
+    "usage_of",
+]
+
+
+def first_choice(obj: Any) -> dict[str, Any] | None:
+    """``obj["choices"][0]`` when it is an object, else None."""
+    choices = obj.get("choices") if isinstance(obj, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return None
+
+
+def reply_text(obj: Any) -> str | None:
+    """The text of a whole reply: ``message.content`` (chat) or ``text`` (completion)."""
+    choice = first_choice(obj)
+    if choice is None:
+        return None
+    message = choice.get("message")
+    text = message.get("content") if isinstance(message, dict) else choice.get("text")
+    return text if isinstance(text, str) else None
+
+
+def chunk_delta(obj: Any) -> dict[str, Any] | None:
+    """The ``delta`` object of a chat stream chunk, or None (a completion chunk has none)."""
+    choice = first_choice(obj)
+    delta = choice.get("delta") if choice is not None else None
+    return delta if isinstance(delta, dict) else None
+
+
+def chunk_text(obj: Any) -> str | None:
+    """The text piece of a stream chunk: ``delta.content`` (chat) or ``text`` (completion)."""
+    choice = first_choice(obj)
+    if choice is None:
+        return None
+    delta = choice.get("delta")
+    text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+    return text if isinstance(text, str) else None
+
+
+def finish_reason(obj: Any) -> str | None:
+    """``choices[0].finish_reason`` when it is a string."""
+    choice = first_choice(obj)
+    reason = choice.get("finish_reason") if choice is not None else None
+    return reason if isinstance(reason, str) else None
+
+
+def usage_of(obj: Any) -> dict[str, Any] | None:
+    """The ``usage`` object of a reply or chunk, when there is a non-empty one."""
+    usage = obj.get("usage") if isinstance(obj, dict) else None
+    return usage if isinstance(usage, dict) and usage else None
+
+
+def completion_tokens(obj: Any) -> int | None:
+    """``usage.completion_tokens`` as a non-negative int, else None."""
+    usage = usage_of(obj)
+    tokens = usage.get("completion_tokens") if usage is not None else None
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+        return tokens
+    return None
+
+
+def is_error_object(obj: Any) -> bool:
+    """An error object inside a 200 stream or body: ``{"error": ...}`` or vLLM's form."""
+    if not isinstance(obj, dict):
+        return False
+    return "error" in obj or obj.get("object") == "error"
+
+
+def error_message(body: Any) -> str | None:
+    """The server's message in an error body (parsed JSON, or bytes / text to parse)."""
+    if isinstance(body, bytes | str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return None
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, dict):
+        message = err.get("message")
+        if isinstance(message, str):
+            return message
+    for key in ("message", "detail", "error", "msg"):
+        value = body.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def model_ids(body: Any) -> list[str] | None:
+    """The ids listed by ``GET /v1/models`` (``{"data": [{"id"}]}``), or None for another shape."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return None
+    return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def reply_shape(body: Any) -> list[str]:
+    """What a non-streamed chat reply lacks (empty when it has everything)."""
+    if not isinstance(body, dict):
+        return ["a JSON object"]
+    missing = [k for k in ("id", "object") if not isinstance(body.get(k), str)]
+    choice = first_choice(body)
+    if choice is None:
+        return [*missing, "choices[0]"]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        missing.append("choices[0].message")
+    else:
+        if not isinstance(message.get("role"), str):
+            missing.append("choices[0].message.role")
+        if not isinstance(message.get("content"), str):
+            missing.append("choices[0].message.content")
+    if "finish_reason" not in choice:
+        missing.append("choices[0].finish_reason")
+    return missing

@@ -1,0 +1,251 @@
+"""Run every check: the requests at once (asyncio.gather), then the rows in a fixed order.
+
+The requests do not depend on each other: a plain chat reply, the same with a
+made-up key, a streamed reply, the text-completion form, a streamed Chinese
+reply, a small-max_tokens reply, GET /v1/models, a chat with the registered
+name (``also_name``), the TLS handshake, the DNS lookup and the onboarding's
+chat reply (``chat_prompt``). So the checks take about as long as the slowest
+request, not their sum. The rows are then judged as before: when the server
+cannot be reached, refuses the key or fails, the rows stop there and say why
+(model-name-served is still judged once the server answered HTTP: it tells
+whether the registered name is the problem).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..errors import LmregError
+from ..i18n import _
+from .chat import chat_reply
+from .checks import (
+    CheckResult,
+    Conformance,
+    chat_rows,
+    completion_row,
+    errors_json_row,
+    status_advice,
+    stream_rows,
+    transport_row,
+    url_checks,
+    wrong_key_row,
+)
+from .exchange import Exchange, Target, chat_body, completion_body, completions_url, send
+from .golive import (
+    CHINESE_PROMPT,
+    MAX_TOKENS_PROBE,
+    ModelList,
+    list_models,
+    max_tokens_row,
+    model_name_row,
+    resolve,
+    resolve_row,
+    tls_row,
+    utf8_row,
+)
+from .tls import Certificate, inspect_certificate
+
+__all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "run_checks"]
+
+#: Connections the checks use at once (one per concurrent request).
+CHECK_CONNECTIONS = 11
+T = TypeVar("T")
+
+
+@dataclass
+class ChatOutcome:
+    """The onboarding's chat reply, run beside the checks (text masked)."""
+
+    reply: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Seen:
+    """Everything the concurrent requests brought back."""
+
+    plain: Exchange
+    wrong: Exchange
+    streamed: Exchange
+    completion: Exchange | None
+    utf8: Exchange
+    max_tokens: Exchange
+    models: ModelList | None
+    alias: Exchange | None
+    cert: Certificate | None
+    addresses: list[str] | None
+    chat: ChatOutcome = field(default_factory=ChatOutcome)
+
+
+async def _none() -> None:
+    return None
+
+
+async def _chat(client: httpx.AsyncClient, target: Target, prompt: str | None) -> ChatOutcome:
+    if prompt is None:
+        return ChatOutcome()
+    try:
+        return ChatOutcome(reply=await chat_reply(client, target, prompt))
+    except LmregError as exc:  # already one line, already masked
+        return ChatOutcome(error=str(exc))
+
+
+async def _cert(target: Target) -> Certificate | None:
+    parts = urlsplit(target.url)
+    if parts.scheme != "https" or not parts.hostname:
+        return None
+    return await inspect_certificate(parts.hostname, parts.port or 443, target.timeout)
+
+
+def _opt(job: Awaitable[T] | None) -> Awaitable[T | None]:
+    return job if job is not None else _none()
+
+
+async def _gather(
+    client: httpx.AsyncClient,
+    target: Target,
+    max_tokens: int,
+    also_name: str | None,
+    chat_prompt: str | None,
+) -> _Seen:
+    url = completions_url(target.url)
+    wrong_key = "lmreg-probe-wrong-" + secrets.token_hex(8)
+    alias = None
+    if also_name and also_name != target.model:
+        alias = send(client, target, chat_body(also_name, stream=False, max_tokens=1), stream=False)
+    jobs: list[Awaitable[Any]] = [
+        send(client, target, chat_body(target.model, stream=False, max_tokens=max_tokens),
+             stream=False),
+        send(client, target, chat_body(target.model, stream=False, max_tokens=1), stream=False,
+             api_key=wrong_key),
+        send(client, target, chat_body(target.model, stream=True, max_tokens=max_tokens),
+             stream=True),
+        _opt(send(client, target, completion_body(target.model), stream=False, url=url)
+             if url is not None else None),
+        send(client, target,
+             chat_body(target.model, CHINESE_PROMPT, stream=True, max_tokens=max_tokens),
+             stream=True),
+        send(client, target,
+             chat_body(target.model, stream=True, max_tokens=MAX_TOKENS_PROBE), stream=True),
+        list_models(client, target),
+        _opt(alias),
+        _cert(target),
+        resolve(target.url, target.timeout),
+        _chat(client, target, chat_prompt),
+    ]  # fmt: skip
+    done = await asyncio.gather(*jobs)
+    return _Seen(
+        plain=done[0], wrong=done[1], streamed=done[2], completion=done[3], utf8=done[4],
+        max_tokens=done[5], models=done[6], alias=done[7], cert=done[8], addresses=done[9],
+        chat=done[10],
+    )  # fmt: skip
+
+
+def _names(target: Target, seen: _Seen, also_name: str | None) -> list[tuple[str, Exchange | None]]:
+    names: list[tuple[str, Exchange | None]] = [(target.model, seen.plain)]
+    if seen.alias is not None and also_name:
+        names.append((also_name, seen.alias))
+    return names
+
+
+async def run_checks(
+    client: httpx.AsyncClient,
+    target: Target,
+    *,
+    max_tokens: int = 64,
+    also_name: str | None = None,
+    chat_prompt: str | None = None,
+) -> tuple[Conformance, ChatOutcome]:
+    """Every check against ``target``; never raises for the server.
+
+    ``also_name``: the registered modelName, tried as ``model`` too when it
+    differs from ``target.model``. ``chat_prompt``: one streamed chat reply
+    made beside the checks (the onboarding's chat step).
+    """
+    seen = await _gather(client, target, max_tokens, also_name, chat_prompt)
+    checks = url_checks(target.url)
+    checks[-1] = resolve_row(checks[-1], target.url, seen.addresses)
+    result = Conformance(checks, first=seen.plain)
+    plain = seen.plain
+    certificate = [tls_row(seen.cert)] if seen.cert is not None else []
+    if plain.status is None:
+        checks.append(transport_row(plain, target.url))
+        if seen.cert is not None and seen.cert.handshake_failed is None:
+            checks.extend(certificate)  # the reachable row points at it
+        return result, seen.chat
+    checks.extend(certificate)
+    checks.append(
+        CheckResult(
+            "reachable",
+            True,
+            "error",
+            _("answered HTTP {status} in {ms} ms").format(
+                status=plain.status,
+                ms=f"{((plain.t_headers or plain.t_end) - plain.t_start) * 1000:.0f}",
+            ),
+        )
+    )
+    name_row = model_name_row(_names(target, seen, also_name), seen.models)
+    # When the checks stop early, the name row is kept only where the name may be the cause.
+    name_rows = [name_row] if _name_suspect(plain, also_name, seen.models) else []
+    if plain.status in (401, 403):
+        said = f": {plain.failure_detail}" if plain.failure_detail else ""
+        checks.append(
+            CheckResult(
+                "key-accepted",
+                False,
+                "error",
+                _(
+                    "the key was refused (HTTP {status}{said}). Use the key the server expects: "
+                    "LMREG_MODEL_API_KEY, or the apiKey registered for this model"
+                ).format(status=plain.status, said=said),
+            )
+        )
+        checks.extend([*name_rows, errors_json_row([plain])])
+        return result, seen.chat
+    checks.append(CheckResult("key-accepted", True, "error", _("the key was accepted")))
+    if plain.status // 100 != 2:
+        checks.append(CheckResult("chat-answers", False, "error", status_advice(plain)))
+        checks.extend([*name_rows, errors_json_row([plain])])
+        return result, seen.chat
+    checks.append(CheckResult("chat-answers", True, "error", f"HTTP {plain.status}"))
+    checks.extend(chat_rows(plain))
+    checks.append(wrong_key_row(seen.wrong))
+    _stream_part(checks, seen.streamed)
+    result.streamed = seen.streamed
+    checks.append(completion_row(seen.completion, completions_url(target.url)))
+    checks.extend([utf8_row(seen.utf8), max_tokens_row(seen.max_tokens), name_row])
+    answered = [seen.plain, seen.wrong, seen.streamed, seen.completion]
+    checks.append(errors_json_row([ex for ex in answered if ex is not None]))
+    return result, seen.chat
+
+
+def _name_suspect(plain: Exchange, also_name: str | None, models: ModelList | None) -> bool:
+    """The model name may be why the plain request failed (or will fail for the platform)."""
+    if plain.status in (400, 404) or also_name:
+        return True
+    return models is not None and models.served is not None
+
+
+def _stream_part(checks: list[CheckResult], streamed: Exchange) -> None:
+    if streamed.status is None:
+        checks.append(
+            CheckResult(
+                "stream-answers",
+                False,
+                "error",
+                _("no answer: {why}").format(why=streamed.failure_detail),
+            )
+        )
+    elif streamed.status // 100 != 2:
+        checks.append(CheckResult("stream-answers", False, "error", status_advice(streamed)))
+    else:
+        checks.append(CheckResult("stream-answers", True, "error", f"HTTP {streamed.status}"))
+        checks.extend(stream_rows(streamed))
