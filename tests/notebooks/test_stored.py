@@ -29,7 +29,7 @@ def test_every_notebook_is_built() -> None:
 @pytest.mark.parametrize("stem", STEMS)
 def test_stored_notebook_is_what_build_writes(stem: str) -> None:
     stored = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
-    built = json.loads(nbformat.writes(_builder().build(stem)))
+    built = json.loads(nbformat.writes(_builder().notebook(stem)))
     assert stored == built, f"run `python notebooks/build.py` after editing it ({stem})"
 
 
