@@ -38,6 +38,7 @@ __all__ = [
     "interruptible",
     "kill_tree",
     "remove_stale_runs",
+    "resume_runs",
     "run_folder",
     "stop_all_runs",
     "stop_reason",
@@ -56,6 +57,8 @@ _RUNNING: set[subprocess.Popen[bytes]] = set()
 #: pid -> why this process stopped them (a run reads it to name the interruption).
 _STOPPED: dict[int, str] = {}
 _LOCK = threading.Lock()
+#: Set by stop_all_runs until resume_runs: a run starting meanwhile is stopped at once.
+_stopping: list[str] = []
 _handlers_installed = threading.Event()
 
 
@@ -197,6 +200,11 @@ def tracked(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     """Count ``proc`` among the running runs while the block runs."""
     with _LOCK:
         _RUNNING.add(proc)
+        late = _stopping[0] if _stopping else None
+        if late:
+            _STOPPED[proc.pid] = late
+    if late:  # started while the batch was being stopped
+        kill_tree(proc)
     try:
         yield
     finally:
@@ -237,9 +245,16 @@ def stop_all_runs(reason: str | None = None) -> None:
         running = list(_RUNNING)
         if reason:
             _STOPPED.update({proc.pid: reason for proc in running})
+            _stopping[:] = [reason]
     for proc in running:
         if proc.poll() is None:
             kill_tree(proc)
+
+
+def resume_runs() -> None:
+    """Let runs start again after :func:`stop_all_runs` (the stopped batch has ended)."""
+    with _LOCK:
+        _stopping.clear()
 
 
 def stop_reason(proc: subprocess.Popen[bytes]) -> str | None:

@@ -87,8 +87,9 @@ def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
     # The failing cell's exception, in one line, its secret masked to the last 4.
     assert result.status == "failed"
     assert result.error == f"RuntimeError: refused with …{CANARY[-4:]}"
-    assert sorted(p.name for p in out.iterdir()) == ["leaky.html", "leaky.ipynb"]
-    assert assert_no_secret(out, [CANARY, CANARY_KEY]) == 2
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["leaky-short.html", "leaky.html", "leaky.ipynb"]
+    assert assert_no_secret(out, [CANARY, CANARY_KEY]) == 3
     assert list(private_tmp.iterdir()) == []  # papermill's raw output is gone
     nb = nbformat.read(out / "leaky.ipynb", as_version=4)
     assert "widgets" not in nb.metadata and "parameters" not in nb.metadata.papermill
@@ -105,10 +106,10 @@ def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
 def test_a_secret_the_scrubber_missed_means_nothing_is_written(
     tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lmreg_nb.runner
+    import lmreg_nb.runner.record
 
     # Simulate a scrubber that misses everything: the last gate must refuse the write.
-    monkeypatch.setattr(lmreg_nb.runner, "scrub_notebook", lambda nb, secrets: nb)
+    monkeypatch.setattr(lmreg_nb.runner.record, "scrub_notebook", lambda nb, secrets: nb)
     with pytest.raises(SecretLeakError, match="LMREG_APP_SECRET") as info:
         run_notebook(DATA / "leaky.ipynb", tmp_path / "out", parameters={},
                      env={"LMREG_APP_SECRET": CANARY}, timeout=120)  # fmt: skip
@@ -194,7 +195,7 @@ def test_summary_csv_and_index_escape_untrusted_values(tmp_path: Path) -> None:
              "duration_s": 1.5, "html": "onboarding.html", "errors": -1}]  # fmt: skip
     write_summary_csv(tmp_path / "s.csv", runs)
     write_index_html(tmp_path / "i.html", runs)
-    row = next(csv.DictReader((tmp_path / "s.csv").open()))
+    row = next(csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8-sig")))
     assert row["error"] == '\'=HYPERLINK("x")' and row["errors"] == "-1"
     assert row["html"] == "r1/onboarding.html"
     page = (tmp_path / "i.html").read_text()
@@ -250,13 +251,14 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
         main, ["batch", str(plan), "--out", str(out), "--jobs", "3", "--timeout", str(TIMEOUT_S)]
     )
     assert first.exit_code == 1, first.output
-    rows = {r["run_id"]: r for r in csv.DictReader((out / "summary.csv").open())}
+    with (out / "summary.csv").open(encoding="utf-8-sig") as fh:
+        rows = {r["run_id"]: r for r in csv.DictReader(fh)}
     assert list(rows) == ["slow", "a1", "a2", "b1", "b2", "wrong"]
     assert {k for k, r in rows.items() if r["status"] == "ok"} == {"a1", "a2", "b1", "b2"}
     assert "40102" in rows["wrong"]["error"] and "LMREG_APP_SECRET" in rows["wrong"]["error"]
     assert rows["slow"]["error"] == f"timed out after {TIMEOUT_S} s"
     slow = nbformat.read(out / "slow" / "sleepy.ipynb", as_version=4)
-    assert f"stopped after {TIMEOUT_S} s" in slow.cells[0].source
+    assert f"stopped: timed out after {TIMEOUT_S} s" in slow.cells[0].source
     assert _kernels_under(private_tmp) == []  # the timed-out run's kernel was stopped too
     assert rows["a1"]["school"] == "School A" and int(rows["a1"]["models"]) >= 1
     assert rows["b2"]["summary_status"] == "ok" and int(rows["b2"]["checks_passed"]) > 0
@@ -280,7 +282,7 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
     assert (out / "wrong" / "result.json").stat().st_mtime_ns != stamps["wrong"]
 
     secrets = [a["app_secret"], b["app_secret"], wrong_secret, sandbox.model_api_key]
-    assert assert_no_secret(out, secrets) >= 6 * 3 + 2
+    assert assert_no_secret(out, secrets) >= 6 * 4 + 2
     assert list(private_tmp.iterdir()) == []
 
 

@@ -7,7 +7,14 @@ from typing import Any
 
 import click
 
-__all__ = ["COMMANDS", "DEMO_PARAMETERS", "ONBOARDING_PARAMETERS", "parse_parameters"]
+__all__ = [
+    "COMMANDS",
+    "DEMO_CLASS_SIZE",
+    "DEMO_PARAMETERS",
+    "DEMO_SANDBOX_ARGS",
+    "ONBOARDING_PARAMETERS",
+    "parse_parameters",
+]
 
 #: The onboarding notebook's parameters and their types (DESIGN.md, onboarding contract).
 ONBOARDING_PARAMETERS: dict[str, type] = {
@@ -20,6 +27,8 @@ ONBOARDING_PARAMETERS: dict[str, type] = {
     "check_requests": int,
     "check_concurrency": int,
     "chat_prompt": str,
+    "class_size": int,
+    "lang": str,
 }
 _REQUIRED = ("school", "contact_name", "contact_mobile", "contact_email", "model_name")
 
@@ -34,11 +43,16 @@ DEMO_PARAMETERS: dict[str, Any] = {
     "check_requests": 20,
     "check_concurrency": 4,
 }
+#: The demo's capacity step: a class of 4 against a mock model serving 2 replies at once,
+#: so the record shows a capacity below the class size (a go-live blocker) in seconds.
+DEMO_CLASS_SIZE = 4
+DEMO_SANDBOX_ARGS = ("--slots", "2")
 
 
 def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """``-p NAME VALUE`` pairs as typed onboarding parameters; refuses secrets and unknown names."""
     from ..errors import ValidationError
+    from ..i18n import _, normalize_language
     from ..scrub import looks_secret
 
     out: dict[str, Any] = {}
@@ -46,21 +60,32 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
         if looks_secret(name):
             raise ValidationError(
                 name,
-                "looks like a secret: set it in the environment or .env (LMREG_*), never with -p",
+                _(
+                    "looks like a secret: set it in the environment or .env (LMREG_*), "
+                    "never with -p"
+                ),
             )
         kind = ONBOARDING_PARAMETERS.get(name)
         if kind is None:
             raise ValidationError(
                 name,
-                "is not a parameter of onboarding; use one of " + ", ".join(ONBOARDING_PARAMETERS),
+                _("is not a parameter of onboarding; use one of {names}").format(
+                    names=", ".join(ONBOARDING_PARAMETERS)
+                ),
             )
         if kind is int:
             try:
                 out[name] = int(raw)
             except ValueError:
-                raise ValidationError(name, f"must be a whole number, got {raw!r}") from None
+                raise ValidationError(
+                    name, _("must be a whole number, got {value}").format(value=repr(raw))
+                ) from None
             if out[name] < 0:
-                raise ValidationError(name, "must be 0 or more")
+                raise ValidationError(name, _("must be 0 or more"))
+        elif name == "lang":
+            if normalize_language(raw) is None:
+                raise ValidationError(name, _("must be zh-CN or en"))
+            out[name] = normalize_language(raw)
         else:
             out[name] = raw
     return out
@@ -70,7 +95,9 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
     """The configured settings (environment and .env) as LMREG_* variables for the child.
 
     What the onboarding needs is checked here, so a missing variable stops the
-    command at once with one line, before a kernel starts.
+    command at once with one line, before a kernel starts. The token cache is
+    left out: the run exchanges its token in a private cache of its own, so the
+    record proves the credentials work and the user's cache is not touched.
     """
     from ..secret import Secret
     from ..settings import VARIABLES, Settings
@@ -83,8 +110,8 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
         settings.require(name)
     env: dict[str, str] = {}
     for name, var in VARIABLES.items():
-        value = getattr(settings, name)
-        if value is None or value == "":
+        value = getattr(settings, name, None)
+        if name in ("token_cache", "notebooks", "env_file") or value is None or value == "":
             continue
         env[var] = value.reveal() if isinstance(value, Secret) else str(value)
     return env
@@ -92,28 +119,54 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
 
 def _report(result: Any) -> None:
     """A short summary of a run on stdout (no secret: the summary record holds none)."""
-    summary = result.records.get("summary") if result.records else None
-    click.echo(f"status: {result.status} ({result.duration_s:.1f} s)")
-    if isinstance(summary, dict):
-        for step in summary.get("steps", []):
-            mark = "ok  " if step.get("passed") else "FAIL"
-            click.echo(f"  {mark} {step.get('name')}: {step.get('detail')}")
-        failed = [c for c in summary.get("checks", []) if not c.get("passed")]
-        for check in failed:
-            click.echo(f"  {check.get('severity')}: {check.get('name')}: {check.get('detail')}")
+    from ..i18n import _
+    from ..summary import step_label
+
+    summary = result.summary
+    click.echo(
+        _("status: {status} ({seconds} s)").format(
+            status=result.status, seconds=f"{result.duration_s:.1f}"
+        )
+    )
+    if summary is not None:
+        for step in summary.steps:
+            mark = "ok  " if step.passed else "FAIL"
+            click.echo(f"  {mark} {step_label(step.name)}: {step.detail}")
+        for check in summary.failed_checks + summary.warnings:
+            click.echo(f"  {check.severity}: {check.name}: {check.detail}")
+        if summary.go_live.ready:
+            click.echo(_("go-live: ready"))
+        else:
+            click.echo(_("go-live: not ready"))
+            for blocker in summary.go_live.blockers:
+                click.echo(f"  - {blocker}")
+    if result.kernel_retried:
+        click.echo(_("note: the kernel did not start at first; the run was retried once"))
     if result.error:
-        click.echo(f"error: {result.error}", err=True)
-    click.echo(f"notebook: {result.notebook}")
-    click.echo(f"html: {result.html}")
+        click.echo(_("error: {message}").format(message=result.error), err=True)
+    click.echo(_("notebook: {path}").format(path=result.notebook))
+    click.echo(_("html: {path}").format(path=result.html))
+    click.echo(_("short html (for a principal): {path}").format(path=result.short_html))
+
+
+def _declared(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:
+    """Only the parameters the notebook declares (an older notebook lacks lang, class_size)."""
+    import papermill
+
+    names = set(papermill.inspect_notebook(str(notebook)))
+    return {k: v for k, v in parameters.items() if k in names}
 
 
 def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: float) -> None:
-    from ..batch import run_notebook
+    from ..i18n import current_language
+    from ..runner import run_notebook
     from ..shipped import notebook_path
 
-    result = run_notebook(
-        notebook_path("onboarding"), out, parameters=parameters, env=env, timeout=timeout
-    )
+    lang = str(parameters.get("lang") or current_language())
+    notebook = notebook_path("onboarding", lang)
+    parameters = _declared(notebook, {"lang": lang, **parameters})
+    env = {**env, "LMREG_LANG": lang}
+    result = run_notebook(notebook, out, parameters=parameters, env=env, timeout=timeout)
     _report(result)
     if not result.ok:
         raise SystemExit(1)
@@ -122,25 +175,29 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
 @click.command("demo")
 @click.option(
     "--out", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/demo"),
-    show_default=True, help="Folder for onboarding.ipynb and onboarding.html.",
+    show_default=True,
+    help="Folder for onboarding.ipynb, onboarding.html and onboarding-short.html.",
 )  # fmt: skip
 @click.option(
     "--timeout", type=float, default=300.0, show_default=True, help="Seconds for the run."
 )
 def demo(out: Path, timeout: float) -> None:
     """Run the whole onboarding headless against a sandbox started for it."""
+    from ..i18n import _
     from ..sandbox.process import running_sandbox
 
-    click.echo("starting a sandbox platform on loopback…")
-    with running_sandbox() as sandbox:
-        click.echo(f"sandbox at {sandbox.base_url}; running onboarding.ipynb…")
-        _run(out, dict(DEMO_PARAMETERS), sandbox.env(), timeout)
+    click.echo(_("starting a sandbox platform on loopback…"))
+    with running_sandbox(args=DEMO_SANDBOX_ARGS) as sandbox:
+        click.echo(_("sandbox at {url}; running onboarding.ipynb…").format(url=sandbox.base_url))
+        parameters = {**DEMO_PARAMETERS, "class_size": DEMO_CLASS_SIZE}
+        _run(out, parameters, sandbox.env(), timeout)
 
 
 @click.command("onboard")
 @click.option(
     "--out", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/onboard"),
-    show_default=True, help="Folder for onboarding.ipynb and onboarding.html.",
+    show_default=True,
+    help="Folder for onboarding.ipynb, onboarding.html and onboarding-short.html.",
 )  # fmt: skip
 @click.option(
     "-p", "--parameter", "pairs", type=(str, str), multiple=True, metavar="NAME VALUE",
@@ -155,12 +212,16 @@ def onboard(out: Path, pairs: tuple[tuple[str, str], ...], timeout: float) -> No
     Secrets come from the environment or .env (LMREG_APP_SECRET, LMREG_MODEL_API_KEY).
     """
     from ..errors import ValidationError
+    from ..i18n import _
 
     parameters = parse_parameters(pairs)
     missing = [name for name in _REQUIRED if not str(parameters.get(name, "")).strip()]
     if missing:
         raise ValidationError(
-            missing[0], "is required: add " + " ".join(f"-p {m} ..." for m in missing)
+            missing[0],
+            _("is required: add {options}").format(
+                options=" ".join(f"-p {m} ..." for m in missing)
+            ),
         )
     env = _settings_env(parameters)
     _run(out, parameters, env, timeout)

@@ -1,0 +1,183 @@
+"""A batch's overview: ``summary.csv`` (for Excel) and ``index.html`` (for people).
+
+Both show, per run: its status and error, the school, whether it is ready for
+go-live and what blocks it, the checks (required ones failed apart from
+warnings) and the key figures. Every value may come from a server or a form:
+CSV cells that a spreadsheet would run as a formula are quoted, HTML is escaped.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..i18n import _, ngettext
+from ..runner import write_atomic
+from ..summary import Summary
+
+__all__ = ["SUMMARY_COLUMNS", "key_figures", "write_index_html", "write_summary_csv"]
+
+#: summary.csv's columns: the run, readiness, then the summary record's key figures.
+SUMMARY_COLUMNS = (
+    "run_id", "status", "error", "school", "summary_status", "ready", "blockers",
+    "checks_passed", "checks_failed", "warnings", "models", "requests", "errors",
+    "ttft_p50_ms", "itl_p50_ms", "latency_p50_ms", "requests_per_s", "output_tokens_per_s",
+    "capacity", "class_size", "kernel_retried", "duration_s", "finished_at",
+    "notebook", "html", "short_html",
+)  # fmt: skip
+_LINKS = ("notebook", "html", "short_html")
+
+
+def key_figures(summary: Summary | None) -> dict[str, Any]:
+    """A run's row values from its recorded summary (empty without one)."""
+    if summary is None:
+        return {}
+    perf = summary.performance or {}
+
+    def p50(key: str) -> Any:
+        value = perf.get(key)
+        return value.get("p50") if isinstance(value, Mapping) else None
+
+    found = (summary.capacity or {}).get("capacity")
+    capacity = found.get("concurrency") if isinstance(found, Mapping) else None
+    return {
+        "school": summary.school or None,
+        "summary_status": summary.status,
+        "ready": summary.go_live.ready,
+        "blockers": list(summary.go_live.blockers),
+        "checks_passed": sum(1 for c in summary.checks if c.passed),
+        "checks_failed": len(summary.failed_checks),
+        "warnings": len(summary.warnings),
+        "models": len(summary.models),
+        "requests": perf.get("requests"),
+        "errors": perf.get("errors"),
+        "ttft_p50_ms": p50("ttft_ms"),
+        "itl_p50_ms": p50("itl_ms"),
+        "latency_p50_ms": p50("latency_ms"),
+        "requests_per_s": perf.get("requests_per_s"),
+        "output_tokens_per_s": perf.get("output_tokens_per_s"),
+        "capacity": capacity,
+        "class_size": summary.class_size,
+    }
+
+
+def _csv_cell(value: Any) -> Any:
+    # A spreadsheet runs a cell starting with = + - @ as a formula; these values
+    # come from servers and forms, so such text is quoted (numbers are left alone).
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        value = "; ".join(str(v) for v in value)
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value
+
+
+def write_summary_csv(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
+    """summary.csv: one row per run, SUMMARY_COLUMNS; UTF-8 with a BOM, so Excel reads it."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for run in runs:
+        row = {k: _csv_cell(run.get(k)) for k in SUMMARY_COLUMNS}
+        for key in _LINKS:
+            if run.get(key):
+                row[key] = f"{run['run_id']}/{run[key]}"
+        writer.writerow(row)
+    # Excel on a Chinese Windows reads a CSV without a BOM as GBK and garbles it.
+    write_atomic(path, buffer.getvalue(), encoding="utf-8-sig")
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _readiness(run: Mapping[str, Any]) -> str:
+    ready = run.get("ready")
+    if ready is None:
+        return ""
+    if ready:
+        return f"<span class='ok'>{_e(_('ready'))}</span>"
+    items = "".join(f"<li>{_e(b)}</li>" for b in run.get("blockers") or [])
+    return f"<span class='failed'>{_e(_('not ready'))}</span><ul>{items}</ul>"
+
+
+def _checks(run: Mapping[str, Any]) -> str:
+    if run.get("checks_passed") is None:
+        return ""
+    return _e(
+        _("{passed} passed, {failed} failed, {warnings} warnings").format(
+            passed=run.get("checks_passed"), failed=run.get("checks_failed") or 0,
+            warnings=run.get("warnings") or 0,
+        )
+    )  # fmt: skip
+
+
+def _figures(run: Mapping[str, Any]) -> str:
+    parts = []
+    for key, label in (
+        ("ttft_p50_ms", _("TTFT p50 {value} ms")),
+        ("requests_per_s", _("{value} requests/s")),
+        ("capacity", _("capacity {value} chats at once")),
+    ):
+        if run.get(key) is not None:
+            parts.append(_e(label.format(value=run[key])))
+    return "<br>".join(parts)
+
+
+def _row(run: Mapping[str, Any]) -> str:
+    rid = str(run.get("run_id"))
+    status = str(run.get("status") or "not run")
+    links = " ".join(
+        f'<a href="{_e(rid)}/{_e(run[key])}">{_e(label)}</a>'
+        for key, label in (("html", _("record")), ("short_html", _("short")),
+                           ("notebook", ".ipynb"))
+        if run.get(key)
+    )  # fmt: skip
+    css = status if status in ("ok", "failed") else "none"
+    cells = [
+        _e(rid), _e(status), _e(run.get("school")), _readiness(run), _checks(run),
+        _figures(run), _e(run.get("duration_s")), _e(run.get("error")), links,
+    ]  # fmt: skip
+    tds = "".join(
+        f"<td class='{css}'>{c}</td>" if i == 1 else f"<td>{c}</td>" for i, c in enumerate(cells)
+    )
+    return f"<tr>{tds}</tr>"
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+    "ul{margin:2px 0;padding-left:1.2em}span.ok{color:#176b2c}span.failed{color:#a11}"
+    "td.ok{background:#d4f4dd}td.failed{background:#fde0e0}td.none{background:#eee}"
+)
+
+
+def write_index_html(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
+    """index.html: every run, its status, readiness, checks, key figures and records."""
+    failed = sum(1 for r in runs if r.get("status") != "ok")
+    ready = sum(1 for r in runs if r.get("ready"))
+    heads = [_("run"), _("status"), _("school"), _("go-live"), _("checks"), _("key figures"),
+             _("seconds"), _("error"), _("records")]  # fmt: skip
+    counts = ngettext(
+        "{n} run: {failed} not ok, {ready} ready for go-live.",
+        "{n} runs: {failed} not ok, {ready} ready for go-live.",
+        len(runs),
+    ).format(n=len(runs), failed=failed, ready=ready)
+    updated = _("Updated {when}.").format(when=datetime.now(UTC).isoformat(timespec="seconds"))
+    page = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{_e(_('Onboarding batch'))}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_e(_('Onboarding batch'))}</h1><p>{_e(counts)} {_e(updated)}</p>"
+        "<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in heads) + "</tr></thead>"
+        "<tbody>" + "".join(_row(run) for run in runs) + "</tbody></table></body></html>\n"
+    )
+    write_atomic(path, page)
