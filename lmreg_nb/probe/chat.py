@@ -114,7 +114,7 @@ class ChatReader:
         if self.size > MAX_BODY_BYTES:
             raise self.error(
                 _("{url} sent more than {mib} MiB without ending its reply; stopped").format(
-                    url=self.url, mib=MAX_BODY_BYTES // (1024 * 1024)
+                    url=self.url, mib=f"{MAX_BODY_BYTES / 2**20:g}"
                 )
             )
         if now > self.deadline:

@@ -251,7 +251,7 @@ async def send(
             ):
                 # Any 2xx non-JSON answer to a streamed request is read as a stream,
                 # so a wrong Content-Type is reported, not fatal.
-                await _read_stream(reply, ex, keep_events)
+                await _read_stream(reply, ex, keep_events, stall=target.timeout)
             else:
                 await _read_body(reply, ex)
     except TimeoutError:
@@ -335,13 +335,17 @@ def _add_piece(ex: Exchange, text: str, now: float) -> None:
     ex.times.append(now)
 
 
-async def _read_stream(reply: httpx.Response, ex: Exchange, keep_events: bool) -> None:
+async def _read_stream(
+    reply: httpx.Response, ex: Exchange, keep_events: bool, *, stall: float
+) -> None:
+    """Read an event stream into ``ex``; no complete event for ``stall`` s ends it as stalled."""
     ex.streamed = True
     decoder = SSEDecoder()
     ex.framing = decoder.framing
     size = 0
     first = True
     loads = json.loads
+    last = time.perf_counter()
     async for chunk in reply.aiter_bytes():
         now = time.perf_counter()
         ex.reads += 1
@@ -352,7 +356,16 @@ async def _read_stream(reply: httpx.Response, ex: Exchange, keep_events: bool) -
             break
         if _ends_mid_char(chunk):
             ex.split_chars += 1
-        for event in decoder.feed(chunk):
+        events = decoder.feed(chunk)
+        if events:
+            last = now
+        elif now - last > stall:  # a trickle (slowloris) that never completes an event
+            ex.failure = "timeout"
+            ex.failure_detail = _(
+                "stalled after {n} bytes: no complete event for {seconds} s"
+            ).format(n=size, seconds=f"{stall:g}")
+            break
+        for event in events:
             ex.events += 1
             data = event.data
             if keep_events:

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 
 from lmreg_nb.probe.checks import CheckResult
-from lmreg_nb.probe.suite import run_checks
 from lmreg_nb.probe.exchange import (
     MAX_BODY_BYTES,
     Exchange,
@@ -18,6 +17,7 @@ from lmreg_nb.probe.exchange import (
     completions_url,
     send,
 )
+from lmreg_nb.probe.suite import run_checks
 
 URL = "https://llm.school.example/v1/chat/completions"
 TARGET = Target(URL, "sk-test-key-123456", "m", timeout=0.05)

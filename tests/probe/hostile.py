@@ -1,0 +1,188 @@
+"""Small hostile chat endpoints on loopback (raw sockets), one behaviour per path.
+
+``/endless/...``  200 event stream of content chunks without end, as fast as it can
+``/empty/...``    200 event stream of ``data: {}`` without end (no text: only bytes)
+``/slowloris/...`` 200 event stream, then one byte a second
+``/cut/...``      two content chunks, then the connection closes (no [DONE])
+``/badutf8/...``  a Chinese character's bytes split over two events (invalid per event)
+``/echo/...``     a reply (stream or not) that echoes the Authorization header, split
+``/e500/...``     HTTP 500 with the Authorization header in a JSON error body
+``/vllm-err/...`` HTTP 200 stream with vLLM's ``{"object": "error"}`` midway
+
+Every loop is bounded (a cap on bytes and on time), and a server stops with
+its fixture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: The most a hostile stream sends, and for how long (bounded, as every test traffic).
+CAP_BYTES = 64 * 1024 * 1024
+CAP_SECONDS = 30.0
+
+
+def _chunk(text: str) -> bytes:
+    body = {"id": "h", "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {"content": text}, "finish_reason": None}]}  # fmt: skip
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
+
+
+def _head(
+    ctype: str = "text/event-stream", status: str = "200 OK", length: int | None = None
+) -> bytes:
+    lines = [f"HTTP/1.1 {status}", f"Content-Type: {ctype}", "Connection: close"]
+    if length is not None:
+        lines.append(f"Content-Length: {length}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        sock.settimeout(10)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            got = sock.recv(65536)
+            if not got:
+                return
+            data += got
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        path = lines[0].split(" ")[1]
+        headers = {
+            k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
+        }
+        length = int(headers.get("content-length", "0") or 0)
+        while len(rest) < length:
+            got = sock.recv(65536)
+            if not got:
+                break
+            rest += got
+        body = json.loads(rest or b"{}") if rest[:1] == b"{" else {}
+        kind = path.strip("/").split("/")[0]
+        with contextlib.suppress(OSError):  # the client went away: the point of most of these
+            getattr(self, "do_" + kind.replace("-", "_"))(sock, headers, body)
+
+    def do_endless(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        sock.sendall(_head())
+        block = _chunk("endless reply text ") * 256
+        self._pour(sock, block)
+
+    def do_empty(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        sock.sendall(_head())
+        self._pour(sock, b"data: {}\n\n" * 4096)
+
+    def _pour(self, sock: socket.socket, block: bytes) -> None:
+        sent, start = 0, time.monotonic()
+        while sent < CAP_BYTES and time.monotonic() - start < CAP_SECONDS:
+            sock.sendall(block)
+            sent += len(block)
+
+    def do_slowloris(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        sock.sendall(_head())
+        line = _chunk("slow")
+        start = time.monotonic()
+        for byte in line * 10:
+            if time.monotonic() - start > CAP_SECONDS:
+                break
+            sock.sendall(bytes([byte]))
+            time.sleep(1.0)
+
+    def do_cut(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        sock.sendall(_head() + _chunk("half ") + _chunk("a reply"))
+        time.sleep(0.05)
+        sock.shutdown(socket.SHUT_RDWR)
+
+    def do_badutf8(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        char = "图".encode()
+        events = [
+            b'data: {"choices":[{"index":0,"delta":{"content":"' + char[:2] + b'"}}]}\n\n',
+            b'data: {"choices":[{"index":0,"delta":{"content":"' + char[2:] + b'"}}]}\n\n',
+            _chunk("书馆"),
+            b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+            b"data: [DONE]\n\n",
+        ]
+        sock.sendall(_head() + b"".join(events))
+
+    def do_echo(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        auth = headers.get("authorization", "")
+        if not body.get("stream"):
+            reply = {"id": "e", "object": "chat.completion", "choices": [{"index": 0,
+                     "message": {"role": "assistant", "content": f"you sent {auth}"},
+                     "finish_reason": "stop"}], "usage": {"completion_tokens": 3}}  # fmt: skip
+            raw = json.dumps(reply).encode()
+            sock.sendall(_head("application/json", length=len(raw)) + raw)
+            return
+        key = auth.removeprefix("Bearer ")
+        pieces = ["you sent ", key[:5], key[5:13], key[13:], " and ", json.dumps(key), " done"]
+        last = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        sock.sendall(_head() + b"".join(_chunk(p) for p in pieces) + last + b"data: [DONE]\n\n")
+
+    def do_e500(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        auth = headers.get("authorization", "")
+        raw = json.dumps({"error": {"message": f"bad request from {auth}"}}).encode()
+        sock.sendall(_head("application/json", "500 Internal Server Error", len(raw)) + raw)
+
+    def do_vllm_err(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        err = {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError",
+               "param": None, "code": 500}  # fmt: skip
+        sock.sendall(_head() + _chunk("par") + f"data: {json.dumps(err)}\n\n".encode())
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+@contextmanager
+def hostile_server() -> Iterator[str]:
+    """Serve the hostile paths on a free loopback port; yields ``http://127.0.0.1:PORT``."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def closing_server(silent: bool = False) -> Iterator[int]:
+    """A port that accepts connections and closes them at once (``silent``: holds them)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            if silent:
+                held.append(conn)
+            else:
+                conn.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        for conn in held:
+            conn.close()
+        listener.close()

@@ -1,0 +1,263 @@
+"""Go-live checks against real loopback servers: each passing and failing as the contract says."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+import trustme
+from hostile import closing_server, hostile_server
+
+from lmreg_nb._tls import tls_context
+from lmreg_nb.probe import CheckResult, EndpointReport, check_endpoint
+from lmreg_nb.probe.checks import CheckResult as Row
+from lmreg_nb.probe.golive import private_only, resolve_row
+from lmreg_nb.probe.shapes import chunk_text, completion_tokens, error_message, model_ids
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+
+if TYPE_CHECKING:
+    from tests.probe.conftest import Mock
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "sk-golive-0123456789abcdef"
+CHAT = "/v1/chat/completions"
+
+
+def _row(report: EndpointReport, name: str) -> CheckResult:
+    return next(c for c in report.checks if c.name == name)
+
+
+def _names(report: EndpointReport) -> set[str]:
+    return {c.name for c in report.checks}
+
+
+# -- stream-utf8 ---------------------------------------------------------------------------
+
+
+def test_chinese_stream_passes_also_when_characters_are_split_across_reads(mock: Mock) -> None:
+    report = check_endpoint(mock.url("split-utf8"), mock.key, mock.model, timeout=2)
+    row = _row(report, "stream-utf8")
+    assert row.passed and row.severity == "error", row.detail
+    split = int(row.detail.split("(")[1].split()[0])
+    assert split > 0, row.detail  # the mock did cut characters: they were reassembled
+
+
+def test_replacement_characters_fail_stream_utf8(mock: Mock) -> None:
+    report = check_endpoint(mock.url("replacement-char"), mock.key, mock.model, timeout=2)
+    row = _row(report, "stream-utf8")
+    assert not row.passed and row.severity == "error" and not report.ok
+    assert "U+FFFD" in row.detail and "whole characters" in row.detail
+
+
+def test_bytes_of_a_character_split_over_two_events_fail() -> None:
+    # Valid once joined, but each event alone is not UTF-8: a client decoding per event
+    # (every SSE client) shows garbage.
+    with hostile_server() as base:
+        report = check_endpoint(base + "/badutf8" + CHAT, KEY, "m", timeout=2)
+    row = _row(report, "stream-utf8")
+    assert not row.passed and "not valid UTF-8" in row.detail
+
+
+# -- max-tokens-honoured --------------------------------------------------------------------
+
+
+def test_max_tokens_honoured_and_ignored(mock: Mock) -> None:
+    good = _row(check_endpoint(mock.url(), mock.key, mock.model, timeout=2), "max-tokens-honoured")
+    assert good.passed and good.severity == "warning" and "finish_reason length" in good.detail
+    report = check_endpoint(mock.url("ignore-max-tokens"), mock.key, mock.model, timeout=2)
+    bad = _row(report, "max-tokens-honoured")
+    assert not bad.passed and "with max_tokens 4 the reply had 8 tokens" in bad.detail
+    assert report.ok  # a warning
+
+
+def test_tolerated_framing_does_not_trip_the_go_live_checks(mock: Mock) -> None:
+    report = check_endpoint(mock.url("no-space,crlf,keepalive,split-utf8"), mock.key, mock.model)
+    assert all(
+        _row(report, n).passed for n in ("stream-utf8", "max-tokens-honoured", "model-name-served")
+    )
+
+
+# -- model-name-served ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vllm_like() -> Iterator[str]:
+    """A mock serving only "school-llm", as vLLM with --served-model-name school-llm."""
+    config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8, served=("school-llm",))
+    with serving(config) as base:
+        yield base + CHAT
+
+
+def test_served_name_passes(vllm_like: str) -> None:
+    report = check_endpoint(vllm_like, KEY, "school-llm", timeout=2)
+    row = _row(report, "model-name-served")
+    assert row.passed and "listed by GET /v1/models" in row.detail and report.ok
+
+
+def test_registered_name_that_is_not_served_is_flagged(vllm_like: str) -> None:
+    report = check_endpoint(vllm_like, KEY, "school-llm", timeout=2, also_name="campus-llm")
+    row = _row(report, "model-name-served")
+    assert not row.passed and row.severity == "warning" and report.ok
+    assert '"campus-llm"' in row.detail and "The server serves: school-llm" in row.detail
+    assert "--served-model-name school-llm campus-llm" in row.detail
+    assert "does not exist" in row.detail  # vLLM's {"object": "error"} message, read
+
+
+def test_unserved_body_model_fails_the_chat_and_says_why(vllm_like: str) -> None:
+    report = check_endpoint(vllm_like, KEY, "campus-llm", timeout=2)
+    assert not _row(report, "chat-answers").passed
+    assert "does not exist" in _row(report, "chat-answers").detail
+    assert not _row(report, "model-name-served").passed
+
+
+def test_a_server_without_a_model_list_is_judged_by_its_answer(mock: Mock) -> None:
+    row = _row(check_endpoint(mock.url(), mock.key, "any-name", timeout=2), "model-name-served")
+    assert row.passed and "answered HTTP 200" in row.detail
+
+
+# -- tls-certificate ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA(organization_name="Lmreg Test CA")
+
+
+@pytest.fixture()
+def trusted(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The test CA is the only trusted one (SSL_CERT_FILE), for this test."""
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    tls_context.cache_clear()
+    yield
+    tls_context.cache_clear()
+
+
+def _https(ca: trustme.CA, tmp_path: Path, host: str = "127.0.0.1", **dates: dt.datetime) -> Path:
+    pem = tmp_path / f"{host}-{len(list(tmp_path.iterdir()))}.pem"
+    ca.issue_cert(host, **dates).private_key_and_cert_chain_pem.write_to_path(str(pem))
+    return pem
+
+
+def _check_tls(pem: Path) -> EndpointReport:
+    config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)
+    with serving(config, certfile=str(pem), keyfile=str(pem)) as base:
+        assert base.startswith("https://")
+        return check_endpoint(base + CHAT, KEY, "m", timeout=3)
+
+
+@pytest.mark.usefixtures("trusted")
+def test_a_valid_certificate_passes(ca: trustme.CA, tmp_path: Path) -> None:
+    report = _check_tls(_https(ca, tmp_path))
+    row = _row(report, "tls-certificate")
+    assert row.passed and "Lmreg Test CA" in row.detail and "days left" in row.detail
+    assert report.ok and _row(report, "url-https").passed
+
+
+@pytest.mark.usefixtures("trusted")
+def test_a_certificate_expiring_soon_is_a_warning(ca: trustme.CA, tmp_path: Path) -> None:
+    soon = dt.datetime.now(dt.UTC) + dt.timedelta(days=10)
+    report = _check_tls(_https(ca, tmp_path, not_after=soon))
+    row = _row(report, "tls-certificate")
+    assert not row.passed and row.severity == "warning" and report.ok
+    assert "expires soon" in row.detail and soon.date().isoformat() in row.detail
+    assert "9 days left" in row.detail or "10 days left" in row.detail
+
+
+@pytest.mark.usefixtures("trusted")
+def test_an_expired_certificate_is_an_error(ca: trustme.CA, tmp_path: Path) -> None:
+    now = dt.datetime.now(dt.UTC)
+    pem = _https(
+        ca, tmp_path, not_before=now - dt.timedelta(days=90), not_after=now - dt.timedelta(days=2)
+    )
+    report = _check_tls(pem)
+    row = _row(report, "tls-certificate")
+    assert not row.passed and row.severity == "error" and not report.ok
+    assert "expired" in row.detail and "Lmreg Test CA" in row.detail
+    assert "tls-certificate" in _row(report, "reachable").detail
+
+
+@pytest.mark.usefixtures("trusted")
+def test_a_certificate_for_another_host_is_an_error(ca: trustme.CA, tmp_path: Path) -> None:
+    report = _check_tls(_https(ca, tmp_path, host="other.example"))
+    row = _row(report, "tls-certificate")
+    assert not row.passed and row.severity == "error"
+    assert "mismatch" in row.detail or "match" in row.detail
+
+
+def test_an_untrusted_certificate_is_an_error(ca: trustme.CA, tmp_path: Path) -> None:
+    # The test CA is not trusted here (certifi only): as a self-signed certificate would be.
+    tls_context.cache_clear()
+    report = _check_tls(_https(ca, tmp_path))
+    row = _row(report, "tls-certificate")
+    assert not row.passed and "issuer" in row.detail and "public CA" in row.detail
+
+
+# -- bad input: one row with a plain reason, within the timeout ------------------------------
+
+
+def _one_reason(report: EndpointReport) -> CheckResult:
+    failed = [c for c in report.checks if not c.passed and c.severity == "error"]
+    assert [c.name for c in failed] == ["reachable"], failed
+    assert "\n" not in failed[0].detail and "Traceback" not in failed[0].detail
+    return failed[0]
+
+
+def test_https_to_a_plain_http_port(mock: Mock) -> None:
+    url = mock.url().replace("http://", "https://")
+    row = _one_reason(check_endpoint(url, mock.key, mock.model, timeout=2))
+    assert "does not speak TLS" in row.detail and "http://" in row.detail
+
+
+def test_a_refused_tls_handshake() -> None:
+    with closing_server() as port:
+        start = time.monotonic()
+        row = _one_reason(check_endpoint(f"https://127.0.0.1:{port}{CHAT}", KEY, "m", timeout=2))
+    assert time.monotonic() - start < 5
+    assert "TLS handshake" in row.detail or "closed the connection" in row.detail
+
+
+def test_a_name_that_does_not_resolve() -> None:
+    start = time.monotonic()
+    report = check_endpoint(f"https://no-such-school.invalid{CHAT}", KEY, "m", timeout=2)
+    row = _one_reason(report)
+    assert time.monotonic() - start < 15
+    assert "does not resolve" in row.detail and "no-such-school.invalid" in row.detail
+
+
+def test_a_silent_server_times_out_within_the_timeout() -> None:
+    with closing_server(silent=True) as port:
+        start = time.monotonic()
+        row = _one_reason(check_endpoint(f"http://127.0.0.1:{port}{CHAT}", KEY, "m", timeout=1))
+    assert time.monotonic() - start < 4
+    assert "no answer within 1 s" in row.detail
+
+
+# -- helpers: split-horizon DNS, reply shapes ------------------------------------------------
+
+
+def test_split_horizon_names_fail_url_public_host() -> None:
+    passed = Row("url-public-host", True, "warning", "a public host name or address")
+    url = "https://llm.school.example/v1/chat/completions"
+    row = resolve_row(passed, url, ["10.1.2.3", "192.168.0.7"])
+    assert not row.passed and "split-horizon" in row.detail and "10.1.2.3" in row.detail
+    assert resolve_row(passed, url, ["10.1.2.3", "93.184.216.34"]) is passed
+    assert resolve_row(passed, url, None) is passed
+    assert private_only(["127.0.0.1", "::1", "fe80::1"]) and not private_only([])
+
+
+def test_reply_shapes() -> None:
+    assert error_message({"object": "error", "message": "The model `x` does not exist."})
+    assert error_message(b'{"error": {"message": "bad key"}}') == "bad key"
+    assert error_message(b"<html>") is None
+    assert chunk_text({"choices": [{"delta": {"role": "assistant"}}]}) is None
+    assert chunk_text({"choices": [], "usage": {"completion_tokens": 3}}) is None
+    assert completion_tokens({"choices": [], "usage": {"completion_tokens": 3}}) == 3
+    assert completion_tokens({"usage": {"completion_tokens": True}}) is None
+    assert model_ids({"data": [{"id": "a"}, {"x": 1}]}) == ["a"]
