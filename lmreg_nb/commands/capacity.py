@@ -52,6 +52,13 @@ __all__ = ["COMMANDS", "capacity"]
     help="Measure the model registered under this modelName as the platform will call it "
     "(its registryUrl and apiKey; LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not used).",
 )
+@click.option(
+    "--level-seconds",
+    type=click.FloatRange(min=0.1, max=60),
+    default=3.0,
+    show_default=True,
+    help="Each level runs at least this long (and two requests per chat).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
 @click.option(
     "--figure",
@@ -68,6 +75,7 @@ def capacity(
     max_concurrency: int,
     need: int | None,
     registered: str | None,
+    level_seconds: float,
     as_json: bool,
     figure_path: str,
 ) -> None:
@@ -82,7 +90,7 @@ def capacity(
     import sys
 
     from ..i18n import _
-    from ..probe.capacity import SLO, find_capacity
+    from ..probe.capacity import SLO, LevelPlan, find_capacity
     from ..probe.capacity_text import format_capacity
     from ..probe.levels import Level
 
@@ -113,6 +121,7 @@ def capacity(
         need=need,
         timeout=timeout,
         on_level=progress,
+        plan=LevelPlan(min_seconds=level_seconds, max_seconds=max(15.0, 5 * level_seconds)),
     )
     if as_json:
         click.echo(json.dumps(result.to_json()))

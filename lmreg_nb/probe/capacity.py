@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import threading
@@ -33,7 +34,7 @@ from ..secret import Secret, mask_text
 from .exchange import DEFAULT_PROMPT, Target, chat_body, send
 from .levels import SLO, Level, LevelPlan, run_level
 from .load import make_client
-from .report import _target
+from .exchange import make_target as _target
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -246,7 +247,8 @@ class _Search:
         """Stop from another thread (Ctrl-C): the levels so far stay."""
         self.interrupted.set()
         if self.loop is not None and self.task is not None:
-            self.loop.call_soon_threadsafe(self.task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop closed: the search is over
+                self.loop.call_soon_threadsafe(self.task.cancel)
 
 
 async def _search(

@@ -113,13 +113,23 @@ class Level:
         return self.errors_by_kind.get(CUT, 0)
 
     @classmethod
-    def measured(cls, concurrency: int, samples: list[Sample], duration_s: float) -> Level:
-        """The level's figures from its requests (over the successful ones)."""
+    def measured(
+        cls, concurrency: int, samples: list[Sample], duration_s: float, window_s: float = 0.0
+    ) -> Level:
+        """The level's figures from its requests (over the successful ones).
+
+        Rates count the requests that ended within ``window_s``, while all C chats
+        were still running: in the tail after it fewer run, which would understate
+        throughput (without a window: all of them over ``duration_s``).
+        """
         good = [s for s in samples if s.ok]
-        tokens = sum(s.tokens for s in good)
+        steady = [s for s in good if s.end_s <= window_s]
+        if not steady or window_s <= 0:
+            steady, window_s = good, duration_s
+        tokens = sum(s.tokens for s in steady)
         bad = next((s for s in samples if not s.ok), None)
         first = "" if bad is None else f"{bad.error}: {bad.detail}".rstrip(": ")
-        rate = duration_s > 0
+        rate = window_s > 0
         return cls(
             concurrency,
             requests=len(samples),
@@ -127,8 +137,8 @@ class Level:
             ttft_ms=percentiles([s.ttft_ms for s in good if s.ttft_ms is not None]),
             itl_ms=percentiles([s.itl_ms for s in good if s.itl_ms is not None]),
             latency_ms=percentiles([s.latency_ms for s in good if s.latency_ms is not None]),
-            requests_per_s=round(len(good) / duration_s, 3) if rate else None,
-            output_tokens_per_s=round(tokens / duration_s, 3) if rate else None,
+            requests_per_s=round(len(steady) / window_s, 3) if rate else None,
+            output_tokens_per_s=round(tokens / window_s, 3) if rate else None,
             errors_by_kind=dict(Counter(s.error for s in samples if s.error).most_common()),
             first_error=first,
             tokens_from_chunks=any(s.from_chunks for s in good),
@@ -251,10 +261,14 @@ async def run_level(
     stop_new = start + plan.max_seconds
     wanted = concurrency * plan.requests_per_worker
     in_flight: dict[int, float] = {}  # worker -> when its running request was due
+    window = [0.0]  # when the first worker stopped: the end of the steady state
 
     def enough(now: float) -> bool:
         done = len(samples)
-        return now >= stop_new or (now - start >= plan.min_seconds and done >= wanted)
+        if now >= stop_new or (now - start >= plan.min_seconds and done >= wanted):
+            window[0] = window[0] or now - start
+            return True
+        return False
 
     async def worker(index: int) -> None:
         due = start
@@ -289,6 +303,6 @@ async def run_level(
                 detail = _("[DONE] with no finish_reason")
                 samples[i] = Sample(False, CUT, detail, end_s=sample.end_s)
     ends = [s.end_s for s in samples if s.ok]
-    level = Level.measured(concurrency, samples, max(ends) if ends else now - start)
+    level = Level.measured(concurrency, samples, max(ends) if ends else now - start, window[0])
     judge(level, slo)
     return level

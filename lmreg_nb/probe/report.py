@@ -134,7 +134,8 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
         False,
         severity,
         f"{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
-        "check the server's capacity, rate limits and timeouts",
+        "check the server's capacity, rate limits and timeouts"
+        + (" " + load.advice() if load.cut_streams else ""),  # cut streams: name the fix
     )
 
 

@@ -56,9 +56,17 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
 
     fig = report.figure()
     assert fig is not None
-    titles = [ax.get_title() for ax in fig.axes[:3]]
-    assert titles == ["Latency (whole reply)", "Time to first token", "Throughput over time"]
-    assert all(ax.get_xlabel() for ax in fig.axes[:3])
+    titles = [ax.get_title() for ax in fig.axes[:4]]
+    assert titles == [
+        "Latency (whole reply)",
+        "Time to first token",
+        "Inter-token latency (per request)",
+        "Throughput over time",
+    ]
+    assert all(ax.get_xlabel() for ax in fig.axes[:4])
+    assert "24 requests at concurrency 6, 0 failed" in fig.get_suptitle()
+    # Both throughput series are drawn, each on its own axis (twin axes).
+    assert len(fig.axes[3].get_lines()) == 1 and len(fig.axes[4].get_lines()) == 1
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     assert buf.getvalue()[:4] == b"\x89PNG"
@@ -158,3 +166,25 @@ def test_works_inside_a_running_event_loop_like_jupyter(mock: Mock) -> None:
         return sync.ok, awaited.ok
 
     assert asyncio.run(cell()) == (True, True)
+
+
+def test_throughput_counts_tokens_when_they_arrive() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from lmreg_nb.probe.plots import peak_concurrency, token_arrivals
+
+    # First token after 1 s, 20 tokens until the end at 3 s: 10 per second from 1 s to 3 s,
+    # not 20 at 3 s; a second request overlaps the first from 2 s.
+    rows = pd.DataFrame(
+        {
+            "ok": [True, True, False],
+            "start_s": [0.0, 2.0, 0.0],
+            "end_s": [3.0, 4.0, 0.5],
+            "ttft_ms": [1000.0, 0.0, None],
+            "output_tokens": [20, 8, 0],
+        }
+    )
+    per_bin = token_arrivals(rows, np.array([0.0, 1.0, 2.0, 3.0, 4.0]))
+    assert per_bin.tolist() == pytest.approx([0.0, 10.0, 14.0, 4.0])
+    assert peak_concurrency(rows) == 2

@@ -1,0 +1,345 @@
+"""The capacity search against mock school models with a known knee, and its bad inputs.
+
+Each mock reply takes about one service time S = ttft + (tokens - 1) * itl
+(310 ms here). With a slot limit K, chat K + 1 waits a whole S for a slot, so
+a TTFT SLO well under S (150 ms) breaks just past K: the capacity found must
+lie between K - 1 and 1.5 K. Levels are kept short (0.6 s) so that the file
+stays well under a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from lmreg_nb.cli import main
+from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity
+from lmreg_nb.probe.exchange import Target
+from lmreg_nb.probe.load import run_load
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+
+pytestmark = pytest.mark.timeout(90)
+
+KEY = "sk-capacity-test-0123456789abcdef"
+TTFT, ITL, TOKENS = 20.0, 10.0, 30
+SERVICE_MS = TTFT + (TOKENS - 1) * ITL
+FAST = LevelPlan(min_seconds=0.6, requests_per_worker=2, max_seconds=5)
+LEVEL_KEYS = {
+    "concurrency",
+    "requests",
+    "errors",
+    "ttft_ms",
+    "itl_ms",
+    "latency_ms",
+    "requests_per_s",
+    "output_tokens_per_s",
+    "meets_slo",
+}
+
+
+def _mock(**knobs: object) -> MockModelConfig:
+    base: dict = {"api_key": KEY, "ttft_ms": TTFT, "itl_ms": ITL, "tokens": TOKENS}
+    return MockModelConfig(**{**base, **knobs})
+
+
+@pytest.fixture(scope="module")
+def plain() -> Iterator[str]:
+    """A mock without a slot limit (quirks by path prefix)."""
+    with serving(_mock()) as base:
+        yield base
+
+
+def _url(base: str, quirks: str = "") -> str:
+    return (
+        f"{base}/quirks/{quirks}/v1/chat/completions" if quirks else f"{base}/v1/chat/completions"
+    )
+
+
+@pytest.mark.parametrize("slots", [4, 8])
+def test_capacity_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None:
+    assert SERVICE_MS / 2 > 150  # the SLO is well under one service time
+    seen: list[int] = []
+    started = time.monotonic()
+    with serving(_mock(slots=slots)) as base:
+        result = find_capacity(
+            _url(base),
+            KEY,
+            "school-llm",
+            slo=SLO(ttft_ms=150),
+            max_concurrency=2 * slots,
+            plan=FAST,
+            on_level=lambda level: seen.append(level.concurrency),
+        )
+    assert time.monotonic() - started < 60
+    cap = result.capacity
+    assert slots - 1 <= cap.concurrency <= 1.5 * slots, result.to_json()
+    assert cap.limited_by == "ttft"
+    # Doubling up to the first miss, then bisection between the last pass and it.
+    assert seen[:3] == [1, 2, 4] and 2 * slots in seen
+    assert seen == [lv.concurrency for lv in result.levels]
+    assert result.meets(cap.concurrency) and not result.meets(2 * slots)
+    out = result.to_json()
+    assert set(out) == {"slo", "levels", "capacity", "need"}
+    assert set(out["capacity"]) == {
+        "concurrency",
+        "requests_per_s",
+        "output_tokens_per_s",
+        "limited_by",
+    }
+    assert all(set(level) == LEVEL_KEYS for level in out["levels"])
+    assert [lv["concurrency"] for lv in out["levels"]] == sorted(seen)
+    sentence = result.verdict(class_size=40)
+    assert f"serves {cap.concurrency} chats at once with first token p90 under 150 ms" in sentence
+    assert "a class of 40 needs more" in sentence
+    again = CapacityResult.from_json(json.loads(json.dumps(out)))
+    assert again.capacity == cap and again.verdict(40) == sentence
+
+
+def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> None:
+    with serving(_mock(slots=2)) as base:
+        result = find_capacity(
+            _url(base), KEY, "m", slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
+        )
+    # Every level meets the SLO, but throughput stopped rising at the 2 slots.
+    assert result.capacity.concurrency == 4
+    assert result.capacity.limited_by == "saturation" and result.saturation == 2
+    assert "Throughput stops rising past 2 chats at once" in result.verdict()
+    fig = result.figure()
+    assert [ax.get_title() for ax in fig.axes[:3]] == [
+        "Time to first token",
+        "Inter-token latency",
+        "Throughput",
+    ]
+    assert "Capacity: 4 chats at once" in fig.get_suptitle()
+
+
+def test_an_endpoint_failing_alone_has_capacity_0_and_the_reason(plain: str) -> None:
+    result = find_capacity(_url(plain, "status-500"), KEY, "m", max_concurrency=8, plan=FAST)
+    assert [lv.concurrency for lv in result.levels] == [1]
+    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
+    sentence = result.verdict(class_size=20)
+    assert "serves no chat" in sentence and "status 500" in sentence
+    assert KEY not in json.dumps(result.to_json()) + sentence
+
+
+def test_a_server_cutting_streams_is_named_with_the_fix(plain: str) -> None:
+    # llama.cpp's interrupt_requests: a new request ends the running one with [DONE].
+    result = find_capacity(_url(plain, "interrupt"), KEY, "m", max_concurrency=4, plan=FAST)
+    assert result.capacity.concurrency == 1
+    assert result.capacity.limited_by == "cut-streams"
+    assert result.cut_streams > 0
+    sentence = result.verdict()
+    assert "interrupt_requests" in sentence and "--interrupt_requests False" in sentence
+    assert "OLLAMA_NUM_PARALLEL" in sentence
+
+
+def test_the_load_test_names_cut_streams_too(plain: str) -> None:
+    target = Target(_url(plain, "interrupt"), KEY, "m")
+    result = asyncio.run(run_load(target, 8, 4))
+    assert result.errors_by_kind.get("cut stream", 0) >= 4
+    assert "--interrupt_requests False" in result.advice()
+    assert "OLLAMA_NUM_PARALLEL" in result.advice()
+
+
+def test_no_usage_says_tokens_are_counted_from_chunks(plain: str) -> None:
+    result = find_capacity(_url(plain, "no-usage"), KEY, "m", max_concurrency=1, plan=FAST)
+    assert result.capacity.concurrency == 1
+    assert result.capacity.limited_by == "max-concurrency"
+    assert "token figures are counted from chunks" in result.verdict()
+    assert result.levels[0].output_tokens_per_s == pytest.approx(
+        result.levels[0].requests_per_s * TOKENS, rel=1e-3
+    )
+
+
+def _cutting_server(stop: threading.Event) -> tuple[str, threading.Thread]:
+    """A server whose stream closes the connection mid-reply (no [DONE], no last chunk)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    sock.settimeout(0.1)
+    chunk = 'data: {"choices":[{"index":0,"delta":{"content":"hi "},"finish_reason":null}]}\n\n'
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)
+                head = (
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    "transfer-encoding: chunked\r\n\r\n"
+                )
+                body = chunk * 3
+                conn.sendall(head.encode() + f"{len(body):x}\r\n{body}\r\n".encode())
+        sock.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", thread
+
+
+def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
+    stop = threading.Event()
+    url, thread = _cutting_server(stop)
+    try:
+        result = find_capacity(url, KEY, "m", max_concurrency=2, plan=FAST, timeout=2)
+    finally:
+        stop.set()
+        thread.join(5)
+    level = result.levels[0]
+    assert level.errors_by_kind == {"cut stream": level.requests}
+    assert "closed mid-reply after 3 chunks" in level.first_error
+    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "cut-streams"
+
+
+def _refusing_server(accept: int, stop: threading.Event) -> tuple[str, threading.Thread]:
+    """Accepts ``accept`` connections (then hangs them) and resets every later one."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    sock.settimeout(0.1)
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            if len(held) < accept:
+                held.append(conn)
+            else:
+                conn.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                )
+                conn.close()  # a reset
+        for conn in held:
+            conn.close()
+        sock.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", thread
+
+
+def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
+    stop = threading.Event()
+    url, thread = _refusing_server(0, stop)
+    started = time.monotonic()
+    try:
+        result = find_capacity(url, KEY, "m", max_concurrency=8, plan=FAST, timeout=1)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert time.monotonic() - started < 15
+    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
+    assert result.levels[0].errors == result.levels[0].requests > 0
+
+
+def test_ctrl_c_returns_what_was_measured_so_far(plain: str) -> None:
+    def interrupt_after_two(level: object) -> None:
+        if len(seen) == 1:
+            # Ctrl-C: SIGINT to the main thread, waiting for the search's thread.
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        seen.append(level)
+
+    seen: list[object] = []
+    result = find_capacity(
+        _url(plain), KEY, "m", max_concurrency=64, plan=FAST, on_level=interrupt_after_two
+    )
+    assert result.stopped == "interrupted"
+    assert 2 <= len(result.levels) < 7
+    assert result.capacity.limited_by == "interrupted"
+    assert "interrupted" in result.verdict()
+
+
+def test_bad_arguments_are_one_line_errors(plain: str) -> None:
+    from lmreg_nb.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="max_concurrency"):
+        find_capacity(_url(plain), KEY, "m", max_concurrency=4, need=8)
+    with pytest.raises(ValidationError, match="apiKey"):
+        find_capacity(_url(plain), " ", "m")
+
+
+def _env(url: str) -> dict[str, str]:
+    return {"LMREG_MODEL_URL": url, "LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_NAME": "m"}
+
+
+def test_cli_json_and_exit_codes(plain: str) -> None:
+    args = ["capacity", "--json", "--slo-ttft-ms", "1000", "--level-seconds", "0.4"]
+    ok = CliRunner().invoke(
+        main, [*args, "--max-concurrency", "2", "--need", "2"], env=_env(_url(plain))
+    )
+    assert ok.exit_code == 0, ok.output
+    out = json.loads(ok.stdout)
+    assert out["need"] == 2 and out["capacity"]["concurrency"] == 2
+    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": None, "max_error_rate": 0.01}
+    assert KEY not in ok.output
+
+    failed = CliRunner().invoke(
+        main, [*args, "--max-concurrency", "2"], env=_env(_url(plain, "status-500"))
+    )
+    assert failed.exit_code == 1
+    assert json.loads(failed.stdout)["capacity"]["concurrency"] == 0
+
+    usage = CliRunner().invoke(
+        main, [*args, "--max-concurrency", "4", "--need", "8"], env=_env(_url(plain))
+    )
+    assert usage.exit_code == 2
+    assert "--need 8 is above --max-concurrency 4" in usage.stderr
+    assert "Traceback" not in usage.output
+
+
+def test_cli_text_table_verdict_and_figure(plain: str, tmp_path) -> None:
+    fig = tmp_path / "cap.png"
+    result = CliRunner().invoke(
+        main,
+        ["capacity", "--max-concurrency", "1", "--level-seconds", "0.3", "--figure", str(fig)],
+        env=_env(_url(plain)),
+    )
+    assert result.exit_code == 0, result.output
+    assert "concurrency  requests  errors" in result.stdout
+    assert "capacity: 1 (limited by max-concurrency)" in result.stdout
+    assert "verdict: The model serves at least 1 chat at once" in result.stdout
+    assert fig.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_registered_measures_the_registered_model(sandbox) -> None:
+    env = {k: v for k, v in sandbox.env().items() if k != "LMREG_MODEL_NAME"}
+    env["LMREG_MODEL_API_KEY"] = sandbox.model_api_key
+    runner = CliRunner()
+    reg = runner.invoke(
+        main, ["register", "--name", "capacity-model", "--url", sandbox.model_url], env=env
+    )
+    assert reg.exit_code == 0, reg.output
+    env["LMREG_MODEL_URL"] = "http://127.0.0.1:9/v1/chat/completions"  # must not be used
+    result = runner.invoke(
+        main,
+        ["capacity", "--registered", "capacity-model", "--max-concurrency", "1",
+         "--level-seconds", "0.3", "--json"],
+        env=env,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["capacity"]["concurrency"] == 1
+    missing = runner.invoke(main, ["capacity", "--registered", "nope", "--json"], env=env)
+    assert missing.exit_code == 1 and "no model named 'nope'" in missing.stderr
+
+
+def test_the_load_test_row_of_check_names_cut_streams_and_the_fix(plain: str) -> None:
+    from lmreg_nb.probe import check_endpoint
+
+    report = check_endpoint(_url(plain, "interrupt"), KEY, "m", requests=8, concurrency=4)
+    row = next(c for c in report.checks if c.name == "load-test")
+    assert not row.passed and "cut stream" in row.detail
+    assert "--interrupt_requests False" in row.detail and "OLLAMA_NUM_PARALLEL" in row.detail
