@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
+from failing_endpoint import answering_500
 
 from lmreg_nb.configuration import configuration
 from lmreg_nb.contact import Contact, check_contact
@@ -277,38 +276,14 @@ def test_headless_onboarding_against_the_sandbox_is_ok_but_not_ready_for_go_live
     assert not summary.go_live.ready
     assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
     assert [s.name for s in summary.steps] == [
-        "contact card", "token", "register", "list models", "chat", "chat endpoint checks",
+        "contact card", "token", "register", "list models", "chat endpoint checks", "chat",
     ]  # fmt: skip
-
-
-class _Answers500(http.server.BaseHTTPRequestHandler):
-    """A chat endpoint that fails every request with HTTP 500."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = b'{"error": {"message": "model crashed", "type": "server_error"}}'
-        self.send_response(500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
 def failing_endpoint() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers500)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with answering_500() as url:
+        yield url
 
 
 def test_an_endpoint_answering_500_leaves_a_failed_summary_with_the_reason(

@@ -132,9 +132,6 @@ class EndpointSteps:
         )
         self.report = report
         self.checks = [Check.from_json(c) for c in report.checks]
-        if self.chat_prompt:
-            reply, error = getattr(report, "chat_reply", None), getattr(report, "chat_error", None)
-            self._note_chat(reply, error)
         failed = [c for c in self.checks if not c.passed and c.severity == "error"]
         if failed:
             detail = _("required checks failed: {checks}").format(
@@ -148,6 +145,9 @@ class EndpointSteps:
                 n,
             ).format(n=n)
         self.note(Step("chat endpoint checks", not failed, detail))
+        if self.chat_prompt:
+            reply, error = getattr(report, "chat_reply", None), getattr(report, "chat_error", None)
+            self._note_chat(reply, error)
         return self.checks_table()
 
     def _note_chat(self, reply: str | None, error: str | None) -> None:

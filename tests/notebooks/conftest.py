@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,15 @@ def execute(tmp_path: Path) -> Callable[..., Path]:
 def leaks() -> Callable[..., list[str]]:
     """The leak finder: ``leaks(text, secrets, benign=())`` -> the secret forms found."""
     return _leaks
+
+
+@pytest.fixture
+def failing_endpoint() -> Iterator[str]:
+    """A loopback chat endpoint answering every request with HTTP 500."""
+    from failing_endpoint import answering_500
+
+    with answering_500() as url:
+        yield url
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ import nbformat
 import pytest
 
 from lmreg_nb.client import RegistryClient
+from lmreg_nb.export import render_html
 from lmreg_nb.records import read_records
 from lmreg_nb.settings import Settings
+from lmreg_nb.summary import Summary
 
 if TYPE_CHECKING:
     pass
@@ -63,7 +65,7 @@ def test_step_notebooks_do_each_step(
     outputs = [execute("01_get_token", {"exchange": True})]
     outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
     with _client(nb_env) as client:
-        registered = client.find_model("nb-step-model")
+        registered = client.find_model(name="nb-step-model")
     assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
 
     outputs.append(
@@ -77,14 +79,19 @@ def test_step_notebooks_do_each_step(
         )
     )
     with _client(nb_env) as client:
-        changed = client.find_model("nb-step-model-2")
+        changed = client.find_model(name="nb-step-model-2")
     assert changed is not None and changed.model_id == registered.model_id
     assert changed.registry_url == "https://llm.canary.example/v1/chat/completions"
     assert changed.api_key.reveal() == nb_env["LMREG_MODEL_API_KEY"]  # kept
+    modified = nbformat.read(outputs[-1], as_version=4)
+    assert "nb-step-model → nb-step-model-2" in str([c.get("outputs") for c in modified.cells])
 
     outputs.append(execute("04_list_models", {"name_contains": "nb-step"}))
     listed = nbformat.read(outputs[-1], as_version=4)
-    assert any("nb-step-model-2" in str(c.get("outputs")) for c in listed.cells)
+    # The list shows once, in one time format (not three times in three formats).
+    assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
+        "run = ob.Onboarding('')\nrun.list_models(name_contains)"
+    ]
 
     # A token canary where no platform call is made: it must not show either.
     monkeypatch.setenv("LMREG_TOKEN", token_canary)
@@ -108,50 +115,87 @@ def test_step_notebooks_do_each_step(
         assert "LMREG" not in str(meta.get("papermill", {}).get("parameters", {}))
 
 
-def test_onboarding_headless_records_an_ok_summary(
+def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
     execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None]
 ) -> None:
     out = execute(
         "onboarding",
-        {**CONTACT, "model_name": "nb-onboard-model", "check_requests": 4, "check_concurrency": 2},
-    )
+        {
+            **CONTACT, "model_name": "nb-onboard-model", "check_requests": 4,
+            "check_concurrency": 2, "class_size": 2, "lang": "en",
+        },
+    )  # fmt: skip
     assert _errors(out) == []
-    summary = read_records(out)["summary"]
-    assert summary["status"] == "ok", summary
-    assert summary["contact"] == {
+    record = read_records(out)["summary"]
+    summary = Summary.from_json(record)
+    assert summary.status == "ok", summary.reason
+    assert summary.lang == "en" and summary.class_size == 2
+    assert summary.contact == {
         "name": "Li Hua",
         "mobile": "13900001111",
         "email": CONTACT["contact_email"],
     }
-    assert [s["name"] for s in summary["steps"]] == [
-        "contact card", "token", "register", "list models", "chat endpoint checks",
+    assert [s.name for s in summary.steps] == [
+        "contact card", "token", "register", "list models", "chat endpoint checks", "chat",
+        "capacity",
     ]  # fmt: skip
-    assert summary["performance"] is not None and summary["performance"]["requests"] == 4
+    # A rehearsal on loopback: the steps passed, but the platform cannot reach the model.
+    assert not summary.go_live.ready
+    assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
+    assert summary.performance is not None and summary.performance["requests"] == 4
+    assert summary.capacity is not None and summary.capacity["class_size"] == 2
+    assert summary.capacity["verdict"] and summary.capacity["levels"]
     nb = nbformat.read(out, as_version=4)
     figures = [o for c in nb.cells if "run.figure()" in c.source for o in c.outputs]
     assert "image/png" in figures[0]["data"]  # the load test's plots, as an image
-    assert any(m["modelName"] == "nb-onboard-model" for m in summary["models"])
-    assert "apiKey" not in str(summary["models"])
+    charts = [o for c in nb.cells if "run.capacity_figure()" in c.source for o in c.outputs]
+    assert "image/png" in charts[0]["data"]
+    replies = [o for c in nb.cells if "run.reply()" in c.source for o in c.outputs]
+    assert "reply" in replies[0]["data"]["text/plain"]
+    assert any(m["modelName"] == "nb-onboard-model" for m in record["models"])
+    assert "apiKey" not in str(record["models"])
+    page = render_html(nb, summary)
+    assert "Not ready for go-live" in page and "127.0.0.1" in page
     with _client(nb_env) as client:
-        assert client.find_model("nb-onboard-model") is not None
+        assert client.find_model(name="nb-onboard-model") is not None
     assert_no_leak(out)
+
+
+def test_onboarding_with_no_parameters_records_incomplete(
+    execute: Callable[..., Path], nb_env: dict[str, str]
+) -> None:
+    out = execute("onboarding", {})
+    assert _errors(out) == []
+    summary = Summary.from_json(read_records(out)["summary"])
+    assert summary.status == "incomplete" and not summary.go_live.ready
+
+
+def test_a_chat_endpoint_answering_500_leaves_a_failed_summary_with_the_reason(
+    execute: Callable[..., Path], nb_env: dict[str, str], failing_endpoint: str
+) -> None:
+    out = execute(
+        "onboarding",
+        {**CONTACT, "model_name": "nb-broken-model", "registry_url": failing_endpoint,
+         "check_requests": 0, "class_size": 2},
+    )  # fmt: skip
+    assert _errors(out) == []  # the failure is shown and recorded, the notebook goes on
+    summary = Summary.from_json(read_records(out)["summary"])
+    assert summary.status == "failed"
+    assert summary.reason.startswith("chat endpoint checks:") and "500" in summary.reason
+    assert not any(s.name == "capacity" for s in summary.steps)  # skipped after the failure
 
 
 def test_invalid_contact_stops_before_anything_is_registered(
     execute: Callable[..., Path], nb_env: dict[str, str]
 ) -> None:
-    out = execute(
-        "onboarding",
-        {**CONTACT, "contact_mobile": "12345", "model_name": "nb-never-registered"},
-        expect_error=True,
-    )
-    (error,) = _errors(out)
-    assert error["ename"] == "ValidationError"
-    assert len(error["traceback"]) == 1 and error["traceback"][0].startswith(
-        "error: contact_mobile"
-    )
+    out = execute("onboarding", {**CONTACT, "contact_mobile": "12345", "model_name": "nb-never"})
+    assert _errors(out) == []
+    summary = Summary.from_json(read_records(out)["summary"])
+    assert summary.status == "failed" and summary.reason.startswith("contact card: contact_mobile")
+    nb = nbformat.read(out, as_version=4)
+    assert "skipped" in str([c.get("outputs") for c in nb.cells if "run.register(" in c.source])
     with _client(nb_env) as client:
-        assert client.find_model("nb-never-registered") is None
+        assert client.find_model(name="nb-never") is None
 
 
 def test_onboard_command_twice_updates_and_writes_scrubbed_records(
