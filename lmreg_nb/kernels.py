@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import inspect
 import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +52,38 @@ def ipc_prefix(folder: Path) -> str | None:
 
 
 def _guard_kernel_start() -> None:
-    """Make a failed kernel start raise KernelStartError (nbclient raises several types)."""
+    """Make a failed kernel start raise KernelStartError (nbclient raises several types).
+
+    nbclient has each step twice, async and a sync wrapper bound to the original
+    coroutine (papermill calls the sync one): both are wrapped.
+    """
     from nbclient import NotebookClient
 
-    def guarded(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    def guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(method):
+
+            @functools.wraps(method)
+            async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await method(self, *args, **kwargs)
+                except Exception as exc:
+                    raise KernelStartError(f"{type(exc).__name__}: {exc}") from exc
+
+            return wrapper
+
         @functools.wraps(method)
-        async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def sync_wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
-                return await method(self, *args, **kwargs)
+                return method(self, *args, **kwargs)
+            except KernelStartError:
+                raise
             except Exception as exc:
                 raise KernelStartError(f"{type(exc).__name__}: {exc}") from exc
 
-        return wrapper
+        return sync_wrapper
 
-    for name in ("async_start_new_kernel", "async_start_new_kernel_client"):
+    for name in ("async_start_new_kernel", "async_start_new_kernel_client",
+                 "start_new_kernel", "start_new_kernel_client"):  # fmt: skip
         setattr(NotebookClient, name, guarded(getattr(NotebookClient, name)))
 
 

@@ -1,0 +1,199 @@
+"""How runs end: signals, a killed CLI, kernels that do not start, plans that are too big.
+
+Real `lmreg-nb batch` processes, real papermill children and kernels; each test
+watches the processes and the private run folders (``lmreg-run-*``) left behind.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from lmreg_nb.batch import RunTask, execute_run, run_batch
+from lmreg_nb.cli import main
+from lmreg_nb.runs import RUN_PREFIX, remove_stale_runs
+
+DATA = Path(__file__).parent / "data"
+
+
+def _processes_under(folder: Path) -> list[psutil.Process]:
+    """papermill children and kernels whose command line names ``folder``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with_args = " ".join(proc.info["cmdline"] or [])
+        if str(folder) in with_args and proc.pid != os.getpid():
+            found.append(proc)
+    return found
+
+
+def _wait_for(predicate: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"waited {timeout:g} s for {what}")
+
+
+@pytest.fixture
+def cli_batch(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path]]:
+    """`lmreg-nb batch` of one sleepy run, in its own temp folder, once its cells run."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"run_id,notebook,seconds\nnap,{DATA / 'sleepy.ipynb'},3600\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lmreg_nb", "batch", str(plan), "--out", str(out),
+         "--timeout", "300"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    # papermill writes its output notebook as soon as cells start running.
+    _wait_for(lambda: list(tmp.glob(RUN_PREFIX + "*/executed.ipynb")), 90, "the run's cells")
+    try:
+        yield proc, tmp, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for child in _processes_under(tmp):
+            child.kill()
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signalled_batch_cleans_up_and_names_the_interruption(
+    cli_batch: tuple[subprocess.Popen[bytes], Path, Path], signum: int
+) -> None:
+    proc, tmp, out = cli_batch
+    assert _processes_under(tmp), "the run's papermill and kernel should be running"
+    proc.send_signal(signum)
+    _stdout, stderr = proc.communicate(timeout=60)
+    name = signal.Signals(signum).name
+    assert proc.returncode == 128 + signum
+    assert stderr.decode().strip().splitlines()[-1] == f"stopped: interrupted by {name}"
+    assert b"Traceback" not in stderr
+    # Nothing left: no unscrubbed notebook, no token cache, no papermill, no kernel.
+    assert list(tmp.iterdir()) == []
+    _wait_for(lambda: not _processes_under(tmp), 10, "papermill and the kernel to stop")
+    result = json.loads((out / "nap" / "result.json").read_text())
+    assert result["status"] == "failed" and result["error"] == f"interrupted by {name}"
+    first = nbformat.read(out / "nap" / "sleepy.ipynb", as_version=4).cells[0]
+    assert f"interrupted by {name}" in first.source
+    with (out / "summary.csv").open(encoding="utf-8-sig") as fh:
+        assert next(csv.DictReader(fh))["error"] == f"interrupted by {name}"
+
+
+@pytest.mark.notebooks
+def test_a_killed_batch_leaves_no_process_and_its_folder_goes_next_time(
+    cli_batch: tuple[subprocess.Popen[bytes], Path, Path],
+) -> None:
+    proc, tmp, _out = cli_batch
+    proc.kill()  # SIGKILL: no cleanup can run in the CLI itself
+    proc.wait()
+    # The papermill child sees its parent gone and stops its kernel.
+    _wait_for(lambda: not _processes_under(tmp), 15, "the orphaned papermill and kernel to stop")
+    (stale,) = tmp.glob(RUN_PREFIX + "*")
+    assert (stale / "executed.ipynb").is_file()  # unscrubbed: it must not stay
+    assert remove_stale_runs(tmp) == [stale]
+    assert list(tmp.iterdir()) == []
+
+
+def test_stale_cleanup_keeps_live_and_young_folders(tmp_path: Path) -> None:
+    live = tmp_path / f"{RUN_PREFIX}live"
+    live.mkdir()
+    owner = {"pid": os.getpid(), "started": psutil.Process().create_time()}
+    (live / "owner.json").write_text(json.dumps(owner))
+    young = tmp_path / f"{RUN_PREFIX}young"  # being created: no owner file yet
+    young.mkdir()
+    reused = tmp_path / f"{RUN_PREFIX}reused"  # our pid, but another process's start time
+    reused.mkdir()
+    (reused / "owner.json").write_text(json.dumps({"pid": os.getpid(), "started": 1.0}))
+    assert remove_stale_runs(tmp_path) == [reused]
+    assert live.is_dir() and young.is_dir()
+
+
+def _kernelspec(root: Path, name: str, fail_first: bool, seen: Path) -> None:
+    """A kernel that fails to start (always, or the first time only), then runs ipykernel."""
+    folder = root / "kernels" / name
+    folder.mkdir(parents=True)
+    marker = folder / "failed-once"
+    script = folder / "launch.py"
+    script.write_text(
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "conn = sys.argv[sys.argv.index('-f') + 1]\n"
+        f"with open({str(seen)!r}, 'a') as fh:\n"
+        "    fh.write(json.loads(Path(conn).read_text())['transport'] + '\\n')\n"
+        f"marker = Path({str(marker)!r})\n"
+        f"if {not fail_first} or not marker.exists():\n"
+        "    marker.write_text('x')\n"
+        "    sys.exit(3)\n"
+        "from ipykernel.kernelapp import launch_new_instance\n"
+        "sys.argv = [sys.argv[0], '-f', conn]\n"
+        "launch_new_instance()\n"
+    )
+    spec = {"argv": [sys.executable, str(script), "-f", "{connection_file}"],
+            "display_name": name, "language": "python"}  # fmt: skip
+    (folder / "kernel.json").write_text(json.dumps(spec))
+
+
+def _notebook_with_kernel(path: Path, kernel: str) -> Path:
+    nb = nbformat.read(DATA / "empty.ipynb", as_version=4)
+    nb.metadata.kernelspec = {"name": kernel, "display_name": kernel, "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.notebooks
+def test_a_kernel_that_fails_to_start_is_retried_once_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jupyter, seen = tmp_path / "jupyter", tmp_path / "transports.txt"
+    _kernelspec(jupyter, "flaky", fail_first=True, seen=seen)
+    _kernelspec(jupyter, "broken", fail_first=False, seen=seen)
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter))  # reaches the runs (a JUPYTER_ variable)
+    flaky = _notebook_with_kernel(tmp_path / "flaky.ipynb", "flaky")
+    broken = _notebook_with_kernel(tmp_path / "broken.ipynb", "broken")
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"run_id,notebook\nflaky,{flaky}\nbroken,{broken}\n")
+    result = run_batch(plan, tmp_path / "out", jobs=2, timeout=120, progress=False)
+    with result.summary_csv.open(encoding="utf-8-sig") as fh:
+        rows = {row["run_id"]: row for row in csv.DictReader(fh)}
+    assert rows["flaky"]["status"] == "ok" and rows["flaky"]["kernel_retried"] == "yes"
+    assert rows["broken"]["status"] == "failed" and rows["broken"]["kernel_retried"] == "yes"
+    assert rows["broken"]["error"].startswith("the kernel did not start, twice: ")
+    assert result.kernel_retries == 2
+    # Two tries each, every kernel over the ipc transport (no TCP port to race for).
+    assert seen.read_text().split() == ["ipc"] * 4
+
+
+def test_a_plan_cell_over_128_kib_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f'run_id,notebook,school\nbig,{DATA / "leaky.ipynb"},"{"x" * 140_000}"\n')
+    result = CliRunner().invoke(main, ["batch", str(plan), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "plan.csv line 2: not a readable CSV row" in result.stderr
+    assert "128 KiB" in result.stderr
+
+
+def test_a_run_that_fails_before_its_summary_keeps_its_school(tmp_path: Path) -> None:
+    task = RunTask("gone", str(tmp_path / "missing.ipynb"), str(tmp_path / "gone"),
+                   {"school": "第一中学"}, {}, 60, "fp")  # fmt: skip
+    result = execute_run(task)
+    assert result["status"] == "failed" and result["school"] == "第一中学"
+    assert "no notebook at" in result["error"]
