@@ -75,9 +75,10 @@ def set_language(lang: str | None = None) -> str:
         translations = gettext.NullTranslations()
     else:
         code = chosen.replace("-", "_")
-        translations = gettext.translation(
-            DOMAIN, localedir=str(LOCALE_DIR), languages=[code], fallback=True
-        )
+        # LMREG_LOCALE_DIR: try a catalog without reinstalling (translators, the pseudo-locale
+        # test of a notebook run, whose kernel is another process).
+        where = os.environ.get("LMREG_LOCALE_DIR") or str(LOCALE_DIR)
+        translations = gettext.translation(DOMAIN, localedir=where, languages=[code], fallback=True)
     _install(translations, chosen)
     return chosen
 

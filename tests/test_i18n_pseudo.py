@@ -55,7 +55,12 @@ IDENTIFIERS = {
 
 @pytest.fixture(scope="module")
 def pseudo_mo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A zh_CN catalog whose every text is the English one between markers."""
+    """A locale folder whose zh_CN catalog shows every text as the English one in markers."""
+    return write_pseudo_catalog(tmp_path_factory.mktemp("pseudo-locale"))
+
+
+def write_pseudo_catalog(root: Path) -> Path:
+    """Write ``root/zh_CN/LC_MESSAGES/lmreg_nb.mo`` of the pseudo-locale; returns ``root``."""
     script = load_script()
     from babel.messages.catalog import Catalog
 
@@ -67,7 +72,6 @@ def pseudo_mo(tmp_path_factory: pytest.TempPathFactory) -> Path:
             catalog.add(message.id, f"{OPEN}{message.id}{CLOSE}")
         else:
             catalog.add(message.id, (f"{OPEN}{message.id[1]}{CLOSE}",))
-    root = tmp_path_factory.mktemp("pseudo-locale")
     target = root / "zh_CN" / "LC_MESSAGES" / f"{i18n.DOMAIN}.mo"
     target.parent.mkdir(parents=True)
     target.write_bytes(script.mo_bytes(catalog))

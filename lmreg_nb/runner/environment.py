@@ -31,7 +31,7 @@ BASE_VARIABLES = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NO_PROXY", "no_proxy",
     "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
     "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA", "LOCALAPPDATA",
-    "USERPROFILE",
+    "USERPROFILE", "LMREG_LOCALE_DIR",
 )  # fmt: skip
 #: Prefixes of inherited variables (locale, XDG folders, Jupyter's own paths).
 BASE_PREFIXES = ("LC_", "XDG_", "JUPYTER_")
