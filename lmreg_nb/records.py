@@ -23,7 +23,6 @@ from .errors import LmregError
 from .i18n import _
 from .record_html import render_summary_html
 from .record_text import render_summary_text
-from .scrub import scrub_notebook  # re-exported: records and scrubbing go together
 from .secret import Secret
 
 if TYPE_CHECKING:
@@ -36,7 +35,6 @@ __all__ = [
     "records_of",
     "render_summary_html",
     "render_summary_text",
-    "scrub_notebook",
     "to_jsonable",
 ]
 
