@@ -34,8 +34,8 @@ max-width:72em;overflow-x:auto;background:#fff;color:#222}
 .lmreg-summary h2{margin:0 0 8px;font-size:1.3em}
 .lmreg-summary h3{margin:12px 0 4px;font-size:1.05em}
 .lmreg-summary table{border-collapse:collapse;margin:4px 0}
-.lmreg-summary td,.lmreg-summary th{border:1px solid #ddd;padding:3px 8px;text-align:left;
-vertical-align:top}
+.lmreg-summary td,.lmreg-summary th{border:1px solid #ddd;padding:3px 8px;
+text-align:left!important;vertical-align:top}
 .lmreg-summary ul{list-style:none;padding-left:0;margin:4px 0}
 .lmreg-summary ol{margin:4px 0 4px 1.5em;padding:0}
 .lmreg-verdict{font-size:1.1em;font-weight:bold;margin:6px 0}
