@@ -7,7 +7,7 @@ import html
 import ipywidgets as widgets
 
 from ..display import Outcome
-from ..i18n import _
+from ..i18n import _, format_local_time
 from ..models import RegisteredModel
 from ..onboarding import Onboarding
 from ..secret import Secret
@@ -139,6 +139,7 @@ class ModifyForm(Form):
     def apply(self) -> Outcome | None:
         """Second click: overwrite the model; show old -> new and refresh the dropdown."""
         model_id = self.select.value or ""
+        old = self.models.get(model_id)
         key, self._key = self._key, ""
         self.confirm.layout.display = "none"
         name, url = self.model_name.value, self.registry_url.value
@@ -146,6 +147,13 @@ class ModifyForm(Form):
         def action() -> Outcome:
             done = self.run_.modify(model_id, name, url, key or None)
             self._load(keep=model_id)  # the dropdown shows the new name
-            return done
+            model = done.value
+            if old is None or not isinstance(model, RegisteredModel):
+                return done
+            # What a person checks: each field old -> new, then when, in local time.
+            rows = [*changes(old, name, url, key or None), ("modelId", model.model_id)]
+            if model.update_time is not None:
+                rows.append(("updateTime", format_local_time(model.update_time)))
+            return Outcome(done.title, rows, ok=done.ok, value=model)
 
         return self.run(action, step="modify")

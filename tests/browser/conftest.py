@@ -57,7 +57,6 @@ SERVER_START_TIMEOUT = 90.0
 #: Milliseconds Playwright waits for page state (lab start, kernel start, cells).
 STATE_TIMEOUT_MS = 90_000
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = REPO / "notebooks"
 #: Where to also write the screenshots (e.g. docs/ when refreshing the README's).
 SHOTS_VARIABLE = "BROWSER_TEST_SHOTS"
 
@@ -351,8 +350,22 @@ class Lab:
         if self.server.lang != "en":
             name = name.replace(".png", f".{self.server.lang}.png")
         path = self.shots / name
-        target.scroll_into_view_if_needed()
-        target.screenshot(path=str(path), animations="disabled")
+        self.page.mouse.move(0, 0)  # no hover highlight in the picture
+        viewport = self.page.viewport_size
+        box = target.bounding_box()
+        # A target taller than the notebook's panel would come out cut and overlaid by the
+        # menus: the page grows to hold it for the picture.
+        tall = viewport is not None and box is not None and box["height"] > viewport["height"] - 250
+        if tall and viewport is not None and box is not None:
+            self.page.set_viewport_size(
+                {"width": viewport["width"], "height": int(box["height"]) + 300}
+            )
+        try:
+            target.scroll_into_view_if_needed()
+            target.screenshot(path=str(path), animations="disabled")
+        finally:
+            if tall and viewport is not None:
+                self.page.set_viewport_size(viewport)
         extra = os.environ.get(SHOTS_VARIABLE)
         if publish and extra:
             # Relative to the repository: tests run from a temporary working folder.
@@ -404,11 +417,15 @@ def lab_server(
     lab_account: dict[str, str],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LabServer]:
-    """JupyterLab over a temporary copy of notebooks/, kernels pointed at the sandbox account,
-    speaking one language (LMREG_LANG): the module's tests run once per language."""
+    """JupyterLab over a copy of the shipped notebooks, kernels pointed at the sandbox account,
+    in one language (the notebooks' and LMREG_LANG): the module's tests run once per language."""
+    from lmreg_nb.shipped import copy_notebooks
+
     lang = str(request.param)
     root = tmp_path_factory.mktemp("lab") / "notebooks"
-    shutil.copytree(NOTEBOOKS, root)
+    # As a school engineer gets them: `lmreg-nb notebooks DIR` in the language chosen.
+    copied = copy_notebooks(root, lang=lang)
+    assert len(copied.written) == 6, copied
     home = tmp_path_factory.mktemp("lab-home")
     env = lab_environment(home, {**lab_account, "LMREG_LANG": lang})
     with running_lab(root, home, env, lang) as server:

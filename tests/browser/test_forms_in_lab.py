@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from lab_helpers import (
+    CJK,
     CLICK_TIMEOUT_MS,
     expect_language,
     platform_models,
@@ -78,7 +79,7 @@ def test_modify_form_bad_url_then_old_to_new(lab: Lab, lab_account: dict[str, st
     expect_language(lab.server.lang, form.locator(".lmreg-modify-button"), "Modify")
     # No stray "None" under the form: loading the dropdown shows nothing.
     expect(form.locator(".lmreg-result")).to_have_text("")
-    form.locator(".lmreg-model-select select").select_option(value=model_id)
+    form.locator(".lmreg-model-select select").select_option(label=f"{name} ({model_id})")
     expect(form.locator(".lmreg-model-name input")).to_have_value(name)
 
     url_input = form.locator(".lmreg-registry-url input")
@@ -156,8 +157,10 @@ def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None
     mobile = contact.locator(".lmreg-contact-mobile input")
     mobile.fill("12345")  # the mistake
     mobile.blur()
-    expect(contact.locator(".lmreg-contact-mobile-error")).to_contain_text(re.compile(r"\S"))
-    lab.shot(lab.run_cell_of(panel, "lmreg-contact-form"), "contact_form_error.png")
+    mobile_error = contact.locator(".lmreg-contact-mobile-error")
+    expect(mobile_error).to_contain_text(re.compile(r"\S"))
+    error_text = mobile_error.inner_text()  # its language is checked last (see the end)
+    lab.shot(lab.run_cell_of(panel, "lmreg-contact-form"), "contact_form_error.png", publish=True)
     mobile.fill("13812345678")
     mobile.blur()
     expect(contact.locator(".lmreg-contact-mobile-error")).to_have_text("")
@@ -179,7 +182,9 @@ def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None
     table = panel.locator(".lmreg-models-table")
     expect(table).to_contain_text(name, timeout=CLICK_TIMEOUT_MS)
     checks = panel.locator(".lmreg-checks-panel")
-    expect(checks.locator(".lmreg-result table")).to_be_visible(timeout=CHECKS_TIMEOUT_MS)
+    expect(checks.locator(".lmreg-result table.lmreg-table")).to_be_visible(
+        timeout=CHECKS_TIMEOUT_MS
+    )
     expect(checks.locator(".lmreg-result")).to_contain_text("stream")
     expect(summary.locator(".lmreg-status")).to_have_class(
         re.compile(r"status-ok"), timeout=CLICK_TIMEOUT_MS
@@ -188,3 +193,7 @@ def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None
     lab.shot(summary, "onboarding_record_in_lab.png", publish=True)
     lab.shot(lab.run_cell_of(panel, "lmreg-register-form"), "onboarding_register.png")
     assert sandbox.model_api_key not in lab.page.content()
+    # Last, so the whole flow ran first: the one-line error speaks the page's language too.
+    assert CJK.search(error_text) if lab.server.lang == "zh-CN" else "mobile" in error_text, (
+        error_text
+    )
