@@ -9,6 +9,8 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from .i18n import _
+
 __all__ = ["FigureView", "Outcome", "Table"]
 
 
@@ -38,7 +40,7 @@ class Outcome:
         )
 
     def __repr__(self) -> str:
-        lines = [f"{'ok' if self.ok else 'FAILED'}: {self.title}"]
+        lines = [f"{_('ok') if self.ok else _('FAILED')}: {self.title}"]
         lines += [f"  {k}: {v}" for k, v in self.rows]
         return "\n".join(lines)
 
@@ -74,7 +76,7 @@ class Table:
 
     def __repr__(self) -> str:
         if not self.rows:
-            return "(no rows) " + " | ".join(self.columns)
+            return _("(no rows)") + " " + " | ".join(self.columns)
         widths = [max(len(c), *(len(r[i]) for r in self.rows)) for i, c in enumerate(self.columns)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=True))]
         lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in self.rows]
@@ -95,4 +97,4 @@ class FigureView:
         return buffer.getvalue()
 
     def __repr__(self) -> str:
-        return "load test figures (time to first token, inter-token latency, throughput)"
+        return _("figures (a PNG image)")

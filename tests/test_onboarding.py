@@ -321,3 +321,20 @@ def test_a_probe_that_raises_is_a_failed_step_and_the_summary_says_why(
     assert summary.status == "failed"
     assert summary.reason.startswith("chat endpoint checks: could not connect")
     assert run.figure().title.startswith("no load test")
+
+
+def test_an_empty_app_secret_goes_back_to_the_configured_one_not_one_typed_before() -> None:
+    environ = {
+        "LMREG_BASE_URL": "https://ai.school.example",
+        "LMREG_APP_ID": "app-1",
+        "LMREG_APP_SECRET": "configured-secret-123",
+        "LMREG_TOKEN": "token-from-elsewhere",
+    }
+    run = Onboarding("S", settings=Settings.load(environ=environ))
+    run.use_credentials("app-1", "typed-wrong-secret")
+    assert run.settings.app_secret is not None
+    assert run.settings.app_secret.reveal() == "typed-wrong-secret"
+    assert run.settings.token is None  # a token from other credentials is not reused
+    run.use_credentials("", "")
+    assert run.settings.app_secret.reveal() == "configured-secret-123"
+    assert run.settings.app_id == "app-1"
