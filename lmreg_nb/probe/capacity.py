@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..secret import Secret, mask_text
 from .exchange import DEFAULT_PROMPT, Target, chat_body, send
+from .exchange import make_target as _target
 from .levels import SLO, Level, LevelPlan, run_level
 from .load import make_client
-from .exchange import make_target as _target
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

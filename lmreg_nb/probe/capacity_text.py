@@ -102,7 +102,7 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
     else:
         at_least = cap.limited_by in ("max-concurrency", "saturation", "time", "interrupted")
         sentences = [_served(cap.concurrency, slo_phrase(result.slo), class_size, at_least)]
-    if result.cut_streams:
+    if result.cut_streams or result.capacity.limited_by == "cut-streams":
         sentences.append(
             _(
                 "The server cuts a running reply when a new request arrives (llama.cpp"

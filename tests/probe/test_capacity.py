@@ -343,3 +343,15 @@ def test_the_load_test_row_of_check_names_cut_streams_and_the_fix(plain: str) ->
     row = next(c for c in report.checks if c.name == "load-test")
     assert not row.passed and "cut stream" in row.detail
     assert "--interrupt_requests False" in row.detail and "OLLAMA_NUM_PARALLEL" in row.detail
+
+
+def test_works_inside_a_running_event_loop_like_jupyter(plain: str) -> None:
+    from lmreg_nb.probe.capacity import find_capacity_async
+
+    async def cell() -> tuple[int, int]:
+        # Jupyter runs cells inside a loop: the sync API must not call asyncio.run there.
+        sync = find_capacity(_url(plain), KEY, "m", max_concurrency=1, plan=FAST)
+        awaited = await find_capacity_async(_url(plain), KEY, "m", max_concurrency=1, plan=FAST)
+        return sync.capacity.concurrency, awaited.capacity.concurrency
+
+    assert asyncio.run(cell()) == (1, 1)
