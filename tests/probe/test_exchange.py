@@ -45,7 +45,8 @@ def test_a_reply_that_never_ends_is_bounded() -> None:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Trickle())
 
     ex = _run(handler)
-    assert ex.failure == "timeout" and "did not finish within 0.3 s" in ex.failure_detail
+    assert ex.failure == "timeout"
+    assert "stalled after" in ex.failure_detail or "did not finish within" in ex.failure_detail
 
 
 def test_an_oversized_stream_is_cut() -> None:
