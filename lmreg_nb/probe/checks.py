@@ -1,7 +1,8 @@
 """Conformance checks of a school's chat endpoint (spec 4.5), each a row with how to fix.
 
-The checker makes four requests (a chat reply, the same with a made-up key,
-a streamed chat reply, the text-completion form) and judges what it saw.
+The requests (made at once by :mod:`.suite`: a chat reply, the same with a
+made-up key, a streamed chat reply, the text-completion form, and the go-live
+requests of :mod:`.golive`) are judged here, one function per group of rows.
 Severities: ``error`` breaks the platform's calls (the onboarding fails),
 ``warning`` works but should be fixed, ``info`` is for the record.
 
@@ -46,7 +47,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..i18n import _
+from ..i18n import _, ngettext
 from ..validate import url_warnings
 from .exchange import Exchange, snippet
 from .shapes import completion_tokens, reply_shape, reply_text
@@ -155,24 +156,32 @@ def status_advice(ex: Exchange) -> str:
     status = ex.status or 0
     said = f": {ex.failure_detail}" if ex.failure_detail else ""
     if status == 429:
-        return (
-            f"HTTP 429 (rate limited){said}. The platform would be refused too: "
+        return _(
+            "HTTP 429 (rate limited){said}. The platform would be refused too: "
             "raise the rate limit for this key, then check again"
-        )
+        ).format(said=said)
     if status >= 500:
-        return (
-            f"HTTP {status} (server error){said}. The model server failed: "
+        return _(
+            "HTTP {status} (server error){said}. The model server failed: "
             "check its logs and that the model is loaded"
-        )
+        ).format(status=status, said=said)
     if 300 <= status < 400:
-        where = f" to {ex.location}" if ex.location else ""
-        return (
-            f"HTTP {status}: the URL redirects{where}. Register the final URL: "
+        if ex.location:
+            return _(
+                "HTTP {status}: the URL redirects to {where}. Register the final URL: "
+                "clients do not repeat a POST after a redirect"
+            ).format(status=status, where=ex.location)
+        return _(
+            "HTTP {status}: the URL redirects. Register the final URL: "
             "clients do not repeat a POST after a redirect"
-        )
+        ).format(status=status)
     if status == 404:
-        return f"HTTP 404{said}. Nothing serves this path: check the URL and the model name"
-    return f"HTTP {status}{said}. Check the request the server expects (spec 4.5)"
+        return _(
+            "HTTP 404{said}. Nothing serves this path: check the URL and the model name"
+        ).format(said=said)
+    return _("HTTP {status}{said}. Check the request the server expects (spec 4.5)").format(
+        status=status, said=said
+    )
 
 
 def transport_row(ex: Exchange, url: str) -> CheckResult:
@@ -180,12 +189,12 @@ def transport_row(ex: Exchange, url: str) -> CheckResult:
     if ex.failure == "connect":
         advice = ex.failure_detail or _("could not connect to {url}").format(url=url)
     elif ex.failure == "timeout":
-        advice = (
-            f"{ex.failure_detail}. The server accepted the connection but did not answer: "
+        advice = _(
+            "{seen}. The server accepted the connection but did not answer: "
             "check it is not overloaded or stuck, or raise LMREG_TIMEOUT"
-        )
+        ).format(seen=ex.failure_detail)
     else:
-        advice = f"the connection failed: {ex.failure_detail}"
+        advice = _("the connection failed: {seen}").format(seen=ex.failure_detail)
     return _row("reachable", False, "error", advice)
 
 
@@ -196,25 +205,32 @@ def chat_rows(ex: Exchange) -> list[CheckResult]:
             "chat-reply-shape",
             False,
             "error",
-            f"the reply is not JSON (Content-Type {ex.content_type or 'missing'}: "
-            f"{snippet(ex.body.decode('utf-8', 'replace'), 80)!r}); answer "
-            "application/json in the OpenAI chat.completion shape",
+            _(
+                "the reply is not JSON (Content-Type {media}: {sample}); answer "
+                "application/json in the OpenAI chat.completion shape"
+            ).format(
+                media=ex.content_type or _("missing"),
+                sample=repr(snippet(ex.body.decode("utf-8", "replace"), 80)),
+            ),
         )
     elif missing:
         shape = _row(
             "chat-reply-shape",
             False,
             "error",
-            f"the reply lacks {', '.join(missing)}; answer in the OpenAI chat.completion "
-            "shape (id, object, choices[0].message.role/content, finish_reason, usage)",
+            _(
+                "the reply lacks {missing}; answer in the OpenAI chat.completion "
+                "shape (id, object, choices[0].message.role/content, finish_reason, usage)"
+            ).format(missing=", ".join(missing)),
         )
     else:
         shape = _row(
             "chat-reply-shape",
             True,
             "error",
-            f"chat.completion with {len(reply_text(ex.json_body) or '')} "
-            f"characters in {_ms(ex.latency)}",
+            _("chat.completion with {n} characters in {ms}").format(
+                n=len(reply_text(ex.json_body) or ""), ms=_ms(ex.latency)
+            ),
         )
     tokens = completion_tokens(ex.json_body)
     usage = _row(
@@ -223,32 +239,48 @@ def chat_rows(ex: Exchange) -> list[CheckResult]:
         "warning",
         f"usage.completion_tokens = {tokens}"
         if tokens is not None
-        else "no usage.completion_tokens in the reply: the platform cannot count tokens; "
-        "add usage {prompt_tokens, completion_tokens, total_tokens}",
+        else _(
+            "no usage.completion_tokens in the reply: the platform cannot count tokens; "
+            "add usage (prompt_tokens, completion_tokens, total_tokens)"
+        ),
     )
     return [shape, usage]
 
 
 def wrong_key_row(ex: Exchange) -> CheckResult:
     if ex.failure in ("connect", "timeout", "transport"):
-        return _row("wrong-key-rejected", False, "error", f"no answer: {ex.failure_detail}")
+        return _row(
+            "wrong-key-rejected",
+            False,
+            "error",
+            _("no answer: {why}").format(why=ex.failure_detail),
+        )
     status = ex.status or 0
     if status in (401, 403):
-        return _row("wrong-key-rejected", True, "error", f"a made-up key got HTTP {status}")
+        return _row(
+            "wrong-key-rejected",
+            True,
+            "error",
+            _("a made-up key got HTTP {status}").format(status=status),
+        )
     if 200 <= status < 300:
         return _row(
             "wrong-key-rejected",
             False,
             "error",
-            "a made-up key was accepted: anyone who finds the URL can use the model. "
-            "Check Authorization: Bearer <apiKey> and answer 401 when it is wrong",
+            _(
+                "a made-up key was accepted: anyone who finds the URL can use the model. "
+                "Check Authorization: Bearer <apiKey> and answer 401 when it is wrong"
+            ),
         )
     return _row(
         "wrong-key-rejected",
         False,
         "error",
-        f"a made-up key got HTTP {status}, not 401 or 403; answer a wrong key with 401 "
-        "so clients report an authentication problem",
+        _(
+            "a made-up key got HTTP {status}, not 401 or 403; answer a wrong key with 401 "
+            "so clients report an authentication problem"
+        ).format(status=status),
     )
 
 
@@ -256,42 +288,47 @@ def _burst(ex: Exchange) -> tuple[bool, str]:
     """Whether every content chunk arrived at once, late: a buffering proxy."""
     times = ex.times
     if len(times) < 3:
-        return False, f"only {len(times)} chunk(s): too few to judge"
+        return False, ngettext(
+            "only {n} chunk: too few to judge", "only {n} chunks: too few to judge", len(times)
+        ).format(n=len(times))
     spread = times[-1] - times[0]
     waited = times[0] - ex.t_start
     if spread < 0.002 or (ex.reads <= 2 and spread < 0.05 * waited):
-        return True, (
-            f"all {len(times)} chunks arrived within {spread * 1000:.1f} ms, "
-            f"{waited * 1000:.0f} ms after the request: something buffers the stream. "
-            "Turn buffering off (nginx: proxy_buffering off; or send X-Accel-Buffering: no)"
-        )
-    return False, (f"{len(times)} chunks over {spread * 1000:.0f} ms in {ex.reads} network reads")
+        return True, _(
+            "all {n} chunks arrived within {spread} ms, {waited} ms after the request: "
+            "something buffers the stream. Turn buffering off (nginx: proxy_buffering off; "
+            "or send X-Accel-Buffering: no)"
+        ).format(n=len(times), spread=f"{spread * 1000:.1f}", waited=f"{waited * 1000:.0f}")
+    return False, _("{n} chunks over {spread} ms in {reads} network reads").format(
+        n=len(times), spread=f"{spread * 1000:.0f}", reads=ex.reads
+    )
 
 
 def _framing_notes(ex: Exchange) -> list[str]:
     notes: list[str] = []
     if ex.role_only_first:
-        notes.append("a role-only first chunk")
+        notes.append(_("a role-only first chunk"))
     if ex.usage_chunks:
-        notes.append("a final usage chunk with empty choices")
+        notes.append(_("a final usage chunk with empty choices"))
     f = ex.framing
     if f is not None:
         if f.no_space:
-            notes.append(f"'data:' without a space ({f.no_space} lines)")
+            notes.append(_("'data:' without a space ({n} lines)").format(n=f.no_space))
         if f.crlf:
-            notes.append("\\r\\n line ends")
+            notes.append(_("\\r\\n line ends"))
         if f.cr:
-            notes.append("\\r line ends")
+            notes.append(_("\\r line ends"))
         if f.comments:
-            notes.append(f"{f.comments} comment (keep-alive) lines")
+            notes.append(_("{n} comment (keep-alive) lines").format(n=f.comments))
         if f.unknown_fields:
-            notes.append(f"unknown fields ignored: {', '.join(sorted(f.unknown_fields))[:80]}")
+            fields = ", ".join(sorted(f.unknown_fields))[:80]
+            notes.append(_("unknown fields ignored: {fields}").format(fields=fields))
         if f.unterminated:
-            notes.append("the stream ended in the middle of an event (dropped)")
+            notes.append(_("the stream ended in the middle of an event (dropped)"))
     if ex.null_content:
-        notes.append(f"content: null in {ex.null_content} chunk(s)")
+        notes.append(_("content: null in {n} chunks").format(n=ex.null_content))
     if ex.after_done:
-        notes.append(f"{ex.after_done} event(s) after [DONE] (ignored)")
+        notes.append(_("{n} events after [DONE] (ignored)").format(n=ex.after_done))
     return notes
 
 
@@ -303,12 +340,14 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
                 "stream-is-streamed",
                 False,
                 "error",
-                f"a streamed request (stream: true) got one JSON body (Content-Type "
-                f"{ex.content_type or 'missing'}): the platform shows nothing until the whole "
-                "reply is ready. Honour stream: true with text/event-stream chunks",
+                _(
+                    "a streamed request (stream: true) got one JSON body (Content-Type "
+                    "{media}): the platform shows nothing until the whole reply is ready. "
+                    "Honour stream: true with text/event-stream chunks"
+                ).format(media=ex.content_type or _("missing")),
             )
         ]
-    rows.append(_row("stream-is-streamed", True, "error", "answered as an event stream"))
+    rows.append(_row("stream-is-streamed", True, "error", _("answered as an event stream")))
     media = ex.content_type.split(";")[0].strip()
     rows.append(
         _row(
@@ -317,8 +356,10 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "error",
             "text/event-stream"
             if media == "text/event-stream"
-            else f"Content-Type is {media or 'missing'}; send Content-Type: text/event-stream "
-            "(SSE clients refuse other types)",
+            else _(
+                "Content-Type is {media}; send Content-Type: text/event-stream "
+                "(SSE clients refuse other types)"
+            ).format(media=media or _("missing")),
         )
     )
     rows.append(
@@ -326,11 +367,12 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "stream-events-json",
             not ex.non_json,
             "error",
-            f"{ex.events} events, each JSON"
+            _("{n} events, each JSON").format(n=ex.events)
             if not ex.non_json
-            else f"{len(ex.non_json)} data event(s) were not JSON, e.g. "
-            f"{snippet(ex.non_json[0], 60)!r}; every data: line must hold one JSON chunk "
-            "(or [DONE])",
+            else _(
+                "{n} data events were not JSON, e.g. {sample}; every data: line must hold "
+                "one JSON chunk (or [DONE])"
+            ).format(n=len(ex.non_json), sample=repr(snippet(ex.non_json[0], 60))),
         )
     )
     rows.append(
@@ -338,12 +380,13 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "stream-no-error-object",
             not ex.error_events,
             "error",
-            "no error object in the stream"
+            _("no error object in the stream")
             if not ex.error_events
-            else "the HTTP 200 stream carried an error: "
-            f"{snippet(json.dumps(ex.error_events[0]), 100)}. Clients took the 200 for "
-            "success; fix the failure on the server (or fail with an HTTP error status "
-            "before streaming)",
+            else _(
+                "the HTTP 200 stream carried an error: {error}. Clients took the 200 for "
+                "success; fix the failure on the server (or fail with an HTTP error status "
+                "before streaming)"
+            ).format(error=snippet(json.dumps(ex.error_events[0]), 100)),
         )
     )
     tokens, source = ex.output_tokens
@@ -352,9 +395,11 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "stream-content",
             bool(ex.pieces),
             "error",
-            f"{len(ex.pieces)} content chunks, {tokens} output tokens (from {source})"
+            _("{n} content chunks, {tokens} output tokens (from {source})").format(
+                n=len(ex.pieces), tokens=tokens, source=source
+            )
             if ex.pieces
-            else "no content arrived in the stream: send choices[0].delta.content pieces",
+            else _("no content arrived in the stream: send choices[0].delta.content pieces"),
         )
     )
     rows.append(
@@ -362,10 +407,12 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "stream-done",
             ex.done,
             "error",
-            "ends with data: [DONE]"
+            _("ends with data: [DONE]")
             if ex.done
-            else "the stream ended without data: [DONE]; clients waiting for it hang or "
-            "report a cut stream. Send 'data: [DONE]' and a blank line after the last chunk",
+            else _(
+                "the stream ended without data: [DONE]; clients waiting for it hang or "
+                "report a cut stream. Send 'data: [DONE]' and a blank line after the last chunk"
+            ),
         )
     )
     burst, why = _burst(ex)
@@ -375,9 +422,9 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "stream-usage",
             ex.usage is not None,
             "info",
-            "usage reported in the stream (stream_options.include_usage)"
+            _("usage reported in the stream (stream_options.include_usage)")
             if ex.usage is not None
-            else "no usage in the stream: output tokens are counted from chunks",
+            else _("no usage in the stream: output tokens are counted from chunks"),
         )
     )
     notes = _framing_notes(ex)
@@ -386,7 +433,9 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             "stream-framing",
             True,
             "info",
-            "tolerated: " + "; ".join(notes) if notes else "standard OpenAI framing",
+            _("tolerated: {notes}").format(notes="; ".join(notes))
+            if notes
+            else _("standard OpenAI framing"),
         )
     )
     return rows
@@ -398,8 +447,10 @@ def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
             "completion-form",
             False,
             "info",
-            "not tried: the URL does not end in chat/completions, so the "
-            "completions URL beside it is unknown",
+            _(
+                "not tried: the URL does not end in chat/completions, so the "
+                "completions URL beside it is unknown"
+            ),
         )
     text = reply_text(ex.json_body)
     if (ex.status or 0) // 100 == 2 and isinstance(text, str):
@@ -407,39 +458,54 @@ def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
             "completion-form",
             True,
             "warning",
-            f"POST {url} (model, prompt, temperature) gave {len(text)} characters",
+            _("POST {url} (model, prompt, temperature) gave {n} characters").format(
+                url=url, n=len(text)
+            ),
         )
     if ex.failure in ("connect", "timeout", "transport"):
         seen = ex.failure_detail
     elif (ex.status or 0) // 100 == 2:
-        seen = f"HTTP {ex.status} without choices[0].text"
+        seen = _("HTTP {status} without choices[0].text").format(status=ex.status)
     else:
         seen = f"HTTP {ex.status}"
     return _row(
         "completion-form",
         False,
         "warning",
-        f"POST {url} with model, prompt, temperature: {seen}. Spec 4.5 lists this "
-        "plain completion form as a common format; serve it if the platform's "
-        "scenarios need it",
+        _(
+            "POST {url} with model, prompt, temperature: {seen}. Spec 4.5 lists this "
+            "plain completion form as a common format; serve it if the platform's "
+            "scenarios need it"
+        ).format(url=url, seen=seen),
     )
 
 
 def errors_json_row(exchanges: list[Exchange]) -> CheckResult:
     errors = [ex for ex in exchanges if ex.status is not None and not 200 <= ex.status < 300]
     if not errors:
-        return _row("errors-are-json", True, "info", "no error reply was seen")
+        return _row("errors-are-json", True, "info", _("no error reply was seen"))
     bad = [ex for ex in errors if not isinstance(ex.json_body, dict)]
     if not bad:
         statuses = ", ".join(sorted({str(ex.status) for ex in errors}))
-        return _row("errors-are-json", True, "warning", f"error replies (HTTP {statuses}) are JSON")
+        return _row(
+            "errors-are-json",
+            True,
+            "warning",
+            _("error replies (HTTP {statuses}) are JSON").format(statuses=statuses),
+        )
     ex = bad[0]
-    media = ex.content_type.split(";")[0] or "no Content-Type"
+    media = ex.content_type.split(";")[0] or _("no Content-Type")
     return _row(
         "errors-are-json",
         False,
         "warning",
-        f"the HTTP {ex.status} reply is {media}, not JSON: "
-        f"{snippet(ex.body.decode('utf-8', 'replace'), 60)!r}. Clients show no useful "
-        'message; answer errors as JSON, e.g. {"error": {"message": "...", "type": "..."}}',
+        _(
+            "the HTTP {status} reply is {media}, not JSON: {sample}. Clients show no useful "
+            "message; answer errors as JSON, e.g. {example}"
+        ).format(
+            status=ex.status,
+            media=media,
+            sample=repr(snippet(ex.body.decode("utf-8", "replace"), 60)),
+            example='{"error": {"message": "...", "type": "..."}}',
+        ),
     )

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from ..errors import ValidationError
-from ..i18n import _
+from ..i18n import _, ngettext
 from ..secret import Secret
 from ..validate import check_registry_url
 from .reasons import snippet, transport_reason
@@ -437,15 +437,17 @@ def _judge(ex: Exchange) -> None:
         ex.failure_detail = _error_message(ex)
     elif ex.error_events:
         ex.failure = "bad stream"
-        ex.failure_detail = "an error object inside the stream: " + _one_line(
-            json.dumps(ex.error_events[0])[:200]
+        ex.failure_detail = _("an error object inside the stream: {error}").format(
+            error=_one_line(json.dumps(ex.error_events[0])[:200])
         )
     elif ex.stream_requested and ex.streamed and ex.non_json:
         ex.failure = "bad stream"
-        ex.failure_detail = f"{len(ex.non_json)} event(s) were not JSON"
+        ex.failure_detail = ngettext(
+            "{n} event was not JSON", "{n} events were not JSON", len(ex.non_json)
+        ).format(n=len(ex.non_json))
     elif not ex.pieces and not _whole_has_text(ex):
         ex.failure = "bad stream" if ex.streamed else "bad body"
-        ex.failure_detail = "no content in the reply"
+        ex.failure_detail = _("no content in the reply")
 
 
 def _whole_has_text(ex: Exchange) -> bool:

@@ -89,7 +89,7 @@ class EndpointReport:
             return None
         from .plots import load_figure
 
-        return load_figure(self.rows, title=f"Load test of {self.model}")
+        return load_figure(self.rows, title=_("Load test of {model}").format(model=self.model))
 
     def __repr__(self) -> str:
         bad = len(self.failed)
@@ -120,23 +120,30 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
     summary = load.summary()
     done, errors = summary["requests"], summary["errors"]
     kinds = ", ".join(f"{k} ×{n}" for k, n in load.errors_by_kind.items())
-    head = (
-        f"{done} of {requests} requests at concurrency {load.concurrency} "
-        f"in {load.duration_s:.1f} s"
-    )
+    facts = {
+        "done": done,
+        "requests": requests,
+        "c": load.concurrency,
+        "seconds": f"{load.duration_s:.1f}",
+        "deadline": f"{max_duration:g}",
+    }
     if done < requests:
-        head += f" (stopped at the {max_duration:g} s deadline)"
+        head = _(
+            "{done} of {requests} requests at concurrency {c} in {seconds} s "
+            "(stopped at the {deadline} s deadline)"
+        ).format(**facts)
+    else:
+        head = _("{done} of {requests} requests at concurrency {c} in {seconds} s").format(**facts)
     if not errors:
-        return CheckResult("load-test", True, "warning", head + ", no error")
+        return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
     severity = "error" if errors == done else "warning"
-    return CheckResult(
-        "load-test",
-        False,
-        severity,
-        f"{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
+    detail = _(
+        "{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
         "check the server's capacity, rate limits and timeouts"
-        + (" " + load.advice() if load.cut_streams else ""),  # cut streams: name the fix
-    )
+    ).format(head=head, errors=errors, kinds=kinds)
+    if load.cut_streams:  # cut streams: name the fix
+        detail += " " + load.advice()
+    return CheckResult("load-test", False, severity, detail)
 
 
 async def check_endpoint_async(
@@ -289,17 +296,22 @@ def format_report(report: EndpointReport) -> str:
             f"{q} {p[q]:.1f}" if p.get(q) is not None else f"{q} -" for q in ("p50", "p90", "p99")
         )
 
-    lines.append(f"requests {s['requests']}, errors {s['errors']}")
+    lines.append(
+        _("requests {requests}, errors {errors}").format(requests=s["requests"], errors=s["errors"])
+    )
     if report.errors_by_kind:
         kinds = ", ".join(f"{k} ×{n}" for k, n in report.errors_by_kind.items())
-        lines.append(f"errors by kind: {kinds}")
-    lines.append(f"TTFT ms      {pct('ttft_ms')}")
-    lines.append(f"ITL ms       {pct('itl_ms')}")
-    lines.append(f"latency ms   {pct('latency_ms')}")
+        lines.append(_("errors by kind: {kinds}").format(kinds=kinds))
+    lines.append(_("TTFT ms      {figures}").format(figures=pct("ttft_ms")))
+    lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
+    lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
     rps, tps = s.get("requests_per_s"), s.get("output_tokens_per_s")
     lines.append(
-        f"throughput   {rps if rps is not None else '-'} requests/s, "
-        f"{tps if tps is not None else '-'} output tokens/s"
+        _("throughput   {rps} requests/s, {tps} output tokens/s").format(
+            rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
+        )
     )
-    lines.append("verdict: " + ("OK" if report.ok else "FAILED (a check of severity error failed)"))
+    lines.append(
+        _("verdict: OK") if report.ok else _("verdict: FAILED (a check of severity error failed)")
+    )
     return "\n".join(lines)
