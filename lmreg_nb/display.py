@@ -40,7 +40,8 @@ class Outcome:
         )
 
     def __repr__(self) -> str:
-        lines = [f"{_('ok') if self.ok else _('FAILED')}: {self.title}"]
+        state = _("ok") if self.ok else _("FAILED")
+        lines = [f"{state}: {self.title}"]
         lines += [f"  {k}: {v}" for k, v in self.rows]
         return "\n".join(lines)
 

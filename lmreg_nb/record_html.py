@@ -20,6 +20,7 @@ from .record_text import (
     local_time,
     perf_sentence,
     phase_label,
+    severity_label,
     status_label,
     steps_verdict,
 )
@@ -59,6 +60,10 @@ def _table(header: list[str] | None, rows: list[list[str]]) -> str:
         )
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table>{head}<tbody>{body}</tbody></table>"
+
+
+def _h3(title: str) -> str:
+    return f"<h3>{html.escape(title)}</h3>"
 
 
 def _mark(flag: bool) -> str:
@@ -122,14 +127,14 @@ def _facts(s: Summary) -> str:
 def _steps(s: Summary) -> list[str]:
     parts = []
     if s.phases:
-        parts.append(f"<h3>{html.escape(_('Onboarding phases'))}</h3><ul>")
+        parts.append(_h3(_("Onboarding phases")) + "<ul>")
         for p in s.phases:
             box = "☑" if p.get("done") else "☐"
             name = phase_label(str(p.get("name")))
             parts.append(f"<li>{box} <b>{_e(name)}</b> — {_e(p.get('detail'))}</li>")
         parts.append("</ul>")
     if s.steps:
-        parts.append(f"<h3>{html.escape(_('Steps'))}</h3><ul>")
+        parts.append(_h3(_("Steps")) + "<ul>")
         for st in s.steps:
             box = "☑" if st.passed else "☒"
             parts.append(f"<li>{box} <b>{_e(step_label(st.name))}</b> — {_e(st.detail)}</li>")
@@ -145,15 +150,18 @@ def _models(s: Summary) -> list[str]:
         [_e(local_time(m.get(k), s.lang) if k.endswith("Time") else m.get(k)) for k in keys]
         for m in s.models
     ]
-    return [f"<h3>{html.escape(_('Models'))}</h3>", _table(keys, rows)]
+    return [_h3(_("Models")), _table(keys, rows)]
 
 
 def _checks(s: Summary) -> list[str]:
     if not s.checks:
         return []
-    rows = [[_mark(c.passed), _e(c.name), _e(c.severity), _e(c.detail)] for c in s.checks]
+    rows = [
+        [_mark(c.passed), _e(c.name), _e(severity_label(c.severity)), _e(c.detail)]
+        for c in s.checks
+    ]
     header = ["", _("check"), _("severity"), _("detail")]
-    return [f"<h3>{html.escape(_('Checks'))}</h3>", _table(header, rows)]
+    return [_h3(_("Checks")), _table(header, rows)]
 
 
 def _p90(level: Mapping[str, Any], key: str) -> str:
@@ -165,7 +173,7 @@ def _capacity(capacity: Mapping[str, Any] | None) -> list[str]:
     if not capacity:
         return []
     parts = [
-        f"<h3>{html.escape(_('Capacity'))}</h3>",
+        _h3(_("Capacity")),
         f'<p class="lmreg-capacity-verdict">{_e(capacity.get("verdict"))}</p>',
     ]
     levels = [lv for lv in capacity.get("levels") or [] if isinstance(lv, Mapping)]
@@ -199,14 +207,14 @@ def _performance(s: Summary) -> list[str]:
     perf = s.performance
     if not perf:
         ran = any(st.name == "chat endpoint checks" for st in s.steps)
-        return [f"<p>{html.escape(_('No load test in this run.'))}</p>"] if ran else []
+        return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
     rows = []
     for key, label in PERCENTILE_ROWS:
         p = perf.get(key)
         p = p if isinstance(p, Mapping) else {}
         rows.append([html.escape(_(label)), _e(p.get("p50")), _e(p.get("p90")), _e(p.get("p99"))])
     return [
-        f"<h3>{html.escape(_('Performance'))}</h3>",
+        _h3(_("Performance")),
         _table(["", "p50", "p90", "p99"], rows),
         f"<p>{html.escape(perf_sentence(perf))}</p>",
     ]

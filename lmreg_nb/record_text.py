@@ -19,6 +19,7 @@ __all__ = [
     "perf_sentence",
     "phase_label",
     "render_summary_text",
+    "severity_label",
     "status_label",
     "steps_verdict",
 ]
@@ -29,6 +30,7 @@ PERCENTILE_ROWS = (
     ("latency_ms", N_("request latency (ms)")),
 )
 _STATUS = {"ok": N_("OK"), "failed": N_("FAILED"), "incomplete": N_("INCOMPLETE")}
+_SEVERITIES = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
 _PHASES = {
     "preparation": N_("preparation"),
     "technical integration": N_("technical integration"),
@@ -44,6 +46,11 @@ def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
 def status_label(status: str) -> str:
     """The status in words (the status value itself stays an identifier in JSON)."""
     return _(_STATUS[status]) if status in _STATUS else status
+
+
+def severity_label(severity: str) -> str:
+    """A check's severity in words (the JSON keeps the identifier)."""
+    return _(_SEVERITIES[severity]) if severity in _SEVERITIES else severity
 
 
 def phase_label(name: str) -> str:
@@ -152,7 +159,7 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
         lines.append(_("Checks:"))
         for c in s.checks:
             ok_word = _("PASS") if c.passed else _("FAIL")
-            lines.append(f"  {ok_word} {c.name} [{c.severity}] {c.detail}")
+            lines.append(f"  {ok_word} {c.name} [{severity_label(c.severity)}] {c.detail}")
     if s.capacity:
         lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.get("verdict"))))
     if s.performance:

@@ -177,8 +177,8 @@ class Onboarding(EndpointSteps):
             _("token obtained"),
             [
                 (_("platform"), str(self.settings.base_url)),
-                ("env", token.env),
-                ("token", token.token.masked),
+                (_("env"), token.env),
+                (_("token"), token.token.masked),
                 (_("expires"), expires),
             ],
             value=token,
