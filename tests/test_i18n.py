@@ -217,3 +217,55 @@ def test_china_without_tzdata_is_utc_plus_8(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("TZ", raising=False)
     monkeypatch.setattr(i18n, "_zone_named", lambda name: None)
     assert i18n.format_local_time(NOON_UTC, "zh-CN").startswith("2026-09-01 12:05 ")
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def _cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from lmreg_nb.cli import main
+
+    return CliRunner().invoke(main, list(args), prog_name="lmreg-nb")
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u4e00" <= c <= "\u9fff" for c in text)
+
+
+def test_cli_help_follows_lang_and_back() -> None:
+    chinese = _cli("--lang", "zh-CN", "check", "--help")
+    assert chinese.exit_code == 0
+    assert "用法" in chinese.output and "选项" in chinese.output
+    assert "LMREG_MODEL_URL" in chinese.output  # identifiers stay
+    english = _cli("--lang", "en", "check", "--help")
+    assert "Usage:" in english.output and not _has_cjk(english.output)
+
+
+def test_cli_help_in_the_command_list_is_not_cut() -> None:
+    listing = _cli("--lang", "zh-CN", "--help").output
+    i18n.set_language("zh-CN")
+    from lmreg_nb.cli import main
+
+    check = main.commands["check"]
+    first = check.__dict__["_lmreg_en"]["help"].split("\n\n")[0].replace("\n", " ")
+    assert i18n._(first).split("，")[0] in listing
+
+
+def test_click_usage_errors_in_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LMREG_LANG", "zh-CN")
+    result = _cli("check", "--bogus")
+    assert result.exit_code == 2
+    assert "没有选项 '--bogus'" in result.output
+
+
+def test_models_without_base_url_is_one_chinese_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 15: `LMREG_LANG=zh-CN lmreg-nb models` without LMREG_BASE_URL.
+    monkeypatch.setenv("LMREG_LANG", "zh-CN")
+    result = _cli("models")
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert "LMREG_BASE_URL" in lines[0]
+    assert _has_cjk(lines[0].replace("错误：", "")), lines[0]

@@ -166,6 +166,10 @@ def translate_help(command: click.Command) -> None:
         if hasattr(obj, "help"):
             obj.help = _(help_text) if help_text else help_text
         if isinstance(obj, click.Command):
+            # Click creates the help option once, in the language of that moment.
+            cached = getattr(obj, "_help_option", None)
+            if isinstance(cached, click.Option):
+                cached.help = _("Show this message and exit.")
             first = short or _first_paragraph(help_text)
             if short or (first and not english):
                 obj.short_help = _(first) if first else None
