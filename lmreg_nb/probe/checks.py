@@ -410,6 +410,12 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             _("ends with data: [DONE]")
             if ex.done
             else _(
+                "connection closed before [DONE] after {n} bytes, without a finish_reason: "
+                "the reply was cut. Check the server's logs (a crash, a proxy timeout, or a "
+                "server that cuts running streams when a new request comes)"
+            ).format(n=ex.size)
+            if ex.finish is None
+            else _(
                 "the stream ended without data: [DONE]; clients waiting for it hang or "
                 "report a cut stream. Send 'data: [DONE]' and a blank line after the last chunk"
             ),

@@ -100,6 +100,12 @@ def test_cut_stream_is_closed_before_done(hostile: str) -> None:
         list(stream_chat(hostile + "/cut" + CHAT, KEY, "m", "hi", timeout=2))
 
 
+def test_cut_stream_in_the_checks(hostile: str) -> None:
+    report = check_endpoint(hostile + "/cut" + CHAT, KEY, "m", timeout=2)
+    row = next(c for c in report.checks if c.name == "stream-done")
+    assert not row.passed and "connection closed before [DONE] after" in row.detail
+
+
 def test_vllm_error_object_midstream(hostile: str) -> None:
     with pytest.raises(ChatEndpointError, match="CUDA out of memory"):
         list(stream_chat(hostile + "/vllm-err" + CHAT, KEY, "m", "hi", timeout=2))
