@@ -4,6 +4,11 @@
 report = check_endpoint(url, api_key, model, requests=50, concurrency=8)
 report.ok; report.checks_frame(); report.summary; report.figure()
 for piece in stream_chat(url, api_key, model, "Hello"): print(piece, end="")
+
+target = registered_target(settings, "campus-llm")        # as the platform will call it
+report = check_endpoint(target.url, target.api_key, target.model,
+                        also_name=target.registered_name, chat_prompt="Hello")
+report.chat_reply; report.chat_error                      # the reply, streamed meanwhile
 ```
 
 Modules: ``shapes`` (the OpenAI reply shapes), ``sse`` (event-stream decoder),
