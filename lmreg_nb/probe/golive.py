@@ -93,7 +93,7 @@ def utf8_row(ex: Exchange) -> CheckResult:
             False,
             "error",
             _(
-                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD (\ufffd) "
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
                 "characters and {bad} events that are not valid UTF-8, e.g. {sample}: students "
                 "see garbled text. The server sends pieces of characters (byte-level tokens "
                 "decoded one at a time); update it or its detokenizer so each chunk carries "
