@@ -117,7 +117,6 @@ def _facts(s: Summary) -> str:
         (_("Platform"), s.base_url),
         (_("Env"), s.env),
         (_("Generated"), generated),
-        (_("Language"), s.lang),
     ):
         if value:
             facts.append([html.escape(label), _e(value)])
