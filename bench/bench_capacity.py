@@ -57,7 +57,10 @@ VENV = Path(__file__).resolve().parent / ".guidellm-venv"
 
 
 def emit(**fields: Any) -> None:
-    print(json.dumps({"bench": "capacity", **fields}), flush=True)
+    # The load average says how contended the machine was: a single-process generator
+    # gets one share of the CPU, GuideLLM's worker processes several.
+    load = round(os.getloadavg()[0], 1)
+    print(json.dumps({"bench": "capacity", **fields, "load_avg_1m": load}), flush=True)
 
 
 def find_guidellm(install: bool) -> str | None:

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: The search stops starting levels after this many seconds (well under 3 minutes).
-BUDGET_S = 150.0
+BUDGET_S = 120.0
 #: The default SLO: first token p90 under 2 s, at most 1 % errors.
 DEFAULT_SLO = SLO()
 DEFAULT_PLAN = LevelPlan()
