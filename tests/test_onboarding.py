@@ -338,3 +338,35 @@ def test_an_empty_app_secret_goes_back_to_the_configured_one_not_one_typed_befor
     run.use_credentials("", "")
     assert run.settings.app_secret.reveal() == "configured-secret-123"
     assert run.settings.app_id == "app-1"
+
+
+def test_an_interactive_summary_is_rewritten_in_place_as_steps_finish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lmreg_nb.records import RECORD_MIME
+
+    InteractiveShell.instance()  # record() displays only inside IPython
+    shown: list[tuple[dict[str, object], dict[str, object]]] = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append((obj, kw)))
+    run = Onboarding("", settings=Settings.load(environ={}))
+    run.finish()
+    run.set_contact("Li Hua", "13812345678", "ops@school.edu.cn", "Live School")
+    assert [kw.get("update") for _obj, kw in shown] == [False, True]
+    assert shown[0][1]["display_id"] == shown[1][1]["display_id"] is not None
+    first, last = (obj[RECORD_MIME]["value"] for obj, _kw in shown)  # type: ignore[index]
+    assert first["steps"] == [] and first["status"] == "incomplete"
+    assert last["school"] == "Live School" and last["steps"][0]["name"] == "contact card"
+
+
+def test_a_headless_summary_is_recorded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.instance()
+    shown: list[dict[str, object]] = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(kw))
+    run = Onboarding.begin("S", "Li Hua", "12345", "ops@school.edu.cn")
+    run.finish()
+    run.connect()  # skipped, and the recorded summary stays as it was
+    assert shown == [{"raw": True}]
