@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..contact import Contact, check_contact
-from ..display import Outcome, Table
+from ..display import Outcome
 from ..errors import LmregError, ValidationError
-from ..i18n import _, current_language, format_local_time, ngettext, set_language
+from ..i18n import _, current_language, format_local_time, set_language
 from ..secret import Secret, mask_text
 from ..summary import Step, Summary, build_summary
-from ..validate import url_warnings
 from .endpoint import EndpointSteps
+from .registry import RegistrySteps, secret_of
 from .step import step
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ __all__ = ["Onboarding"]
 log = logging.getLogger("lmreg_nb")
 
 
-class Onboarding(EndpointSteps):
+class Onboarding(RegistrySteps, EndpointSteps):
     """One school's onboarding: each method is one step, recorded in :attr:`steps`."""
 
     def __init__(
@@ -194,7 +194,7 @@ class Onboarding(EndpointSteps):
         base = self._given_settings or Settings.load()
         changes: dict[str, Any] = {"app_id": app_id.strip() or base.app_id}
         if app_secret:
-            changes["app_secret"] = _secret(app_secret)
+            changes["app_secret"] = secret_of(app_secret)
         # A token from other credentials must not be reused: drop LMREG_TOKEN too.
         self._settings = base.with_(token=None, env=None, **changes)
         if self._client is not None:
@@ -202,179 +202,6 @@ class Onboarding(EndpointSteps):
         self._client = None
         self.target = None
 
-    @step("register")
-    def register(
-        self,
-        model_name: str,
-        registry_url: str = "",
-        api_key: str | Secret | None = None,
-        *,
-        update_existing: bool = True,
-        req_params: list[str] | None = None,
-        req_example: str | None = None,
-        res_example: str | None = None,
-    ) -> Outcome:
-        """Register the model; with ``update_existing``, update it when the name is taken.
-
-        Empty ``registry_url``/``api_key`` mean LMREG_MODEL_URL/LMREG_MODEL_API_KEY.
-        """
-        from ..models import ModelDraft
-
-        url = registry_url.strip() or self.settings.require("model_url")
-        key = _secret(api_key) if api_key else self.settings.require("model_api_key")
-        draft = ModelDraft(
-            model_name=model_name,
-            registry_url=url,
-            api_key=key,
-            req_params=req_params,
-            req_example=req_example,
-            res_example=res_example,
-        )
-        if update_existing:
-            model, action = self.client.register_or_update(draft)
-        else:
-            model, action = self.client.register_model(draft), "registered"
-        self.model, self.target = model, None  # the checks now use what is registered
-        done = _("updated") if action == "updated" else _("registered")
-        self.note(
-            Step(
-                "register",
-                True,
-                _("{action} {name} (modelId {id})").format(
-                    action=done, name=model.model_name, id=model.model_id
-                ),
-            )
-        )
-        return _model_outcome(_("model {action}").format(action=done), model)
-
-    @step("modify")
-    def modify(
-        self,
-        model_id: str,
-        model_name: str,
-        registry_url: str,
-        api_key: str | Secret | None = None,
-    ) -> Outcome:
-        """Overwrite a model's modelName, registryUrl and apiKey; shows old -> new values.
-
-        The spec's modify overwrites apiKey, so one is always sent: empty
-        ``api_key`` keeps the key the platform returned for this model, else
-        LMREG_MODEL_API_KEY.
-        """
-        from ..models import ModelDraft
-
-        current = self.client.find_model(model_id=model_id)
-        key: Secret | None = _secret(api_key) if api_key else None
-        if key is None and current is not None and current.api_key:
-            key = current.api_key
-        if key is None:
-            key = self.settings.require("model_api_key")
-        draft = ModelDraft(
-            model_name=model_name, registry_url=registry_url, api_key=key, model_id=model_id
-        )
-        model = self.client.modify_model(draft)
-        self.model, self.target = model, None
-        self.changes = _changes(current, model, key_changed=bool(api_key))
-        self.note(
-            Step(
-                "modify",
-                True,
-                _("modified {name} (modelId {id})").format(
-                    name=model.model_name, id=model.model_id
-                ),
-            )
-        )
-        outcome = _model_outcome(_("model modified"), model)
-        outcome.rows = [(f, f"{old} → {new}") for f, old, new in self.changes] + outcome.rows
-        return outcome
-
-    def update(
-        self,
-        model_name: str,
-        *,
-        new_model_name: str = "",
-        new_registry_url: str = "",
-        api_key_from_env: bool = False,
-    ) -> Outcome:
-        """Modify the model called ``model_name``; empty new values keep the current ones.
-
-        The apiKey sent is the current one, or LMREG_MODEL_API_KEY with ``api_key_from_env``.
-        """
-        current = self.client.find_model(name=model_name)
-        if current is None:
-            error = LmregError(
-                _(
-                    "no model named {name} in this account; list the models (notebook 04) "
-                    "and use one of their names"
-                ).format(name=repr(model_name.strip()))
-            )
-            self.note(Step("modify", False, str(error)))
-            raise error
-        key = self.settings.require("model_api_key") if api_key_from_env else None
-        return self.modify(
-            current.model_id,
-            new_model_name.strip() or current.model_name,
-            new_registry_url.strip() or current.registry_url,
-            key,
-        )
-
-    def refresh(self) -> list[RegisteredModel]:
-        """Query the account's models again (kept in :attr:`models`); records no step."""
-        self.models = self.client.query_models()
-        return self.models
-
-    def find(self, *, model_id: str = "", model_name: str = "") -> RegisteredModel | None:
-        """The account's model with this modelId or modelName (asks the platform)."""
-        if model_id:
-            return self.client.find_model(model_id=model_id)
-        return self.client.find_model(name=model_name) if model_name.strip() else None
-
-    @step("list models")
-    def list_models(self, name_contains: str = "") -> Table:
-        """List the account's models (apiKey masked, local times); checks ours is there."""
-        self.models = self.client.query_models()
-        if self.model is not None and not any(
-            m.model_id == self.model.model_id for m in self.models
-        ):
-            raise LmregError(
-                _(
-                    "model {name} (modelId {id}) is not in the platform's list of models; "
-                    "ask provider support"
-                ).format(name=self.model.model_name, id=self.model.model_id)
-            )
-        count = len(self.models)
-        self.note(
-            Step(
-                "list models",
-                True,
-                ngettext("{n} model in the account", "{n} models in the account", count).format(
-                    n=count
-                ),
-            )
-        )
-        columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
-        rows = [
-            [
-                m.model_name,
-                m.model_id,
-                m.registry_url,
-                m.api_key.masked,
-                _local(m.create_time),
-                _local(m.update_time),
-            ]
-            for m in self.models
-            if name_contains.strip() in m.model_name
-        ]
-        return Table(columns, rows)
-
-    def models_frame(self, name_contains: str = "") -> Any:
-        """The account's models as a pandas DataFrame (apiKey masked, times tz-aware UTC)."""
-        from ..frames import models_frame
-
-        self.list_models()
-        return models_frame([m for m in self.models if name_contains.strip() in m.model_name])
-
-    # -- the summary ---------------------------------------------------------
     def summary(self, *, generated_at: datetime | None = None) -> Summary:
         """The ``summary`` of this run: status and go-live decided from what happened."""
         report = self.report
@@ -427,31 +254,3 @@ def _class_size(value: object) -> int:
     if size < 0:
         raise ValidationError("class_size", _("must be 0 or more"))
     return size
-
-
-def _changes(
-    old: RegisteredModel | None, new: RegisteredModel, *, key_changed: bool
-) -> list[tuple[str, str, str]]:
-    before = {
-        "modelName": old.model_name if old else "?",
-        "registryUrl": old.registry_url if old else "?",
-    }
-    after = {"modelName": new.model_name, "registryUrl": new.registry_url}
-    rows = [(f, before[f], after[f]) for f in after if before[f] != after[f]]
-    if key_changed:
-        rows.append(("apiKey", _("(hidden)"), _("(new key, hidden)")))
-    return rows
-
-
-def _model_outcome(title: str, model: RegisteredModel) -> Outcome:
-    rows = [(k, str(v)) for k, v in model.summary().items() if v is not None]
-    rows += [(_("warning"), w.message) for w in url_warnings(model.registry_url)]
-    return Outcome(title, rows, value=model)
-
-
-def _secret(value: str | Secret) -> Secret:
-    return value if isinstance(value, Secret) else Secret(value)
-
-
-def _local(value: datetime | None) -> str:
-    return format_local_time(value) if value else _("unknown")
