@@ -401,34 +401,34 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
-@pytest.fixture(scope="module")
-def lab_account(sandbox: SandboxInfo) -> dict[str, str]:
-    """A fresh sandbox account of its own, as the LMREG_* variables the notebooks read."""
-    account = sandbox.add_app("browser-test")
+@pytest.fixture(scope="session", params=LANGUAGES)
+def lab_account(request: pytest.FixtureRequest, sandbox: SandboxInfo) -> dict[str, str]:
+    """A fresh sandbox account per language, as the LMREG_* variables the notebooks read
+    (LMREG_LANG included): every browser test runs once in each language."""
+    lang = str(request.param)
+    account = sandbox.add_app(f"browser-test-{lang}")
     env = sandbox.env()
     env["LMREG_APP_ID"] = account["app_id"]
     env["LMREG_APP_SECRET"] = account["app_secret"]
+    env["LMREG_LANG"] = lang
     return env
 
 
-@pytest.fixture(scope="module", params=LANGUAGES)
+@pytest.fixture(scope="session")
 def lab_server(
-    request: pytest.FixtureRequest,
-    lab_account: dict[str, str],
-    tmp_path_factory: pytest.TempPathFactory,
+    lab_account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LabServer]:
     """JupyterLab over a copy of the shipped notebooks, kernels pointed at the sandbox account,
-    in one language (the notebooks' and LMREG_LANG): the module's tests run once per language."""
+    in the account's language (the notebooks' and LMREG_LANG); one server per language."""
     from lmreg_nb.shipped import copy_notebooks
 
-    lang = str(request.param)
+    lang = lab_account["LMREG_LANG"]
     root = tmp_path_factory.mktemp("lab") / "notebooks"
     # As a school engineer gets them: `lmreg-nb notebooks DIR` in the language chosen.
     copied = copy_notebooks(root, lang=lang)
     assert len(copied.written) == 6, copied
     home = tmp_path_factory.mktemp("lab-home")
-    env = lab_environment(home, {**lab_account, "LMREG_LANG": lang})
-    with running_lab(root, home, env, lang) as server:
+    with running_lab(root, home, lab_environment(home, lab_account), lang) as server:
         yield server
 
 
