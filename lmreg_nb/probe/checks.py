@@ -43,16 +43,15 @@ checks stop there: the rows so far say why.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..i18n import _, ngettext
+from ..i18n import _
 from ..validate import url_warnings
 from .exchange import Exchange, snippet
 from .shapes import completion_tokens, reply_shape, reply_text
 
-__all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "url_checks"]
+__all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "row", "url_checks"]
 
 #: Severities, most serious first.
 SEVERITIES = ("error", "warning", "info")
@@ -96,8 +95,12 @@ class Conformance:
         return self.streamed is not None and (self.streamed.status or 0) // 100 == 2
 
 
-def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+def row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+    """One check row."""
     return CheckResult(name, passed, severity, detail)
+
+
+_row = row
 
 
 def _url_warning_codes(url: str) -> dict[str, str]:
@@ -282,169 +285,6 @@ def wrong_key_row(ex: Exchange) -> CheckResult:
             "so clients report an authentication problem"
         ).format(status=status),
     )
-
-
-def _burst(ex: Exchange) -> tuple[bool, str]:
-    """Whether every content chunk arrived at once, late: a buffering proxy."""
-    times = ex.times
-    if len(times) < 3:
-        return False, ngettext(
-            "only {n} chunk: too few to judge", "only {n} chunks: too few to judge", len(times)
-        ).format(n=len(times))
-    spread = times[-1] - times[0]
-    waited = times[0] - ex.t_start
-    if spread < 0.002 or (ex.reads <= 2 and spread < 0.05 * waited):
-        return True, _(
-            "all {n} chunks arrived within {spread} ms, {waited} ms after the request: "
-            "something buffers the stream. Turn buffering off (nginx: proxy_buffering off; "
-            "or send X-Accel-Buffering: no)"
-        ).format(n=len(times), spread=f"{spread * 1000:.1f}", waited=f"{waited * 1000:.0f}")
-    return False, _("{n} chunks over {spread} ms in {reads} network reads").format(
-        n=len(times), spread=f"{spread * 1000:.0f}", reads=ex.reads
-    )
-
-
-def _framing_notes(ex: Exchange) -> list[str]:
-    notes: list[str] = []
-    if ex.role_only_first:
-        notes.append(_("a role-only first chunk"))
-    if ex.usage_chunks:
-        notes.append(_("a final usage chunk with empty choices"))
-    f = ex.framing
-    if f is not None:
-        if f.no_space:
-            notes.append(_("'data:' without a space ({n} lines)").format(n=f.no_space))
-        if f.crlf:
-            notes.append(_("\\r\\n line ends"))
-        if f.cr:
-            notes.append(_("\\r line ends"))
-        if f.comments:
-            notes.append(_("{n} comment (keep-alive) lines").format(n=f.comments))
-        if f.unknown_fields:
-            fields = ", ".join(sorted(f.unknown_fields))[:80]
-            notes.append(_("unknown fields ignored: {fields}").format(fields=fields))
-        if f.unterminated:
-            notes.append(_("the stream ended in the middle of an event (dropped)"))
-    if ex.null_content:
-        notes.append(_("content: null in {n} chunks").format(n=ex.null_content))
-    if ex.after_done:
-        notes.append(_("{n} events after [DONE] (ignored)").format(n=ex.after_done))
-    return notes
-
-
-def stream_rows(ex: Exchange) -> list[CheckResult]:
-    rows: list[CheckResult] = []
-    if not ex.streamed:
-        return [
-            _row(
-                "stream-is-streamed",
-                False,
-                "error",
-                _(
-                    "a streamed request (stream: true) got one JSON body (Content-Type "
-                    "{media}): the platform shows nothing until the whole reply is ready. "
-                    "Honour stream: true with text/event-stream chunks"
-                ).format(media=ex.content_type or _("missing")),
-            )
-        ]
-    rows.append(_row("stream-is-streamed", True, "error", _("answered as an event stream")))
-    media = ex.content_type.split(";")[0].strip()
-    rows.append(
-        _row(
-            "stream-content-type",
-            media == "text/event-stream",
-            "error",
-            "text/event-stream"
-            if media == "text/event-stream"
-            else _(
-                "Content-Type is {media}; send Content-Type: text/event-stream "
-                "(SSE clients refuse other types)"
-            ).format(media=media or _("missing")),
-        )
-    )
-    rows.append(
-        _row(
-            "stream-events-json",
-            not ex.non_json,
-            "error",
-            _("{n} events, each JSON").format(n=ex.events)
-            if not ex.non_json
-            else _(
-                "{n} data events were not JSON, e.g. {sample}; every data: line must hold "
-                "one JSON chunk (or [DONE])"
-            ).format(n=len(ex.non_json), sample=repr(snippet(ex.non_json[0], 60))),
-        )
-    )
-    rows.append(
-        _row(
-            "stream-no-error-object",
-            not ex.error_events,
-            "error",
-            _("no error object in the stream")
-            if not ex.error_events
-            else _(
-                "the HTTP 200 stream carried an error: {error}. Clients took the 200 for "
-                "success; fix the failure on the server (or fail with an HTTP error status "
-                "before streaming)"
-            ).format(error=snippet(json.dumps(ex.error_events[0]), 100)),
-        )
-    )
-    tokens, source = ex.output_tokens
-    rows.append(
-        _row(
-            "stream-content",
-            bool(ex.pieces),
-            "error",
-            _("{n} content chunks, {tokens} output tokens (from {source})").format(
-                n=len(ex.pieces), tokens=tokens, source=source
-            )
-            if ex.pieces
-            else _("no content arrived in the stream: send choices[0].delta.content pieces"),
-        )
-    )
-    rows.append(
-        _row(
-            "stream-done",
-            ex.done,
-            "error",
-            _("ends with data: [DONE]")
-            if ex.done
-            else _(
-                "connection closed before [DONE] after {n} bytes, without a finish_reason: "
-                "the reply was cut. Check the server's logs (a crash, a proxy timeout, or a "
-                "server that cuts running streams when a new request comes)"
-            ).format(n=ex.size)
-            if ex.finish is None
-            else _(
-                "the stream ended without data: [DONE]; clients waiting for it hang or "
-                "report a cut stream. Send 'data: [DONE]' and a blank line after the last chunk"
-            ),
-        )
-    )
-    burst, why = _burst(ex)
-    rows.append(_row("stream-not-buffered", not burst, "warning", why))
-    rows.append(
-        _row(
-            "stream-usage",
-            ex.usage is not None,
-            "info",
-            _("usage reported in the stream (stream_options.include_usage)")
-            if ex.usage is not None
-            else _("no usage in the stream: output tokens are counted from chunks"),
-        )
-    )
-    notes = _framing_notes(ex)
-    rows.append(
-        _row(
-            "stream-framing",
-            True,
-            "info",
-            _("tolerated: {notes}").format(notes="; ".join(notes))
-            if notes
-            else _("standard OpenAI framing"),
-        )
-    )
-    return rows
 
 
 def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:

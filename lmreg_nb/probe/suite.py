@@ -32,7 +32,6 @@ from .checks import (
     completion_row,
     errors_json_row,
     status_advice,
-    stream_rows,
     transport_row,
     url_checks,
     wrong_key_row,
@@ -50,6 +49,7 @@ from .golive import (
     tls_row,
     utf8_row,
 )
+from .stream_checks import stream_rows
 from .tls import Certificate, inspect_certificate
 
 __all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "run_checks"]
