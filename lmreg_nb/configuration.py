@@ -61,6 +61,4 @@ def env_file_line(settings: Settings) -> str:
     searched: tuple[Path, ...] = tuple(getattr(settings, "env_searched", ()) or ())
     if not searched:
         return _("none found")
-    return _("none found; looked in {places}").format(
-        places=", ".join(str(p) for p in searched)
-    )
+    return _("none found; looked in {places}").format(places=", ".join(str(p) for p in searched))
