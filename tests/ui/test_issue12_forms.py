@@ -204,3 +204,16 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     assert called == [(20, 1500)]
     assert form.last_result[0].title.startswith("serves 24")
     assert form.last_result[1:] == ("levels table", "charts")
+
+
+def test_capacity_form_measures_the_sandbox_model(sandbox: SandboxInfo) -> None:
+    run = Onboarding("ui-capacity-e2e", settings=Settings.load(environ=sandbox.env()))
+    form = CapacityForm(run, class_size=1)  # the smallest search: a few seconds
+    assert form.preset.value is None  # 1 is not a preset: the number field holds it
+    form.button.click()
+    assert form.last_error is None, form.last_error
+    verdict, table, figure = form.last_result
+    assert isinstance(verdict, Outcome) and verdict.ok and "1" in verdict.title
+    assert table["concurrency"].iloc[0] == 1 and table["meets_slo"].iloc[0]
+    assert figure._repr_png_().startswith(b"\x89PNG")
+    assert [s.name for s in run.steps] == ["capacity"]
