@@ -181,7 +181,11 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
 @click.option(
     "--timeout", type=float, default=300.0, show_default=True, help="Seconds for the run."
 )
-def demo(out: Path, timeout: float) -> None:
+@click.option(
+    "--class-size", type=click.IntRange(min=0), default=DEMO_CLASS_SIZE, show_default=True,
+    help="Students chatting at once for the capacity step (0 skips it).",
+)  # fmt: skip
+def demo(out: Path, timeout: float, class_size: int) -> None:
     """Run the whole onboarding headless against a sandbox started for it."""
     from ..i18n import _
     from ..sandbox.process import running_sandbox
@@ -189,7 +193,7 @@ def demo(out: Path, timeout: float) -> None:
     click.echo(_("starting a sandbox platform on loopback…"))
     with running_sandbox(args=DEMO_SANDBOX_ARGS) as sandbox:
         click.echo(_("sandbox at {url}; running onboarding.ipynb…").format(url=sandbox.base_url))
-        parameters = {**DEMO_PARAMETERS, "class_size": DEMO_CLASS_SIZE}
+        parameters = {**DEMO_PARAMETERS, "class_size": class_size}
         _run(out, parameters, sandbox.env(), timeout)
 
 

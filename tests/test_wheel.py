@@ -1,0 +1,84 @@
+"""Install anywhere: the built wheel alone, in a fresh virtual environment, runs the demo.
+
+Builds the wheel (`pip wheel --no-deps`), installs it into a new venv without the
+system's or this venv's site-packages (dependencies from pip's cache and the
+configured index, --find-links for the wheel), then, from an empty folder, `lmreg-nb demo` and
+`lmreg-nb notebooks DIR`. The demo skips its capacity step to keep this test lean.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from lmreg_nb.records import read_records
+from lmreg_nb.shipped import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> str:
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{command[:3]}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def _pip_cache() -> str:
+    """The user's pip cache (the test's HOME is a fresh folder; its cache would be empty)."""
+    if os.environ.get("PIP_CACHE_DIR"):
+        return os.environ["PIP_CACHE_DIR"]
+    try:
+        import pwd
+
+        home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError):  # Windows: the profile folder
+        home = Path(os.environ.get("USERPROFILE") or Path.home())
+    if os.name == "nt":
+        return str(Path(os.environ.get("LOCALAPPDATA") or home) / "pip" / "Cache")
+    return str(home / ".cache" / "pip")
+
+
+@pytest.mark.notebooks
+@pytest.mark.timeout(420)
+def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LMREG_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}  # fmt: skip
+    env["PIP_CACHE_DIR"] = _pip_cache()
+    wheels = tmp_path / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)],
+         cwd=tmp_path, env=env, timeout=180)  # fmt: skip
+    (wheel,) = wheels.glob("lmreg_nb-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"lmreg_nb/notebooks/{n}.ipynb" for n in NOTEBOOKS} <= names
+    assert any(n.startswith("lmreg_nb/locale/") and n.endswith(".mo") for n in names)
+
+    venv = tmp_path / "venv"
+    # No pip inside the venv (ensurepip is slow): this pip installs into it (--python).
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, env=env,
+         timeout=120)  # fmt: skip
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    # --no-compile: byte-compiling ~90 packages is most of an install's time.
+    _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
+          "--no-compile", "--find-links", str(wheels), str(wheel)],
+         cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    lmreg = str(bin_dir / "lmreg-nb")
+    _run([lmreg, "demo", "--class-size", "0"], cwd=empty, env=env, timeout=300)
+    summary = read_records(empty / "runs" / "demo" / "onboarding.ipynb")["summary"]
+    assert summary["status"] == "ok" and summary["school"] == "Demo Middle School"
+    assert (empty / "runs" / "demo" / "onboarding-short.html").is_file()
+
+    out = _run([lmreg, "notebooks", "my-onboarding"], cwd=empty, env=env, timeout=60)
+    assert sorted(p.stem for p in (empty / "my-onboarding").glob("*.ipynb")) == sorted(NOTEBOOKS)
+    assert "jupyter lab my-onboarding" in out
