@@ -178,18 +178,18 @@ def test_chat_box_empty_prompt_is_a_one_line_error() -> None:
 
 def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     run = Onboarding("ui-capacity", settings=Settings.load(environ={}))
-    called: list[tuple[int, float]] = []
+    called: list[tuple[int | None, float]] = []
 
     class Result:
         def table(self) -> str:
             return "levels table"
 
-    def capacity(class_size: int, slo_ttft_ms: float) -> Outcome:
+    def capacity(class_size: int | None, slo_ttft_ms: float) -> Outcome:
         called.append((class_size, slo_ttft_ms))
         run.capacity_result = Result()
         return Outcome("serves 24 chats at once; a class of 40 needs more", ok=False)
 
-    run.capacity = capacity  # type: ignore[method-assign]
+    run.capacity = capacity  # type: ignore[method-assign,assignment]
     run.capacity_figure = lambda: "charts"  # type: ignore[method-assign]
     form = CapacityForm(run)
     assert form.slo.value == 2000 and form.class_size.value == 40
