@@ -10,21 +10,18 @@ Retries are limited to what is safe to repeat:
   server) is never resent blindly: the client looks the name up first and
   returns the stored model when it is the one just sent.
 
-:func:`parse_envelope` is the one place that turns a response into data or a
-typed error (both error styles: an HTTP error status, or HTTP 200 with a
-non-zero code).
+Every answer is read with a size cap and an overall deadline, and turned into
+data or a typed error by :func:`~lmreg_nb.envelope.parse_envelope` (both error
+styles: an HTTP error status, or HTTP 200 with a non-zero code).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import email.utils
-import json
 import logging
 import random
-import re
 import time
-from collections.abc import Iterable
+import unicodedata
 from types import TracebackType
 from typing import Any
 
@@ -32,24 +29,35 @@ import httpx
 
 from . import validate
 from ._tls import tls_context
+from .envelope import (
+    HOPELESS,
+    NEVER_SENT,
+    AnswerTooLarge,
+    DeadlineExceeded,
+    bounded_error,
+    not_found_error,
+    parse_envelope,
+    parse_retry_after,
+    read_answer,
+    transport_error,
+)
 from .errors import (
     APIError,
     AuthenticationError,
     ConflictError,
-    ConnectError,
     CredentialsError,
     LmregError,
     MalformedResponseError,
+    NotFoundError,
     OutcomeUnknownError,
     RateLimitError,
-    RequestTimeout,
     ServerError,
     TransportError,
     ValidationError,
-    api_error_for,
 )
+from .i18n import _
 from .models import ModelDraft, RegisteredModel, Token
-from .secret import Secret, mask_text
+from .secret import Secret
 from .settings import Settings
 from .tokens import TokenProvider, token_from_data
 
@@ -59,6 +67,7 @@ __all__ = [
     "REGISTER_PATH",
     "RegistryClient",
     "backoff_delay",
+    "model_name_key",
     "parse_envelope",
     "parse_retry_after",
 ]
@@ -74,7 +83,6 @@ BACKOFF_CAP_S = 8.0
 #: A server asking for a longer pause than this gets this (a notebook must not hang).
 RETRY_AFTER_CAP_S = 30.0
 CONNECT_TIMEOUT_CAP_S = 5.0
-_MAX_MESSAGE = 300
 
 # Tests patch this to make backoff instant.
 _sleep = time.sleep
@@ -92,109 +100,9 @@ def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
     return delay * (0.5 + random.random() / 2)  # jitter, not crypto
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or bad."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, seconds)
-
-
-def _scrub(text: str, secrets: Iterable[str]) -> str:
-    """One line, bounded, with every known secret masked (in any of its encodings)."""
-    # Cut first so masking stays cheap; a secret cut at the edge is cut again below.
-    # Values under 4 characters are test stubs, not secrets: masking them would garble text.
-    text = mask_text(text[: _MAX_MESSAGE * 8], [s for s in secrets if len(s) >= 4])
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
-
-
-_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-
-
-def _describe_body(response: httpx.Response) -> str:
-    ctype = response.headers.get("content-type", "").split(";")[0].strip() or "no content-type"
-    content = response.content
-    if not content:
-        return "an empty body"
-    if "html" in ctype or content.lstrip()[:15].lower().startswith((b"<!doctype", b"<html")):
-        match = _TITLE.search(content[:65536])
-        title = match.group(1).decode("utf-8", "replace").strip() if match else ""
-        return f'an HTML page ("{title[:80]}")' if title else "an HTML page"
-    return f"a body that is not JSON ({ctype})"
-
-
-def parse_envelope(
-    response: httpx.Response, operation: str, *, secrets: Iterable[str] = ()
-) -> dict[str, Any]:
-    """The envelope's ``data``, or the typed APIError the response stands for.
-
-    Both error styles are errors: an HTTP error status, or HTTP 200 with a
-    non-zero code. Anything that is not the JSON envelope raises
-    MalformedResponseError (never a JSONDecodeError).
-    """
-    status = response.status_code
-    request_id = response.headers.get("x-request-id") or None
-    secrets = list(secrets)
-
-    def malformed(what: str) -> MalformedResponseError:
-        return MalformedResponseError(
-            _scrub(what, secrets), status=status, request_id=request_id, operation=operation
-        )
-
-    if 300 <= status < 400:
-        where = httpx.URL(response.headers.get("location", ""))
-        target = f"{where.host}{where.path}" if where.host else where.path or "elsewhere"
-        raise malformed(f"the platform redirected to {target} instead of answering")
-    try:
-        payload = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
-        raise malformed(
-            f"the answer was {_describe_body(response)}, not the JSON envelope"
-        ) from None
-    if not isinstance(payload, dict) or "code" not in payload:
-        keys = ", ".join(sorted(map(str, payload))) if isinstance(payload, dict) else "none"
-        kind = "an object" if isinstance(payload, dict) else f"a JSON {type(payload).__name__}"
-        raise malformed(
-            f"the answer was {kind} without the envelope's code (keys: {keys or 'none'})"
-        )
-    code = _as_code(payload.get("code"))
-    if code is None:
-        raise malformed("the envelope's code is not an integer")
-    raw_message = payload.get("message")
-    message = _scrub(raw_message, secrets) if isinstance(raw_message, str) else ""
-    if status >= 400 or code != 0:
-        cls = api_error_for(status, code if code != 0 else None)
-        kw: dict[str, Any] = {"status": status, "code": code or None, "request_id": request_id}
-        if cls is RateLimitError or issubclass(cls, RateLimitError):
-            kw["retry_after"] = parse_retry_after(response.headers.get("retry-after"))
-        raise cls(message or f"HTTP {status}", operation=operation, **kw)
-    data = payload.get("data")
-    if not isinstance(data, dict):
-        raise malformed("the envelope's data is not an object")
-    return data
-
-
-def _as_code(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"-?\d{1,9}", value.strip()):
-        return int(value)
-    return None
+def model_name_key(name: str) -> str:
+    """How modelNames compare: trimmed and NFC-normalised (so "café" matches in any form)."""
+    return unicodedata.normalize("NFC", name.strip())
 
 
 class _OutcomeUnknown(Exception):
@@ -205,10 +113,7 @@ class _OutcomeUnknown(Exception):
         self.error = error
 
 
-# httpx failures in which the request certainly never reached the server.
-_NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-# httpx failures that a retry cannot fix (a bad URL, an unsupported scheme).
-_HOPELESS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.ProxyError)
+_NEVER_SENT, _HOPELESS = NEVER_SENT, HOPELESS
 
 
 class RegistryClient:
@@ -292,17 +197,70 @@ class RegistryClient:
             )
         return [RegisteredModel.from_api(m) for m in models]
 
-    def find_model(self, model_name: str) -> RegisteredModel | None:
-        """The account's model with this modelName (compared after trimming), or None."""
-        name = model_name.strip()
-        return next((m for m in self.query_models() if m.model_name.strip() == name), None)
+    def find_model(
+        self, name: str | None = None, *, model_id: str | None = None
+    ) -> RegisteredModel | None:
+        """The account's model with this modelName or modelId, or None (one query).
+
+        Names compare by :func:`model_name_key` (trimmed, NFC), ids trimmed: the
+        same rule everywhere a model is looked up.
+        """
+        if (name is None) == (model_id is None):
+            raise TypeError("find_model takes exactly one of name= or model_id=")
+        models = self.query_models()
+        if model_id is not None:
+            wanted = model_id.strip()
+            return next((m for m in models if m.model_id.strip() == wanted), None)
+        key = model_name_key(name or "")
+        return next((m for m in models if model_name_key(m.model_name) == key), None)
+
+    def update_model(
+        self,
+        *,
+        name: str | None = None,
+        model_id: str | None = None,
+        new_name: str | None = None,
+        registry_url: str | None = None,
+        api_key: Secret | str | None = None,
+    ) -> RegisteredModel:
+        """Modify the model found by ``name`` or ``model_id``; None keeps a value as stored.
+
+        The spec's modify overwrites all three fields, so the stored ones are sent
+        again for what does not change. Raises NotFoundError when no model
+        matches, ValidationError when no apiKey is given and the platform did not
+        return the stored one.
+        """
+        current = self.find_model(name, model_id=model_id)
+        if current is None:
+            wanted = (
+                _("modelId {id}").format(id=model_id)
+                if model_id is not None
+                else _("modelName '{name}'").format(name=name)
+            )
+            raise NotFoundError(
+                _("no model with {wanted} in this account").format(wanted=wanted),
+                operation="modify-model",
+            )
+        key = api_key if api_key else current.api_key
+        if not key:
+            raise ValidationError(
+                "apiKey",
+                _("the platform did not return the stored apiKey: give a new one"),
+            )
+        draft = ModelDraft(
+            model_name=new_name if new_name is not None else current.model_name,
+            registry_url=registry_url if registry_url is not None else current.registry_url,
+            api_key=key if isinstance(key, Secret) else Secret(key),
+            model_id=current.model_id,
+        )
+        return self.modify_model(draft)
 
     def modify_model(self, draft: ModelDraft) -> RegisteredModel:
         """Overwrite modelName, registryUrl and apiKey of the model ``draft.model_id``."""
         if not draft.model_id:
             raise ValidationError(
                 "modelId",
-                "is required to modify a model; find it with query_models() or `lmreg-nb models`",
+                _("is required to modify a model; find it with query_models() or lmreg-nb models"),
             )
         body = self._validated(draft, modify=True)
         data = self._call("modify-model", MODIFY_PATH, body, repeatable=True)
@@ -352,13 +310,13 @@ class RegistryClient:
         Returns the model and ``"registered"`` or ``"updated"``.
         """
         name = validate.check_model_name(draft.model_name)
-        existing = self.find_model(name)
+        existing = self.find_model(name=name)
         if existing is None:
             try:
                 return self.register_model(draft), "registered"
             except ConflictError:
                 # Registered by someone else between the lookup and the register.
-                existing = self.find_model(name)
+                existing = self.find_model(name=name)
                 if existing is None:
                     raise
         update = dataclasses.replace(draft, model_id=existing.model_id)
@@ -374,15 +332,17 @@ class RegistryClient:
         self._secrets.add(draft.api_key.reveal())
         body = validate.model_body(draft.to_body(), modify=modify)
         self.last_warnings = validate.url_warnings(body["registryUrl"])
+        # INFO, not WARNING: callers show last_warnings themselves, and a WARNING would
+        # be printed a second time by logging's last-resort handler.
         for warning in self.last_warnings:
-            log.warning("%s", warning.message)
+            log.info("%s", warning.message)
         return body
 
     def _settle(self, body: dict[str, Any], cause: LmregError) -> RegisteredModel | None:
         """After an unknown outcome: the stored model if it is the one sent, else None."""
         name = body["modelName"]
         try:
-            found = self.find_model(name)
+            found = self.find_model(name=name)
         except LmregError as exc:
             raise OutcomeUnknownError(
                 f"register of modelName '{name}' may or may not have been stored ({cause}); "
@@ -433,6 +393,18 @@ class RegistryClient:
             try:
                 response = self._post(path, body, token)
                 return parse_envelope(response, operation, secrets=self._secrets)
+            except (AnswerTooLarge, DeadlineExceeded) as exc:
+                # Never retried: a server that floods or trickles would do it again.
+                error = self._bounded_error(exc, operation)
+                error.__cause__ = exc
+                if not repeatable:
+                    raise _OutcomeUnknown(error) from exc
+                raise error from exc
+            except NotFoundError as exc:
+                replaced = self._not_found(exc, operation, path)
+                if replaced is exc:
+                    raise
+                raise replaced from exc
             except httpx.TransportError as exc:
                 error = self._transport_error(exc, operation)
                 error.__cause__ = exc  # kept even when it travels inside _OutcomeUnknown
@@ -484,8 +456,10 @@ class RegistryClient:
             headers = {"Authorization": f"Bearer {token.token.reveal()}", "X-ENV": token.env}
         started = time.perf_counter()
         try:
-            response = self._http.post(path, json=body, headers=headers)
-        except httpx.TransportError as exc:
+            response = read_answer(
+                self._http, path, body, headers, deadline_s=self.settings.timeout
+            )
+        except (httpx.TransportError, AnswerTooLarge, DeadlineExceeded) as exc:
             log.debug(
                 "POST %s failed after %.0f ms: %s",
                 path,
@@ -502,22 +476,18 @@ class RegistryClient:
         )
         return response
 
+    def _host(self) -> str:
+        return httpx.URL(self.base_url).host
+
+    def _bounded_error(self, exc: AnswerTooLarge | DeadlineExceeded, operation: str) -> LmregError:
+        return bounded_error(exc, operation, self._host())
+
+    def _not_found(self, exc: NotFoundError, operation: str, path: str) -> LmregError:
+        return not_found_error(exc, operation, self.base_url, path)
+
     def _transport_error(self, exc: httpx.TransportError, operation: str) -> TransportError:
-        host = httpx.URL(self.base_url).host
-        detail = _scrub(str(exc) or type(exc).__name__, self._secrets)
-        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
-            return RequestTimeout(
-                f"{operation}: no answer from {host} within {self.settings.timeout:g} s; "
-                "try again, or raise LMREG_TIMEOUT"
-            )
-        if isinstance(exc, (*_NEVER_SENT, *_HOPELESS)):
-            return ConnectError(
-                f"{operation}: could not connect to {host} ({detail}); "
-                "check LMREG_BASE_URL and the network"
-            )
-        return TransportError(
-            f"{operation}: the connection to {host} broke before an answer arrived "
-            f"({type(exc).__name__}); try again"
+        return transport_error(
+            exc, operation, self._host(), timeout=self.settings.timeout, secrets=self._secrets
         )
 
 

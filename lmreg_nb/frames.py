@@ -26,7 +26,11 @@ _DTYPES: dict[str, object] = {
 
 
 def models_frame(models: Sequence[RegisteredModel]) -> pd.DataFrame:
-    """One row per model, apiKey masked to its last 4 characters, times in UTC."""
+    """One row per model, apiKey masked to its last 4 characters, times in UTC.
+
+    When the platform sent a row out of range (RegisteredModel.invalid), an
+    ``invalid`` column after the others says why; that row's bad times are empty.
+    """
     columns: dict[str, pd.Series] = {
         "modelName": pd.Series([m.model_name for m in models], dtype=_DTYPES["modelName"]),
         "modelId": pd.Series([m.model_id for m in models], dtype=_DTYPES["modelId"]),
@@ -36,7 +40,10 @@ def models_frame(models: Sequence[RegisteredModel]) -> pd.DataFrame:
         "createTime": _times([m.create_time_ms for m in models]),
         "updateTime": _times([m.update_time_ms for m in models]),
     }
-    return pd.DataFrame(columns, columns=list(MODEL_COLUMNS))
+    frame = pd.DataFrame(columns, columns=list(MODEL_COLUMNS))
+    if any(m.invalid for m in models):
+        frame["invalid"] = pd.Series([m.invalid or "" for m in models], dtype=pd.StringDtype())
+    return frame
 
 
 def _times(values: list[int | None]) -> pd.Series:

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .i18n import _
 from .secret import Secret
 
 __all__ = [
+    "MAX_TIMESTAMP_MS",
     "ModelDraft",
     "RegisteredModel",
     "Token",
-    "datetime_to_ms",
     "ms_to_datetime",
     "now_ms",
 ]
@@ -28,13 +29,6 @@ def now_ms() -> int:
 def ms_to_datetime(ms: int) -> datetime:
     """A 13-digit millisecond timestamp as an aware UTC datetime."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
-def datetime_to_ms(value: datetime) -> int:
-    """An aware datetime as a 13-digit millisecond timestamp (naive means UTC)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return round(value.timestamp() * 1000)
 
 
 @dataclass(frozen=True)
@@ -104,6 +98,9 @@ class RegisteredModel:
     api_key: Secret = field(repr=True)
     create_time_ms: int | None = None
     update_time_ms: int | None = None
+    #: Why the platform's row is not valid (a time out of range), or None: the
+    #: row is kept and shown, marked, instead of breaking the whole listing.
+    invalid: str | None = None
 
     @property
     def create_time(self) -> datetime | None:
@@ -117,19 +114,37 @@ class RegisteredModel:
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> RegisteredModel:
-        """Build from a response object (fields the spec marks optional may be missing)."""
+        """Build from a response object (fields the spec marks optional may be missing).
+
+        A time that is not a millisecond timestamp within range becomes None and
+        the model is marked :attr:`invalid` (one bad row must not break a listing).
+        """
+        problems: list[str] = []
+        times = {}
+        for key in ("createTime", "updateTime"):
+            times[key] = _timestamp(data.get(key))
+            if times[key] is None and data.get(key) not in (None, ""):
+                problems.append(
+                    _("{field} {value} is not a 13-digit millisecond timestamp").format(
+                        field=key, value=_shown(data.get(key))
+                    )
+                )
         return cls(
             model_id=str(data.get("modelId") or ""),
             model_name=str(data.get("modelName") or ""),
             registry_url=str(data.get("registryUrl") or ""),
             api_key=Secret(str(data.get("apiKey") or "")),
-            create_time_ms=_int_or_none(data.get("createTime")),
-            update_time_ms=_int_or_none(data.get("updateTime")),
+            create_time_ms=times["createTime"],
+            update_time_ms=times["updateTime"],
+            invalid="; ".join(problems) or None,
         )
 
     def summary(self) -> dict[str, Any]:
-        """A JSON-safe view with apiKey masked (for records and tables)."""
-        return {
+        """A JSON-safe view with apiKey masked (for records and tables).
+
+        ``invalid`` is present only for a row the platform sent out of range.
+        """
+        view: dict[str, Any] = {
             "modelName": self.model_name,
             "modelId": self.model_id,
             "registryUrl": self.registry_url,
@@ -137,6 +152,23 @@ class RegisteredModel:
             "createTime": self.create_time.isoformat() if self.create_time else None,
             "updateTime": self.update_time.isoformat() if self.update_time else None,
         }
+        if self.invalid:
+            view["invalid"] = self.invalid
+        return view
+
+
+#: The largest 13-digit millisecond timestamp (2286-11-20); anything above is garbage.
+MAX_TIMESTAMP_MS = 9_999_999_999_999
+
+
+def _timestamp(value: object) -> int | None:
+    ms = _int_or_none(value)
+    return ms if ms is not None and 0 <= ms <= MAX_TIMESTAMP_MS else None
+
+
+def _shown(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _int_or_none(value: object) -> int | None:
@@ -146,6 +178,6 @@ def _int_or_none(value: object) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit():
         return int(value)
     return None

@@ -180,6 +180,42 @@ def test_modify_usage_errors(platform: FakePlatform, run, args: list[str], messa
     assert result.exit_code == 2 and message in result.stderr
 
 
+def test_a_row_out_of_range_is_one_marked_row_not_a_traceback(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    run("register", "--name", "good-llm", "--url", URL)
+    run("register", "--name", "bad-llm", "--url", URL)
+    platform.models[1]["updateTime"] = 99999999999999999
+    result = run("models")
+    assert result.exit_code == 0, result.output
+    assert "good-llm" in result.output and "bad-llm" in result.output
+    assert "invalid" in result.output and "out of range" in result.stderr
+    rows = json.loads(run("models", "--json").stdout)
+    assert [("invalid" in r) for r in rows] == [False, True]
+    assert rows[1]["updateTime"] is None and "updateTime" in rows[1]["invalid"]
+
+
+def test_modify_by_name_goes_through_the_library(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, object]] = []
+    real = RegistryClient.update_model
+
+    def spy(self: RegistryClient, **kw: object) -> object:
+        calls.append(kw)
+        return real(self, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RegistryClient, "update_model", spy)
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    run("register", "--name", "café", "--url", URL)
+    # The same name typed in another Unicode form and with spaces finds the model.
+    result = run("modify", "--name", " cafe\u0301 ", "--new-name", "renamed")
+    assert result.exit_code == 0, result.stderr
+    assert calls and calls[0]["name"] == " cafe\u0301 "
+    assert platform.models[0]["modelName"] == "renamed"
+
+
 def test_modify_unknown_model_is_exit_1(platform: FakePlatform, run) -> None:
     result = run("modify", "--model-id", "nope", "--new-name", "x")
     assert result.exit_code == 1 and "no model with modelId nope" in result.stderr

@@ -58,3 +58,25 @@ def test_empty_account_gives_the_same_columns_and_dtypes() -> None:
     assert empty.dtypes.to_dict() == full.dtypes.to_dict()
     # Still usable like a full one.
     assert empty.sort_values("createTime").empty and empty["createTime"].dt.tz is not None
+
+
+def test_a_row_out_of_range_is_marked_not_fatal() -> None:
+    good = {"modelId": "m1", "modelName": "ok", "registryUrl": "https://a.example", "apiKey": KEY,
+            "createTime": 1_763_780_000_000, "updateTime": 1_763_780_000_001}  # fmt: skip
+    bad = {**good, "modelId": "m2", "modelName": "bad", "updateTime": 99999999999999999}
+    models = [RegisteredModel.from_api(good), RegisteredModel.from_api(bad)]
+    assert models[0].invalid is None
+    assert models[1].invalid and "updateTime" in models[1].invalid
+    assert models[1].update_time is None and models[1].create_time is not None
+    frame = models_frame(models)
+    assert list(frame.columns) == [*MODEL_COLUMNS, "invalid"]
+    assert frame["invalid"].tolist()[0] == "" and "updateTime" in frame["invalid"].tolist()[1]
+    assert pd.isna(frame.loc[1, "updateTime"])
+    assert "invalid" in models[1].summary() and "invalid" not in models[0].summary()
+
+
+def test_other_bad_times_are_marked_too() -> None:
+    for value in (-1, "soon", 1e30, float("nan"), True):
+        model = RegisteredModel.from_api({"modelId": "m", "createTime": value})
+        assert model.create_time is None and model.invalid, value
+    assert RegisteredModel.from_api({"modelId": "m", "createTime": None}).invalid is None

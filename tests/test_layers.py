@@ -24,6 +24,7 @@ LAYER_OF: dict[str, str] = {
     "validate": "core",
     "secret": "core",
     "client": "core",
+    "envelope": "core",
     "tokens": "core",
     "summary": "core",
     "i18n": "core",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,12 +28,18 @@ def _client(settings: Settings | None = None) -> RegistryClient:
 
 
 def _echo_warnings(client: RegistryClient) -> None:
+    from ..i18n import _
+
     for warning in client.last_warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(_("warning: {message}").format(message=warning.message), err=True)
 
 
 def _describe(model: RegisteredModel) -> str:
-    return f"{model.model_name} (modelId {model.model_id}, registryUrl {model.registry_url})"
+    from ..i18n import _
+
+    return _("{name} (modelId {id}, registryUrl {url})").format(
+        name=model.model_name, id=model.model_id, url=model.registry_url
+    )
 
 
 def _interactive() -> bool:
@@ -44,17 +50,22 @@ def _interactive() -> bool:
 def _api_key(settings: Settings, *, purpose: str) -> Secret:
     """apiKey from LMREG_MODEL_API_KEY, else a hidden prompt on a terminal."""
     from ..errors import ConfigurationError
+    from ..i18n import _
     from ..secret import Secret
 
     key = settings.model_api_key
     if key:
         return key
     if _interactive():
-        value = click.prompt(f"apiKey {purpose} (hidden)", hide_input=True, err=True)
+        value = click.prompt(
+            _("apiKey {purpose} (hidden)").format(purpose=purpose), hide_input=True, err=True
+        )
         return Secret(str(value))
     raise ConfigurationError(
-        "LMREG_MODEL_API_KEY is not set and there is no terminal to ask: set it in the "
-        "environment or in .env",
+        _(
+            "LMREG_MODEL_API_KEY is not set and there is no terminal to ask: set it in the "
+            "environment or in .env"
+        ),
         variable="LMREG_MODEL_API_KEY",
     )
 
@@ -64,6 +75,8 @@ def _api_key(settings: Settings, *, purpose: str) -> Secret:
 def token_command(as_json: bool) -> None:
     """Get a token (cached or exchanged) and show its env and expiry; the token is masked."""
     from datetime import UTC, datetime
+
+    from ..i18n import _
 
     with _client() as client:
         token = client.token()
@@ -76,14 +89,18 @@ def token_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(info))
         return
+    # The labels are the JSON keys (identifiers): aligned, not translated.
     click.echo(f"env:     {token.env}")
     click.echo(f"token:   {token.token.masked}")
     if token.source == "environment":
-        click.echo("expires: unknown (token from LMREG_TOKEN)")
+        expires = _("unknown (token from LMREG_TOKEN)")
     else:
         left = token.expires_at - datetime.now(UTC)
-        hours = max(0.0, left.total_seconds() / 3600)
-        click.echo(f"expires: {token.expires_at:%Y-%m-%d %H:%M:%S} UTC (in {hours:.1f} h)")
+        expires = _("{when} UTC (in {hours} h)").format(
+            when=f"{token.expires_at:%Y-%m-%d %H:%M:%S}",
+            hours=f"{max(0.0, left.total_seconds() / 3600):.1f}",
+        )
+    click.echo(f"expires: {expires}")
     click.echo(f"source:  {token.source}")
 
 
@@ -91,13 +108,15 @@ def token_command(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (apiKey masked).")
 def models_command(as_json: bool) -> None:
     """List the account's registered models (apiKey masked)."""
+    from ..i18n import _, ngettext
+
     with _client() as client:
         models = client.query_models()
     if as_json:
         click.echo(json.dumps([m.summary() for m in models], ensure_ascii=False))
         return
     if not models:
-        click.echo("no models registered yet (register one with `lmreg-nb register`)")
+        click.echo(_("no models registered yet (register one with `lmreg-nb register`)"))
         return
     from ..frames import models_frame
 
@@ -105,6 +124,16 @@ def models_command(as_json: bool) -> None:
     for column in ("createTime", "updateTime"):
         frame[column] = frame[column].dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
     click.echo(frame.to_string(index=False))
+    invalid = [m for m in models if m.invalid]
+    if invalid:
+        click.echo(
+            ngettext(
+                "warning: {n} row holds values out of range (marked in the invalid column)",
+                "warning: {n} rows hold values out of range (marked in the invalid column)",
+                len(invalid),
+            ).format(n=len(invalid)),
+            err=True,
+        )
 
 
 @click.command("register")
@@ -114,6 +143,7 @@ def models_command(as_json: bool) -> None:
 def register_command(name: str, url: str | None, as_json: bool) -> None:
     """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
     from ..errors import ConfigurationError
+    from ..i18n import _
     from ..models import ModelDraft
     from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
@@ -123,13 +153,13 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
         url = settings.model_url
         if not url:
             raise ConfigurationError(
-                "no registryUrl: give --url or set LMREG_MODEL_URL", variable="LMREG_MODEL_URL"
+                _("no registryUrl: give --url or set LMREG_MODEL_URL"), variable="LMREG_MODEL_URL"
             )
 
     # Check the arguments before asking for a secret.
     draft_name, draft_url = check_model_name(name), check_registry_url(url)
     draft = ModelDraft(
-        draft_name, draft_url, _api_key(settings, purpose="for the platform to call it")
+        draft_name, draft_url, _api_key(settings, purpose=_("for the platform to call it"))
     )
     with _client(settings) as client:
         model = client.register_model(draft)
@@ -137,7 +167,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(model.summary(), ensure_ascii=False))
     else:
-        click.echo(f"registered {_describe(model)}")
+        click.echo(_("registered {model}").format(model=_describe(model)))
 
 
 @click.command("modify")
@@ -160,49 +190,41 @@ def modify_command(
     as_json: bool,
 ) -> None:
     """Change a model's modelName, registryUrl or apiKey (the others stay as stored)."""
+    from ..i18n import _
+
     if (model_id is None) == (name is None):
-        raise click.UsageError("select the model with exactly one of --model-id or --name")
+        raise click.UsageError(_("select the model with exactly one of --model-id or --name"))
     if new_name is None and url is None and not new_api_key:
-        raise click.UsageError("nothing to change: give --new-name, --url or --new-api-key")
-    from ..errors import NotFoundError
-    from ..models import ModelDraft
+        raise click.UsageError(_("nothing to change: give --new-name, --url or --new-api-key"))
+    from ..errors import ValidationError
     from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
 
-    checked: dict[str, Any] = {}
-    if new_name is not None:
-        checked["name"] = check_model_name(new_name)
-    if url is not None:
-        checked["url"] = check_registry_url(url)
+    # Check the arguments before asking for a secret.
+    checked_name = check_model_name(new_name) if new_name is not None else None
+    checked_url = check_registry_url(url) if url is not None else None
     settings = Settings.load()
-    key = _api_key(settings, purpose="(new)") if new_api_key else None
+    key = _api_key(settings, purpose=_("(new)")) if new_api_key else None
     with _client(settings) as client:
-        models = client.query_models()
-        if model_id is not None:
-            current = next((m for m in models if m.model_id == model_id.strip()), None)
-            wanted = f"modelId {model_id}"
-        else:
-            assert name is not None
-            current = next((m for m in models if m.model_name == name.strip()), None)
-            wanted = f"modelName '{name}'"
-        if current is None:
-            raise NotFoundError(f"no model with {wanted} in this account", operation="modify")
-        if key is None and not current.api_key:
-            raise click.UsageError(
-                "the platform did not return the stored apiKey: add --new-api-key"
+        try:
+            model = client.update_model(
+                name=name,
+                model_id=model_id,
+                new_name=checked_name,
+                registry_url=checked_url,
+                api_key=key,
             )
-        draft = ModelDraft(
-            model_name=checked.get("name", current.model_name),
-            registry_url=checked.get("url", current.registry_url),
-            api_key=key if key is not None else current.api_key,
-            model_id=current.model_id,
-        )
-        model = client.modify_model(draft)
+        except ValidationError as exc:
+            if exc.field != "apiKey" or key is not None:
+                raise
+            raise click.UsageError(
+                _("the platform did not return the stored apiKey: add --new-api-key")
+            ) from None
         _echo_warnings(client)
     if as_json:
         click.echo(json.dumps(model.summary(), ensure_ascii=False))
     else:
-        click.echo(f"modified {_describe(model)}")
+        click.echo(_("modified {model}").format(model=_describe(model)))
 
 
 COMMANDS: list[click.Command] = [token_command, models_command, register_command, modify_command]
