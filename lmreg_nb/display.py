@@ -19,16 +19,18 @@ class Outcome:
     """What a step shows in the notebook: a title, label/value rows, and the value itself.
 
     Renders as escaped HTML (values may come from a server) and as plain text.
+    ``pending``: not done yet (neither passed nor failed), shown in grey.
     """
 
     title: str
     rows: list[tuple[str, str]] = field(default_factory=list)
     ok: bool = True
     value: Any = None
+    pending: bool = False
 
     def _repr_html_(self) -> str:
-        mark = "✔" if self.ok else "✘"
-        color = "#1a7f37" if self.ok else "#cf222e"
+        mark = "…" if self.pending else "✔" if self.ok else "✘"
+        color = "#57606a" if self.pending else "#1a7f37" if self.ok else "#cf222e"
         body = "".join(
             f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
             f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
@@ -40,8 +42,11 @@ class Outcome:
         )
 
     def __repr__(self) -> str:
-        state = _("ok") if self.ok else _("FAILED")
-        lines = [f"{state}: {self.title}"]
+        if self.pending:
+            lines = [f"… {self.title}"]
+        else:
+            state = _("ok") if self.ok else _("FAILED")
+            lines = [f"{state}: {self.title}"]
         lines += [f"  {k}: {v}" for k, v in self.rows]
         return "\n".join(lines)
 

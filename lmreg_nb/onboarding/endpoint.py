@@ -167,7 +167,7 @@ class EndpointSteps:
     def verdict(self) -> Outcome:
         """The chat checks in one line: passed, or which required checks failed."""
         if not self.checks:
-            return Outcome(_("chat endpoint: not checked yet"), ok=False)
+            return Outcome(_("chat endpoint: not checked yet"), ok=False, pending=True)
         failed = [c for c in self.checks if not c.passed and c.severity == "error"]
         warned = [c for c in self.checks if not c.passed and c.severity == "warning"]
         rows = [(c.name, c.detail) for c in failed]
@@ -192,7 +192,7 @@ class EndpointSteps:
     def reply(self) -> Outcome:
         """The reply to the chat prompt sent with the checks (shown escaped, never as HTML)."""
         if self.chat_prompt is None:
-            return Outcome(_("no chat prompt was sent"), ok=True)
+            return Outcome(_("no chat prompt was sent"), ok=False, pending=True)
         if self.chat_error:
             return Outcome(_("the model did not reply"), [(_("error"), self.chat_error)], ok=False)
         return Outcome(
@@ -260,7 +260,11 @@ class EndpointSteps:
     def capacity_figure(self) -> Any:
         """The capacity charts, or a note when capacity was not measured."""
         if self.capacity_result is None:
-            return Outcome(_("capacity not measured: set class_size above 0 to measure it"))
+            return Outcome(
+                _("capacity not measured: set class_size above 0 to measure it"),
+                ok=False,
+                pending=True,
+            )
         return FigureView(self.capacity_result.figure())
 
     def capacity_record(self) -> dict[str, Any] | None:

@@ -137,7 +137,7 @@ class Onboarding(RegistrySteps, EndpointSteps):
             failed = next((s for s in self.steps if s.name == "contact card"), None)
             if failed is not None:
                 return Outcome(_("contact card: failed"), [(_("error"), failed.detail)], ok=False)
-            return Outcome(_("no contact card yet: fill in the form below"), ok=False)
+            return Outcome(_("no contact card yet: fill in the form below"), ok=False, pending=True)
         return Outcome(
             _("contact for {school}").format(school=self.school or _("the school")),
             [
