@@ -62,6 +62,9 @@ def test_token_form_wrong_secret_then_the_environments(lab: Lab) -> None:
     expect(message).to_have_text("")
     lab.shot(lab.run_cell_of(panel, "lmreg-credentials-form"), "token_form.png", publish=True)
     assert "wrong-secret-typed-by-hand" not in lab.page.content()
+    # The notebook itself speaks the language too (`lmreg-nb notebooks` copies zh-CN/ ones).
+    heading = panel.locator(".jp-MarkdownCell h1").first.inner_text()
+    assert CJK.search(heading) if lab.server.lang == "zh-CN" else "token" in heading, heading
 
 
 def test_modify_form_bad_url_then_old_to_new(lab: Lab, lab_account: dict[str, str]) -> None:
