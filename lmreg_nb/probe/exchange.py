@@ -259,36 +259,34 @@ async def send(
         ex.failure_detail = _(
             "the reply did not finish within {seconds} s (stopped after {n} bytes)"
         ).format(seconds=f"{total:g}", n=ex.size)
-    except httpx.TimeoutException as exc:
-        ex.failure = "timeout"
-        if isinstance(exc, httpx.ConnectTimeout):
-            ex.failure = "connect"
-            ex.failure_detail = transport_reason(exc, url or target.url)
-        elif ex.status is not None:
-            ex.failure_detail = _("stalled after {n} bytes: no data for {seconds} s").format(
-                n=ex.size, seconds=f"{target.timeout:g}"
-            )
-        else:
-            ex.failure_detail = _("no answer within {seconds} s").format(
-                seconds=f"{target.timeout:g}"
-            )
-    except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        ex.failure = "connect"
-        ex.failure_detail = transport_reason(exc, url or target.url)
-    except httpx.RemoteProtocolError as exc:
-        ex.failure = "transport"
-        ex.failure_detail = (
-            _("connection closed before [DONE] after {n} bytes").format(n=ex.size)
-            if ex.streamed
-            else _("the connection broke: {why}").format(why=_one_line(exc))
-        )
-    except httpx.HTTPError as exc:  # reset mid-reply, bad encodings
-        ex.failure = "transport"
-        ex.failure_detail = f"{type(exc).__name__}: {_one_line(exc)}"
+    except httpx.HTTPError as exc:
+        ex.failure, ex.failure_detail = _failure(exc, ex, url or target.url, target.timeout)
     ex.t_end = time.perf_counter()
     if ex.failure is None:
         _judge(ex)
     return ex
+
+
+def _failure(exc: httpx.HTTPError, ex: Exchange, url: str, timeout: float) -> tuple[str, str]:
+    """The failure kind and its plain reason for a transport error."""
+    if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
+        return "connect", transport_reason(exc, url)
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return "connect", transport_reason(exc, url)
+    if isinstance(exc, httpx.TimeoutException):
+        if ex.status is not None:
+            return "timeout", _("stalled after {n} bytes: no data for {seconds} s").format(
+                n=ex.size, seconds=f"{timeout:g}"
+            )
+        return "timeout", _("no answer within {seconds} s").format(seconds=f"{timeout:g}")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if ex.streamed:
+            return "transport", _("connection closed before [DONE] after {n} bytes").format(
+                n=ex.size
+            )
+        return "transport", _("the connection broke: {why}").format(why=_one_line(exc))
+    # reset mid-reply, bad encodings
+    return "transport", f"{type(exc).__name__}: {_one_line(exc)}"
 
 
 async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
@@ -344,7 +342,6 @@ async def _read_stream(
     ex.framing = decoder.framing
     size = 0
     first = True
-    loads = json.loads
     last = time.perf_counter()
     async for chunk in reply.aiter_bytes():
         now = time.perf_counter()
@@ -367,48 +364,51 @@ async def _read_stream(
             break
         for event in events:
             ex.events += 1
-            data = event.data
             if keep_events:
-                ex.data_events.append(data[:2000])
-            if ex.done:
-                ex.after_done += 1
-                continue
-            if data == "[DONE]":
-                ex.done = True
-                continue
-            try:
-                obj = loads(data)
-            except ValueError:
-                ex.non_json.append(data[:200])
-                continue
-            if not isinstance(obj, dict):
-                ex.non_json.append(data[:200])
-                continue
-            if is_error_object(obj):
-                ex.error_events.append(obj.get("error", obj))
-                continue
-            usage = usage_of(obj)
-            if usage is not None:
-                ex.usage = usage
-            choices = obj.get("choices")
-            if not choices:
-                if usage is not None:
-                    ex.usage_chunks += 1
-                continue
-            if not isinstance(choices, list) or not isinstance(choices[0], dict):
-                ex.non_json.append(data[:200])
-                continue
-            delta = chunk_delta(obj)
-            text = chunk_text(obj)
-            if first and delta is not None and "role" in delta and not text:
-                ex.role_only_first = True
-            first = False
-            ex.finish = finish_reason(obj) or ex.finish
-            if text:
-                _add_piece(ex, text, now)
-            elif text is None and (delta is None or delta.get("content", "") is None):
-                ex.null_content += 1
+                ex.data_events.append(event.data[:2000])
+            first = _take_event(ex, event.data, now, first)
     decoder.close()
+
+
+def _take_event(ex: Exchange, data: str, now: float, first: bool) -> bool:
+    """Record one data event; returns whether the next chunk is still the first one."""
+    if ex.done:
+        ex.after_done += 1
+        return first
+    if data == "[DONE]":
+        ex.done = True
+        return first
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        ex.non_json.append(data[:200])
+        return first
+    if is_error_object(obj):
+        ex.error_events.append(obj.get("error", obj))
+        return first
+    usage = usage_of(obj)
+    if usage is not None:
+        ex.usage = usage
+    choices = obj.get("choices")
+    if not choices:
+        if usage is not None:
+            ex.usage_chunks += 1
+        return first
+    if not isinstance(choices, list) or not isinstance(choices[0], dict):
+        ex.non_json.append(data[:200])
+        return first
+    delta = chunk_delta(obj)
+    text = chunk_text(obj)
+    if first and delta is not None and "role" in delta and not text:
+        ex.role_only_first = True
+    ex.finish = finish_reason(obj) or ex.finish
+    if text:
+        _add_piece(ex, text, now)
+    elif text is None and (delta is None or delta.get("content", "") is None):
+        ex.null_content += 1
+    return False
 
 
 def _ends_mid_char(chunk: bytes) -> bool:

@@ -22,11 +22,11 @@ from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker, Secret
 from .chat import ChatEndpointError
-from .checks import SEVERITIES, CheckResult
-from .exchange import Exchange, make_target
+from .checks import SEVERITIES, CheckResult, Conformance
+from .exchange import Exchange, Target, make_target
 from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
 from .metrics import request_metrics
-from .suite import CHECK_CONNECTIONS, run_checks
+from .suite import CHECK_CONNECTIONS, ChatOutcome, run_checks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,14 +162,7 @@ async def check_endpoint_async(
 ) -> EndpointReport:
     """:func:`check_endpoint` for code already inside an event loop (``await`` it)."""
     target = make_target(url, api_key, model, timeout)
-    if not 0 <= requests <= MAX_REQUESTS:
-        raise ValidationError("requests", _("must be between 0 and {n}").format(n=MAX_REQUESTS))
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise ValidationError(
-            "concurrency", _("must be between 1 and {n}").format(n=MAX_CONCURRENCY)
-        )
-    if max_duration <= 0:
-        raise ValidationError("max_duration", _("must be a positive number of seconds"))
+    _check_load_args(requests, concurrency, max_duration)
     async with make_client(max(concurrency, CHECK_CONNECTIONS), timeout) as client:
         conf, chat = await run_checks(
             client,
@@ -201,6 +194,16 @@ async def check_endpoint_async(
                     _("not run: the streamed check request failed (see the rows above)"),
                 )
             )
+    return _report(target, checks, conf, chat, load)
+
+
+def _report(
+    target: Target,
+    checks: list[CheckResult],
+    conf: Conformance,
+    chat: ChatOutcome,
+    load: LoadResult | None,
+) -> EndpointReport:
     streamed = conf.streamed
     if load is not None:
         summary, errors_by_kind = load.summary(), load.errors_by_kind
@@ -226,6 +229,17 @@ async def check_endpoint_async(
         chat_reply=chat.reply,
         chat_error=chat.error,
     )
+
+
+def _check_load_args(requests: int, concurrency: int, max_duration: float) -> None:
+    if not 0 <= requests <= MAX_REQUESTS:
+        raise ValidationError("requests", _("must be between 0 and {n}").format(n=MAX_REQUESTS))
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ValidationError(
+            "concurrency", _("must be between 1 and {n}").format(n=MAX_CONCURRENCY)
+        )
+    if max_duration <= 0:
+        raise ValidationError("max_duration", _("must be a positive number of seconds"))
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

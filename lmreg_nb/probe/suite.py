@@ -181,33 +181,12 @@ async def run_checks(
             checks.extend(certificate)  # the reachable row points at it
         return result, seen.chat
     checks.extend(certificate)
-    checks.append(
-        CheckResult(
-            "reachable",
-            True,
-            "error",
-            _("answered HTTP {status} in {ms} ms").format(
-                status=plain.status,
-                ms=f"{((plain.t_headers or plain.t_end) - plain.t_start) * 1000:.0f}",
-            ),
-        )
-    )
+    checks.append(_reachable_row(plain))
     name_row = model_name_row(_names(target, seen, also_name), seen.models)
     # When the checks stop early, the name row is kept only where the name may be the cause.
     name_rows = [name_row] if _name_suspect(plain, also_name, seen.models) else []
     if plain.status in (401, 403):
-        said = f": {plain.failure_detail}" if plain.failure_detail else ""
-        checks.append(
-            CheckResult(
-                "key-accepted",
-                False,
-                "error",
-                _(
-                    "the key was refused (HTTP {status}{said}). Use the key the server expects: "
-                    "LMREG_MODEL_API_KEY, or the apiKey registered for this model"
-                ).format(status=plain.status, said=said),
-            )
-        )
+        checks.append(_refused_row(plain))
         checks.extend([*name_rows, errors_json_row([plain])])
         return result, seen.chat
     checks.append(CheckResult("key-accepted", True, "error", _("the key was accepted")))
@@ -225,6 +204,29 @@ async def run_checks(
     answered = [seen.plain, seen.wrong, seen.streamed, seen.completion]
     checks.append(errors_json_row([ex for ex in answered if ex is not None]))
     return result, seen.chat
+
+
+def _reachable_row(plain: Exchange) -> CheckResult:
+    took = ((plain.t_headers or plain.t_end) - plain.t_start) * 1000
+    return CheckResult(
+        "reachable",
+        True,
+        "error",
+        _("answered HTTP {status} in {ms} ms").format(status=plain.status, ms=f"{took:.0f}"),
+    )
+
+
+def _refused_row(plain: Exchange) -> CheckResult:
+    said = f": {plain.failure_detail}" if plain.failure_detail else ""
+    return CheckResult(
+        "key-accepted",
+        False,
+        "error",
+        _(
+            "the key was refused (HTTP {status}{said}). Use the key the server expects: "
+            "LMREG_MODEL_API_KEY, or the apiKey registered for this model"
+        ).format(status=plain.status, said=said),
+    )
 
 
 def _name_suspect(plain: Exchange, also_name: str | None, models: ModelList | None) -> bool:
