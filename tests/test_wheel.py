@@ -9,6 +9,7 @@ configured index, --find-links for the wheel), then, from an empty folder, `lmre
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -29,6 +30,24 @@ def _run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float) 
     )  # fmt: skip
     assert done.returncode == 0, f"{command[:3]}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
     return done.stdout
+
+
+def _source_copy(dest: Path) -> Path:
+    """The checkout's files (tracked and new, not ignored) copied to ``dest``.
+
+    pip builds in the source tree; a build/ folder left there by an earlier build
+    would add stale modules to the wheel, and the checkout is not ours to write.
+    """
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
 
 
 def _pip_cache() -> str:
@@ -53,7 +72,8 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
            if not k.startswith("LMREG_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}  # fmt: skip
     env["PIP_CACHE_DIR"] = _pip_cache()
     wheels = tmp_path / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)],
+    source = _source_copy(tmp_path / "src")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)],
          cwd=tmp_path, env=env, timeout=180)  # fmt: skip
     (wheel,) = wheels.glob("lmreg_nb-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
