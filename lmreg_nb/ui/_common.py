@@ -44,13 +44,17 @@ LABEL_WIDTH = "7.5em"
 WIDE = "min(46em, 95%)"
 
 Listener = Callable[[str], None]
-# The widgets following a run (weak keys: a finished run takes its listeners with it).
-_FOLLOWERS: weakref.WeakKeyDictionary[Any, list[Listener]] = weakref.WeakKeyDictionary()
+# The widgets following a run: weak both ways, so a run or a widget that is gone takes its
+# listeners with it (a widget holds its run: strong references would keep both alive).
+_FOLLOWERS: weakref.WeakKeyDictionary[Any, list[weakref.WeakMethod[Listener]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def follow(run: Any, listener: Listener) -> None:
-    """Call ``listener(step_name)`` each time a form of ``run`` completes a step."""
-    _FOLLOWERS.setdefault(run, []).append(listener)
+    """Call ``listener(step_name)`` (a widget's method) each time a form of ``run`` completes
+    a step."""
+    _FOLLOWERS.setdefault(run, []).append(weakref.WeakMethod(listener))
 
 
 def step_done(run: Any, step: str) -> None:
@@ -58,7 +62,10 @@ def step_done(run: Any, step: str) -> None:
     shown by that widget; one failing listener never stops the others)."""
     if run is None:
         return
-    for listener in list(_FOLLOWERS.get(run, [])):
+    for ref in list(_FOLLOWERS.get(run, [])):
+        listener = ref()
+        if listener is None:
+            continue
         try:
             listener(step)
         except Exception:  # a widget's refresh must never break the form that was clicked
