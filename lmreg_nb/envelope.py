@@ -310,7 +310,7 @@ def transport_error(
 
 def _connect_reason(text: str, secrets: Iterable[str]) -> str:
     """A plain sentence for what stopped the connection (TLS codes are not for people)."""
-    if "WRONG_VERSION_NUMBER" in text or "record layer failure" in text:
+    if any(code in text for code in ("WRONG_VERSION_NUMBER", "record layer failure", "EOF")):
         return _(
             "it does not speak https on that port (a plain-http server?); use http:// in "
             "LMREG_BASE_URL, or the platform's https port"
