@@ -209,6 +209,8 @@ def model_name_row(
     """model-name-served over the names the platform may send, with how to align them."""
     states = [(name, *_name_state(name, listing, ex)) for name, ex in names]
     served = listing.served if listing is not None else None
+    if not served:  # no list: the names that answered are what is known to be served
+        served = [n for n, ok, _s in states if ok]
     served_text = ", ".join(served[:10]) if served else None
     if all(ok for _n, ok, _s in states):
         parts = [f'"{n}": {seen}' for n, _ok, seen in states]
@@ -217,7 +219,7 @@ def model_name_row(
     detail = "; ".join(
         _('the platform will send model "{name}": {seen}').format(name=n, seen=seen)
         for n, seen in bad
-    )
+    ).rstrip(".")
     if served_text:
         detail += ". " + _("The server serves: {names}").format(names=served_text)
     detail += ". " + _(

@@ -108,6 +108,14 @@ def test_registered_name_that_is_not_served_is_flagged(vllm_like: str) -> None:
     assert "does not exist" in row.detail  # vLLM's {"object": "error"} message, read
 
 
+def test_without_a_model_list_the_answering_name_is_named(vllm_like: str) -> None:
+    # Under /quirks/... the server has no GET /v1/models: what answered is what is served.
+    url = vllm_like.replace(CHAT, "/quirks/no-space" + CHAT)
+    row = _row(check_endpoint(url, KEY, "school-llm", also_name="campus-llm"), "model-name-served")
+    assert not row.passed and "The server serves: school-llm" in row.detail
+    assert "--served-model-name school-llm campus-llm" in row.detail and ".." not in row.detail
+
+
 def test_unserved_body_model_fails_the_chat_and_says_why(vllm_like: str) -> None:
     report = check_endpoint(vllm_like, KEY, "campus-llm", timeout=2)
     assert not _row(report, "chat-answers").passed
