@@ -102,3 +102,20 @@ def test_older_record_without_new_keys_still_reads() -> None:
     assert s.status == "ok" and s.lang is None and s.capacity is None
     assert not s.go_live.ready  # decided from the models' URLs
     assert s.generated_at is not None and s.generated_at.year == 2025
+
+
+def test_a_public_name_the_check_finds_unreachable_blocks_go_live() -> None:
+    # url_warnings sees a public-looking name; the go-live check resolved it to 10.0.0.5.
+    check = Check("url-public-host", False, "warning", "llm.school.example resolves to 10.0.0.5")
+    s = _summary(_ok_steps(), [check])
+    assert s.status == "ok"  # a warning does not fail the onboarding
+    assert s.go_live.blockers == [
+        "The platform cannot reach the model's host: llm.school.example resolves to 10.0.0.5"
+    ]
+
+
+def test_an_unreachable_host_comes_before_plain_http() -> None:
+    url = "http://192.168.1.20:8000/v1/chat/completions"
+    s = _summary(_ok_steps(), models=[{"modelName": "m", "registryUrl": url}])
+    assert "cannot reach 192.168.1.20" in s.go_live.blockers[0]
+    assert "plain http" in s.go_live.blockers[1]

@@ -121,47 +121,42 @@ def decide(
 
 
 def _url_blockers(urls: Sequence[str], checks: Sequence[Check]) -> list[str]:
-    blockers: list[str] = []
-    unreachable = plain = False
-    for url in urls:
-        if not url:
-            continue
-        host = _host(url)
-        for warning in url_warnings(url):
-            code = warning.code
-            if code == "unreachable-host":
-                unreachable = True
-                blockers.append(
-                    _(
-                        "The platform cannot reach {host} (registryUrl {url}): register an "
-                        "address it can reach over the internet."
-                    ).format(host=host, url=url)
-                )
-            elif code == "plain-http":
-                plain = True
-                blockers.append(
-                    _(
-                        "registryUrl {url} uses plain http: serve the model over https so the "
-                        "apiKey is not sent in clear."
-                    ).format(url=url)
-                )
+    """A host the platform cannot reach first (the bigger problem), then plain http."""
+    unreachable: list[str] = []
+    plain: list[str] = []
+    for url in filter(None, urls):
+        codes = {w.code for w in url_warnings(url)}
+        if "unreachable-host" in codes:
+            unreachable.append(
+                _(
+                    "The platform cannot reach {host} (registryUrl {url}): register an "
+                    "address it can reach over the internet."
+                ).format(host=_host(url), url=url)
+            )
+        if "plain-http" in codes:
+            plain.append(
+                _(
+                    "registryUrl {url} uses plain http: serve the model over https so the "
+                    "apiKey is not sent in clear."
+                ).format(url=url)
+            )
     by_name = {c.name: c for c in checks}
     host_check = by_name.get("url-public-host")
     if not unreachable and host_check is not None and not host_check.passed:
         # A public-looking name may still resolve to a private address: the check sees it.
-        blockers.append(
+        unreachable.append(
             _("The platform cannot reach the model's host: {detail}").format(
                 detail=_one_line(host_check.detail)
             )
         )
     https_check = by_name.get("url-https")
     if not plain and https_check is not None and not https_check.passed:
-        blockers.append(
+        plain.append(
             _("The model is served over plain http: {detail}").format(
                 detail=_one_line(https_check.detail)
             )
         )
-    return blockers
+    return unreachable + plain
 
 
 def _check_blockers(failed: Sequence[Check]) -> list[str]:
