@@ -244,9 +244,11 @@ class Form:
         self.result.clear_output()
         try:
             result = action()
-        except LmregError as exc:
-            self.last_error = str(exc)
-            self.message.value = error_html(_("error: {message}").format(message=exc))
+        except Exception as exc:  # a click never ends in a traceback: one line, secrets masked
+            if not isinstance(exc, LmregError):
+                log.debug("form action failed", exc_info=True)
+            self.last_error = self._one_line(exc)
+            self.message.value = error_html(_("error: {message}").format(message=self.last_error))
             return None
         finally:
             self.button.disabled = False
@@ -256,6 +258,13 @@ class Form:
         if step:
             step_done(getattr(self, "run_", None), step)
         return result
+
+    def _one_line(self, exc: Exception) -> str:
+        # The run knows the secrets to mask (appSecret, token, apiKey) and how to say it.
+        failure_text = getattr(getattr(self, "run_", None), "failure_text", None)
+        if callable(failure_text):
+            return str(failure_text(exc))
+        return " ".join(str(exc).split()) or type(exc).__name__
 
     def show(self, result: Any) -> None:
         """Show ``result`` in the result area (a stray ``None`` is never shown)."""

@@ -217,3 +217,19 @@ def test_capacity_form_measures_the_sandbox_model(sandbox: SandboxInfo) -> None:
     assert table["concurrency"].iloc[0] == 1 and table["meets_slo"].iloc[0]
     assert figure._repr_png_().startswith(b"\x89PNG")
     assert [s.name for s in run.steps] == ["capacity"]
+
+
+def test_an_unexpected_error_is_one_line_with_secrets_masked() -> None:
+    key = "sk-unexpected-0123456789abcdef"
+    run = Onboarding("ui-unexpected", settings=Settings.load(environ={"LMREG_MODEL_API_KEY": key}))
+
+    def chat(prompt: str, on_piece: Any = None, **kw: Any) -> str:
+        raise RuntimeError(f"server sent garbage after {key}\nline two")
+
+    run.chat = chat  # type: ignore[method-assign]
+    box = ChatBox(run)
+    box.prompt.value = "hello"
+    box.button.click()  # no traceback escapes the click
+    assert box.last_error is not None and "RuntimeError" in box.last_error
+    assert key not in box.last_error + box.message.value
+    assert "\n" not in box.last_error and not box.button.disabled
