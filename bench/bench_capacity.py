@@ -1,5 +1,9 @@
 """Our closed-loop load generator (the capacity search's levels) against GuideLLM 0.8.
 
+Ours: :func:`lmreg_nb.probe.levels.run_level` with the lean client
+(:mod:`lmreg_nb.probe.stream_client`, one connection per chat), as the
+capacity search runs it.
+
 Both drive the same mock school model (a separate uvicorn process, 2 workers)
 in the same run, at concurrency 32 and 128, in GuideLLM's own mode for this
 ("concurrent" profile: N streams, each sending its next request when the last
@@ -42,7 +46,6 @@ from typing import Any
 
 from lmreg_nb.probe.exchange import Target, chat_body
 from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
-from lmreg_nb.probe.load import make_client
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 KEY = "sk-bench-capacity-0123456789"
@@ -78,19 +81,16 @@ def find_guidellm(install: bool) -> str | None:
 
 
 async def ours(url: str, concurrency: int, requests: int) -> dict[str, Any]:
-    """One closed-loop level of ``requests`` requests: rate, CPU, TTFT and ITL medians."""
+    """One closed-loop level of ``requests`` requests (the capacity search's lean client)."""
     target = Target(url + "/v1/chat/completions", KEY, "bench-model", timeout=60)
     payload = json.dumps(chat_body("bench-model", "hi", stream=True, max_tokens=256)).encode()
     slo = SLO(ttft_ms=600_000)
-    async with make_client(concurrency, 60) as http:
-        warm = LevelPlan(min_seconds=0, requests_per_worker=1, max_seconds=60)
-        await run_level(http, target, payload, concurrency, slo, warm)
-        plan = LevelPlan(
-            min_seconds=0, requests_per_worker=requests // concurrency, max_seconds=300
-        )
-        wall, cpu = time.perf_counter(), time.process_time()
-        level = await run_level(http, target, payload, concurrency, slo, plan)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    warm = LevelPlan(min_seconds=0, requests_per_worker=1, max_seconds=60)
+    await run_level(None, target, payload, concurrency, slo, warm)
+    plan = LevelPlan(min_seconds=0, requests_per_worker=requests // concurrency, max_seconds=300)
+    wall, cpu = time.perf_counter(), time.process_time()
+    level = await run_level(None, target, payload, concurrency, slo, plan)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     good = level.requests - level.errors
     return {
         "requests": level.requests,

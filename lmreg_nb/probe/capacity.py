@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..secret import Secret, mask_text
-from .exchange import DEFAULT_PROMPT, Target, chat_body, send
+from .exchange import DEFAULT_PROMPT, Target, chat_body
 from .exchange import make_target as _target
 from .levels import SLO, Level, LevelPlan, run_level
-from .load import make_client
+from .stream_client import ChatConnection
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -254,51 +254,53 @@ class _Search:
 async def _search(
     search: _Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
 ) -> None:
+    """Doubling from 1 until a level misses the SLO (or the maximum), then bisection."""
     result = search.result
-    slo, top = result.slo, result.max_concurrency
     body = chat_body(target.model, DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
     payload = json.dumps(body).encode()
     deadline = time.monotonic() + budget_s
     finish_seen = False
+    # One request first, not counted: a cold server (and our first connection) is
+    # slower than it will be for students, and one sample weighs a lot at level 1.
+    warm = ChatConnection(target, payload)
+    try:
+        await warm.send()
+    finally:
+        warm.close()
 
-    async with make_client(top, target.timeout) as http:
-        # One request first, not counted: a cold server (and our first connection) is
-        # slower than it will be for students, and one sample weighs a lot at level 1.
-        await send(http, target, payload, stream=True)
+    async def measure(c: int) -> Level | None:
+        nonlocal finish_seen
+        left = deadline - time.monotonic()
+        if left < plan.min_seconds:
+            result.stopped = "time"
+            return None
+        level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
+        # http None: each chat gets a connection of its own from the lean client.
+        level = await run_level(
+            None, target, payload, c, result.slo, level_plan, finish_seen=finish_seen
+        )
+        finish_seen = finish_seen or level.finish_seen
+        search.add(level)
+        return level
 
-        async def measure(c: int) -> Level | None:
-            nonlocal finish_seen
-            left = deadline - time.monotonic()
-            if left < plan.min_seconds:
-                result.stopped = "time"
-                return None
-            level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
-            level = await run_level(
-                http, target, payload, c, slo, level_plan, finish_seen=finish_seen
-            )
-            finish_seen = finish_seen or level.finish_seen
-            search.add(level)
-            return level
-
-        good, bad = 0, None
-        c = 1
-        while True:
-            level = await measure(c)
-            if level is None:
-                return
-            if not level.meets_slo:
-                bad = c
-                break
-            good = c
-            if c >= top:
-                return
-            c = min(c * 2, top)
-        while bad - good > 1:
-            mid = (good + bad) // 2
-            level = await measure(mid)
-            if level is None:
-                return
-            good, bad = (mid, bad) if level.meets_slo else (good, mid)
+    good, bad, c = 0, 0, 1
+    while True:
+        level = await measure(c)
+        if level is None:
+            return
+        if not level.meets_slo:
+            bad = c
+            break
+        good = c
+        if c >= result.max_concurrency:
+            return
+        c = min(c * 2, result.max_concurrency)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        level = await measure(mid)
+        if level is None:
+            return
+        good, bad = (mid, bad) if level.meets_slo else (good, mid)
 
 
 async def find_capacity_async(

@@ -32,6 +32,7 @@ import httpx
 from ..i18n import _, ngettext
 from .exchange import Exchange, Target, send
 from .metrics import decode_itl_ms, percentiles
+from .stream_client import ChatConnection
 
 __all__ = ["CUT", "SLO", "Level", "LevelPlan", "Sample", "cut_kind", "judge", "run_level"]
 
@@ -246,7 +247,7 @@ def _cut_detail(ex: Exchange) -> str:
 
 
 async def run_level(
-    http: httpx.AsyncClient,
+    http: httpx.AsyncClient | None,
     target: Target,
     payload: bytes,
     concurrency: int,
@@ -255,7 +256,12 @@ async def run_level(
     *,
     finish_seen: bool = False,
 ) -> Level:
-    """Measure ``concurrency`` closed-loop chats, then judge them against ``slo``."""
+    """Measure ``concurrency`` closed-loop chats, then judge them against ``slo``.
+
+    ``http`` None: each chat has a connection of its own from the lean client
+    (:mod:`lmreg_nb.probe.stream_client`), which keeps up on a busy machine;
+    else the requests go through ``http`` (httpx).
+    """
     samples: list[Sample] = []
     start = time.perf_counter()
     stop_new = start + plan.max_seconds
@@ -272,12 +278,21 @@ async def run_level(
 
     async def worker(index: int) -> None:
         due = start
-        while not enough(time.perf_counter()):
-            in_flight[index] = due
-            ex = await send(http, target, payload, stream=True)
-            del in_flight[index]
-            samples.append(_sample(ex, due, start))
-            due = ex.t_end  # closed loop: the next request is due when this one ends
+        conn = ChatConnection(target, payload) if http is None else None
+        try:
+            while not enough(time.perf_counter()):
+                in_flight[index] = due
+                if conn is not None:
+                    ex = await conn.send()
+                else:
+                    assert http is not None
+                    ex = await send(http, target, payload, stream=True)
+                del in_flight[index]
+                samples.append(_sample(ex, due, start))
+                due = ex.t_end  # closed loop: the next request is due when this one ends
+        finally:
+            if conn is not None:
+                conn.close()
 
     tasks = [asyncio.ensure_future(worker(i)) for i in range(concurrency)]
     # Requests that started before the cut-off may finish; a hung one may not hold us long.

@@ -52,7 +52,10 @@ def busy() -> Iterator[None]:
     thread.join(5)
 
 
-def test_level_itl_p50_within_2_ms_at_concurrency_32(mock_process: str, busy: None) -> None:
+@pytest.mark.parametrize("client", ["lean", "httpx"])
+def test_level_itl_p50_within_2_ms_at_concurrency_32(
+    mock_process: str, busy: None, client: str
+) -> None:
     import json
 
     target = Target(mock_process, KEY, "m", timeout=30)
@@ -61,7 +64,12 @@ def test_level_itl_p50_within_2_ms_at_concurrency_32(mock_process: str, busy: No
     async def measure() -> tuple[float, float]:
         async with make_client(32, 30) as http:
             level = await run_level(
-                http, target, payload, 32, SLO(ttft_ms=60_000), LevelPlan(min_seconds=1.0)
+                http if client == "httpx" else None,
+                target,
+                payload,
+                32,
+                SLO(ttft_ms=60_000),
+                LevelPlan(min_seconds=1.0),
             )
         assert level.errors == 0 and level.requests >= 64
         return level.itl_ms["p50"], level.ttft_ms["p50"]
