@@ -81,20 +81,31 @@ class ChatBox(Form):
         prompt = Field("chat-prompt", self.prompt)
         super().__init__("lmreg-chat-box", [prompt], button, after=[self.reply])
         self.text = ""
+        self._shown_at = 0.0
 
     def _piece(self, piece: str) -> None:
         self.text += piece
-        self.reply.value = f"<pre style='white-space:pre-wrap'>{html.escape(self.text)}</pre>"
+        # At most ~20 updates a second (each is a message to the browser); the first at once.
+        now = time.monotonic()
+        if now - self._shown_at >= _UPDATE_EVERY_S:
+            self._shown_at = now
+            self._show_text()
+
+    def _show_text(self) -> None:
+        escaped = html.escape(self.text)
+        self.reply.value = f"<pre style='white-space:pre-wrap'>{escaped}</pre>" if escaped else ""
 
     def submit(self) -> str | None:
         """Send the prompt and stream the reply below the button."""
         self.text = ""
+        self._shown_at = 0.0
         self.reply.value = ""
         url, name = _target(self.run_, self.model_url, self.model)
         reply = self.run(
             lambda: self.run_.chat(self.prompt.value, self._piece, model_url=url, model=name),
             step="chat",
         )
+        self._show_text()  # the whole reply (or what arrived before an error)
         # The result area would repeat the reply as plain text: the box shows it already.
         self.result.clear_output()
         return reply
