@@ -25,7 +25,7 @@ from types import ModuleType
 import nbformat
 from nbformat.v4 import new_notebook
 
-from lmreg_nb.i18n import set_language
+from lmreg_nb.i18n import current_language, set_language
 
 HERE = Path(__file__).resolve().parent
 
@@ -61,11 +61,12 @@ def notebook(
     stem: str, lang: str = "en", outputs_from: Path | None = None
 ) -> nbformat.NotebookNode:
     """The notebook ``stem`` in ``lang`` with clean metadata (checked outputs from a run)."""
+    previous = current_language()
     set_language(lang)
     try:
         cells = TEXTS.CELLS[stem]()
     finally:
-        set_language("en")
+        set_language(previous)
     nb = new_notebook(cells=cells)
     nb.metadata = nbformat.from_dict(
         {
