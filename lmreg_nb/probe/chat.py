@@ -126,8 +126,11 @@ class ChatReader:
                 )
             )
         pieces: list[str] = []
-        for event in self.decoder.feed(chunk):
+        comments = self.decoder.framing.comments
+        events = self.decoder.feed(chunk)
+        if events or self.decoder.framing.comments != comments:  # keep-alives count as life
             self.last_event = now
+        for event in events:
             if self.done:
                 continue
             if event.data == "[DONE]":

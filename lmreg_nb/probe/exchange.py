@@ -353,8 +353,9 @@ async def _read_stream(
             break
         if _ends_mid_char(chunk):
             ex.split_chars += 1
+        comments = decoder.framing.comments
         events = decoder.feed(chunk)
-        if events:
+        if events or decoder.framing.comments != comments:  # keep-alives count as life
             last = now
         elif now - last > stall:  # a trickle (slowloris) that never completes an event
             ex.failure = "timeout"

@@ -3,6 +3,7 @@
 ``/endless/...``  200 event stream of content chunks without end, as fast as it can
 ``/empty/...``    200 event stream of ``data: {}`` without end (no text: only bytes)
 ``/slowloris/...`` 200 event stream, then one byte a second
+``/thinking/...`` keep-alive comments for 1.8 s, then a normal reply
 ``/cut/...``      two content chunks, then the connection closes (no [DONE])
 ``/badutf8/...``  a Chinese character's bytes split over two events (invalid per event)
 ``/echo/...``     a reply (stream or not) that echoes the Authorization header, split
@@ -95,6 +96,14 @@ class _Handler(socketserver.BaseRequestHandler):
                 break
             sock.sendall(bytes([byte]))
             time.sleep(1.0)
+
+    def do_thinking(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        sock.sendall(_head())
+        for _ in range(6):  # 1.8 s of keep-alive comments before the first token
+            sock.sendall(b": keep-alive\n\n")
+            time.sleep(0.3)
+        last = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        sock.sendall(_chunk("thought ") + _chunk("hard") + last + b"data: [DONE]\n\n")
 
     def do_cut(self, sock: socket.socket, headers: dict, body: dict) -> None:
         sock.sendall(_head() + _chunk("half ") + _chunk("a reply"))

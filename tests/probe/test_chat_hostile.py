@@ -95,6 +95,12 @@ def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
     assert not report.ok
 
 
+def test_keep_alive_comments_are_not_a_stall(hostile: str) -> None:
+    # A server thinking longer than the timeout, sending keep-alives meanwhile, is alive.
+    text = "".join(stream_chat(hostile + "/thinking" + CHAT, KEY, "m", "hi", timeout=1))
+    assert text == "thought hard"
+
+
 def test_cut_stream_is_closed_before_done(hostile: str) -> None:
     with pytest.raises(ChatEndpointError, match=r"connection closed before \[DONE\] after \d+"):
         list(stream_chat(hostile + "/cut" + CHAT, KEY, "m", "hi", timeout=2))
