@@ -11,8 +11,10 @@ name                     severity  passes when
 =======================  ========  ============================================
 url-https                warning   the URL is https
 url-path                 warning   its path ends in v1/chat/completions
-url-public-host          warning   its host is not loopback or private
-reachable                error     the server answers HTTP at all (in time)
+url-public-host          warning   its host is not loopback or private, and
+                                   its name does not resolve only to such
+reachable                error     the server answers HTTP at all (in time);
+                                   else the plain reason (DNS, refused, TLS)
 key-accepted             error     the key is not refused (401/403)
 chat-answers             error     the chat request gets a 2xx (not 429/5xx)
 chat-reply-shape         error     id, object, choices[0].message.role/content,
@@ -34,11 +36,15 @@ completion-form          warning   POST .../v1/completions (model, prompt,
 errors-are-json          warning   error replies are JSON, not HTML or text
 =======================  ========  ============================================
 
+The stream rows live in :mod:`.stream_checks`; the go-live rows (stream-utf8,
+max-tokens-honoured, model-name-served, tls-certificate) in :mod:`.golive`.
+
 Tolerated without complaint: a role-only first chunk, a final usage chunk
 with empty ``choices``, ``data:`` without a space, ``\\r\\n`` or ``\\r`` line
 ends, keep-alive comment lines, ``content: null``.
 When the server cannot be reached, refuses the key or fails (429, 5xx), the
-checks stop there: the rows so far say why.
+checks stop there: the rows so far say why (model-name-served stays when the
+model name may be the cause).
 """
 
 from __future__ import annotations
