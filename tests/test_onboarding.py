@@ -370,3 +370,21 @@ def test_a_headless_summary_is_recorded_once(monkeypatch: pytest.MonkeyPatch) ->
     run.finish()
     run.connect()  # skipped, and the recorded summary stays as it was
     assert shown == [{"raw": True}]
+
+
+def test_a_failed_step_never_shows_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-echoed-secret-key-0123456789"
+    settings = Settings.load(environ={"LMREG_MODEL_API_KEY": key, "LMREG_MODEL_NAME": "m"})
+
+    def echo(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"server said: bad key {key}")  # not a toolkit error: still masked
+
+    import lmreg_nb.probe
+
+    monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", echo)
+    run = Onboarding("S", settings=settings)
+    run.headless = True
+    shown = run.check_endpoint(model_url="https://llm.example/v1/chat/completions")
+    text = repr(shown) + shown._repr_html_() + repr(run.summary().to_json())
+    assert "RuntimeError: server said: bad key" in text
+    assert key not in text and key[8:16] not in text

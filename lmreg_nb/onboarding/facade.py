@@ -116,9 +116,15 @@ class Onboarding(RegistrySteps, EndpointSteps):
         """One line for a failed step, with every known secret masked."""
         text = str(exc) if isinstance(exc, LmregError) else f"{type(exc).__name__}: {exc}"
         try:
-            secrets = self.settings.secret_values()
+            current = self.settings
         except LmregError:
-            secrets = []
+            current = None
+        secrets: list[Secret] = []
+        if current is not None:
+            found = (current.app_secret, current.token, current.model_api_key)
+            secrets = [s for s in found if s]
+        if self.target is not None:
+            secrets.append(self.target.api_key)  # the registered key may differ from ours
         return " ".join(mask_text(text, secrets).split()) or type(exc).__name__
 
     def note(self, done: Step) -> None:
