@@ -133,7 +133,9 @@ class RegistryClient:
         max_retries: int = 3,
     ) -> None:
         self.settings = settings if settings is not None else Settings.load()
-        self.base_url: str = self.settings.require("base_url")
+        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app).
+        needed = () if self.settings.token else ("app_id", "app_secret")
+        self.base_url: str = self.settings.require("base_url", *needed)
         self.max_retries = max(0, int(max_retries))
         self.last_warnings: list[validate.UrlWarning] = []
         timeout = self.settings.timeout

@@ -1,4 +1,11 @@
-"""Settings: arguments > environment > .env file > defaults, read in this one place."""
+"""Settings: arguments > environment > .env file > defaults, read in this one place.
+
+The .env file is the one ``LMREG_ENV_FILE`` names, else the first ``.env``
+found in the working directory or its parents (up to the home folder, or the
+filesystem root outside it): a notebook's kernel starts in ``notebooks/`` while
+the README puts ``.env`` beside the repository. :attr:`Settings.env_file` says
+which file was read, :attr:`Settings.env_searched` where it was looked for.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +17,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
+from .i18n import _, normalize_language
 from .secret import Secret
 
-__all__ = ["DEFAULT_TOKEN_PATH", "SECRET_VARIABLES", "VARIABLES", "Settings"]
+__all__ = ["DEFAULT_TOKEN_PATH", "SECRET_VARIABLES", "VARIABLES", "Settings", "find_env_file"]
 
 DEFAULT_TOKEN_PATH = "/openapi/v1/token"
 DEFAULT_TIMEOUT = 10.0
@@ -30,6 +38,8 @@ VARIABLES: dict[str, str] = {
     "model_url": "LMREG_MODEL_URL",
     "model_api_key": "LMREG_MODEL_API_KEY",
     "model_name": "LMREG_MODEL_NAME",
+    "lang": "LMREG_LANG",
+    "notebooks": "LMREG_NOTEBOOKS",
 }
 #: The variables whose values are secrets (never shown, never parameters).
 SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY")
@@ -57,6 +67,14 @@ class Settings:
     model_url: str | None = None
     model_api_key: Secret | None = None
     model_name: str | None = None
+    #: "zh-CN" or "en" (LMREG_LANG); None: the locale decides.
+    lang: str | None = None
+    #: The folder holding the notebooks (LMREG_NOTEBOOKS); None: the shipped ones.
+    notebooks: Path | None = None
+    #: The .env file that was read, or None.
+    env_file: Path | None = None
+    #: The places a .env file was looked for, in order (the last one is env_file when found).
+    env_searched: tuple[Path, ...] = ()
 
     @classmethod
     def load(
@@ -68,14 +86,16 @@ class Settings:
     ) -> Settings:
         """Read settings: ``overrides`` > ``environ`` (default os.environ) > .env > defaults.
 
-        The .env file is ``env_file``, else ``$LMREG_ENV_FILE``, else ``./.env``;
-        it is read, never loaded into the process environment.
+        The .env file is ``env_file``, else ``$LMREG_ENV_FILE``, else the first
+        ``.env`` in the working directory or its parents; it is read, never
+        loaded into the process environment.
         """
         unknown = set(overrides) - set(VARIABLES)
         if unknown:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         env = dict(os.environ if environ is None else environ)
-        merged = {**_read_env_file(env_file or env.get("LMREG_ENV_FILE")), **env}
+        found, searched = find_env_file(env_file or env.get("LMREG_ENV_FILE"))
+        merged = {**_read_env_file(found), **env}
         values: dict[str, Any] = {}
         for name, var in VARIABLES.items():
             raw = overrides.get(name)
@@ -85,25 +105,47 @@ class Settings:
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
-        return cls(**values)
+        return cls(**values, env_file=found, env_searched=searched)
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
         return replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
 
-    def require(self, name: str) -> Any:
-        """The setting's value, or a ConfigurationError naming the variable to set."""
-        value = getattr(self, name)
+    def missing(self, *names: str) -> list[str]:
+        """The variables of ``names`` (settings fields) that are not set."""
         # An empty Secret is as missing as an empty string (Secret("") != "").
-        if value is None or value == "" or (isinstance(value, Secret) and not value):
-            var = VARIABLES[name]
-            raise ConfigurationError(
-                f"{var} is not set: set it in the environment or in .env (see .env.example)",
-                variable=var,
-            )
-        if name == "base_url":
-            _check_base_url(value)
+        return [
+            VARIABLES[n]
+            for n in names
+            if (v := getattr(self, n)) is None or v == "" or (isinstance(v, Secret) and not v)
+        ]
+
+    def require(self, name: str, *more: str) -> Any:
+        """The value of setting ``name``; ConfigurationError naming every unset variable.
+
+        With ``more`` names, all are checked at once (one message lists every
+        missing variable); the value of ``name`` is returned.
+        """
+        missing = self.missing(name, *more)
+        if missing:
+            raise ConfigurationError(self._missing_message(missing), variable=missing[0])
+        value = getattr(self, name)
+        if "base_url" in (name, *more):
+            _check_base_url(self.base_url or "")
         return value
+
+    def _missing_message(self, missing: list[str]) -> str:
+        if len(missing) == 1:
+            text = _("{variables} is not set: set it in the environment or in {file}")
+        else:
+            text = _("{variables} are not set: set them in the environment or in {file}")
+        text = text.format(variables=", ".join(missing), file=self.env_file or ".env")
+        text += " " + _("(see .env.example)")
+        if self.env_file is None and self.env_searched:
+            places = ", ".join(str(p.parent) for p in self.env_searched[:3])
+            more = " …" if len(self.env_searched) > 3 else ""
+            text += "; " + _("no .env found in {places}").format(places=places + more)
+        return text
 
     def secret_values(self) -> list[str]:
         """Every secret this configuration holds, in plain text (for scrubbing)."""
@@ -114,13 +156,37 @@ class Settings:
         ]
 
 
-def _read_env_file(path: str | os.PathLike[str] | None) -> dict[str, str]:
-    target = Path(path) if path else Path.cwd() / ".env"
-    if not target.is_file():
-        if path:
+def find_env_file(
+    named: str | os.PathLike[str] | None = None, start: Path | None = None
+) -> tuple[Path | None, tuple[Path, ...]]:
+    """The .env file to read and the places looked at: ``named``, else a search upwards.
+
+    The search starts in ``start`` (default: the working directory) and stops
+    after the home folder when it is above, else at the filesystem root.
+    """
+    if named:
+        target = Path(named).expanduser()
+        if not target.is_file():
             raise ConfigurationError(
-                f"LMREG_ENV_FILE names {target}, which does not exist", variable="LMREG_ENV_FILE"
+                _("LMREG_ENV_FILE names {path}, which does not exist").format(path=target),
+                variable="LMREG_ENV_FILE",
             )
+        return target, (target,)
+    here = (start or Path.cwd()).resolve()
+    home = Path.home().resolve()
+    searched: list[Path] = []
+    for folder in (here, *here.parents):
+        candidate = folder / ".env"
+        searched.append(candidate)
+        if candidate.is_file():
+            return candidate, tuple(searched)
+        if folder == home:
+            break
+    return None, tuple(searched)
+
+
+def _read_env_file(target: Path | None) -> dict[str, str]:
+    if target is None:
         return {}
     from dotenv import dotenv_values  # a small import, only when a file exists
 
@@ -136,15 +202,23 @@ def _coerce(name: str, raw: Any) -> Any:
             timeout = float(raw)
         except (TypeError, ValueError):
             raise ConfigurationError(
-                "LMREG_TIMEOUT must be a number of seconds, e.g. 10", variable="LMREG_TIMEOUT"
+                _("LMREG_TIMEOUT must be a number of seconds, e.g. 10"), variable="LMREG_TIMEOUT"
             ) from None
         if not 0 < timeout <= 600:
             raise ConfigurationError(
-                "LMREG_TIMEOUT must be between 0 and 600 seconds", variable="LMREG_TIMEOUT"
+                _("LMREG_TIMEOUT must be between 0 and 600 seconds"), variable="LMREG_TIMEOUT"
             )
         return timeout
-    if name == "token_cache":
-        return Path(raw).expanduser()
+    if name in ("token_cache", "notebooks", "env_file"):
+        return None if raw in (None, "") else Path(raw).expanduser()
+    if name == "lang" and raw is not None:
+        lang = normalize_language(str(raw))
+        if lang is None:
+            raise ConfigurationError(
+                _("LMREG_LANG must be zh-CN or en, not {value!r}").format(value=str(raw)[:40]),
+                variable="LMREG_LANG",
+            )
+        return lang
     if name == "base_url" and isinstance(raw, str):
         return raw.strip().rstrip("/")
     if name == "token_path" and isinstance(raw, str):
@@ -158,7 +232,9 @@ def _check_base_url(url: str) -> None:
     ok = parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOCAL_HOSTS)
     if not ok or not parts.hostname:
         raise ConfigurationError(
-            "LMREG_BASE_URL must be an https:// address (http only for localhost), "
-            "e.g. https://ai.school.example",
+            _(
+                "LMREG_BASE_URL must be an https:// address (http only for localhost), "
+                "e.g. https://ai.school.example"
+            ),
             variable="LMREG_BASE_URL",
         )

@@ -224,8 +224,11 @@ def test_modify_unknown_model_is_exit_1(platform: FakePlatform, run) -> None:
 def test_missing_configuration_is_exit_2(run) -> None:
     result = run("models")
     assert result.exit_code == 2
-    assert result.stderr.strip() == (
-        "error: LMREG_BASE_URL is not set: set it in the environment or in .env (see .env.example)"
+    # Every missing variable at once, in one line, and where a .env was looked for.
+    line = result.stderr.strip()
+    assert "\n" not in line and line.startswith(
+        "error: LMREG_BASE_URL, LMREG_APP_ID, LMREG_APP_SECRET are not set: set them in the "
+        "environment or in .env (see .env.example); no .env found in "
     )
 
 

@@ -149,6 +149,61 @@ def test_every_design_variable_is_known() -> None:
     design = {
         "LMREG_BASE_URL", "LMREG_APP_ID", "LMREG_APP_SECRET", "LMREG_TOKEN_PATH", "LMREG_TOKEN",
         "LMREG_ENV", "LMREG_TOKEN_CACHE", "LMREG_TIMEOUT", "LMREG_MODEL_URL",
-        "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME",
+        "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME", "LMREG_LANG", "LMREG_NOTEBOOKS",
     }  # fmt: skip
     assert set(VARIABLES.values()) == design
+
+
+def test_dotenv_is_found_in_a_parent_folder_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel of a notebook starts in notebooks/; .env sits beside the repository.
+    repo = Path.home() / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / ".env").write_text(ENV_FILE)
+    monkeypatch.chdir(repo / "notebooks")
+    s = Settings.load()
+    assert s.base_url == "https://from-file.example"
+    assert s.env_file == (repo / ".env").resolve()
+    assert s.env_searched == ((repo / "notebooks" / ".env").resolve(), (repo / ".env").resolve())
+
+
+def test_the_search_stops_at_home_and_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path.home()
+    (home.parent / ".env").write_text(ENV_FILE)  # above home: never read
+    (home / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(home / "a" / "b")
+    s = Settings.load()
+    assert s.env_file is None and s.base_url is None
+    assert [p.parent for p in s.env_searched] == [
+        (home / "a" / "b").resolve(), (home / "a").resolve(), home.resolve()
+    ]  # fmt: skip
+    with pytest.raises(ConfigurationError) as info:
+        s.require("base_url", "app_id", "app_secret")
+    message = str(info.value)
+    assert message.startswith("LMREG_BASE_URL, LMREG_APP_ID, LMREG_APP_SECRET are not set")
+    assert str((home / "a" / "b").resolve()) in message and "no .env found" in message
+    assert info.value.variable == "LMREG_BASE_URL"
+
+
+def test_lmreg_env_file_wins_over_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (Path.cwd() / ".env").write_text("LMREG_APP_ID=from-cwd\n")
+    named = tmp_path / "school.env"
+    named.write_text("LMREG_APP_ID=from-named\n")
+    monkeypatch.setenv("LMREG_ENV_FILE", str(named))
+    s = Settings.load()
+    assert s.app_id == "from-named" and s.env_file == named and s.env_searched == (named,)
+    with pytest.raises(ConfigurationError) as info:
+        s.require("base_url")
+    assert str(named) in str(info.value)
+
+
+def test_lang_and_notebooks(tmp_path: Path) -> None:
+    s = Settings.load(environ={"LMREG_LANG": "zh_CN.UTF-8", "LMREG_NOTEBOOKS": str(tmp_path)})
+    assert s.lang == "zh-CN" and s.notebooks == tmp_path
+    assert Settings.load(environ={"LMREG_LANG": "en"}).lang == "en"
+    assert Settings.load(environ={}).lang is None and Settings.load(environ={}).notebooks is None
+    with pytest.raises(ConfigurationError, match="LMREG_LANG must be zh-CN or en"):
+        Settings.load(environ={"LMREG_LANG": "fr"})
