@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 import pickle
 import shutil
 import tempfile
@@ -20,6 +22,7 @@ from click.testing import CliRunner
 from lmreg_nb.batch import (
     RunTask,
     execute_run,
+    key_figures,
     read_plan,
     run_batch,
     run_notebook,
@@ -30,6 +33,7 @@ from lmreg_nb.cli import main
 from lmreg_nb.errors import ConfigurationError, SecretLeakError, ValidationError
 from lmreg_nb.records import read_records
 from lmreg_nb.sandbox.process import SandboxInfo
+from lmreg_nb.summary import Summary
 
 DATA = Path(__file__).parent / "data"
 CANARY = "CanaryAppSecret-7f3Q9x2LmZ81"
@@ -100,6 +104,12 @@ def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
     page = (out / "leaky.html").read_text()
     assert page.index('class="lmreg-summary"') < page.index("Leaky notebook")
     assert "Leaky &lt;School&gt;" in page and "Leaky <School>" not in page
+    # A failed run shows its summary card, not papermill's banner; the short view has no code.
+    assert "An Exception was encountered" not in page
+    short = (out / "leaky-short.html").read_text()
+    assert 'class="lmreg-summary"' in short and "An Exception was encountered" not in short
+    code = 'class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor"'
+    assert code in page and code not in short
 
 
 @pytest.mark.notebooks
@@ -188,6 +198,53 @@ def test_cli_bad_plan_exits_2_in_one_line_and_runs_nothing(tmp_path: Path) -> No
     assert result.stderr.strip().count("\n") == 0
     assert "line 3 (run_id bad), column fail" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _summary(**changes: object) -> Summary:
+    data = {
+        "school": "北京第一中学", "status": "ok",
+        "steps": [{"name": "token", "passed": True, "detail": ""}],
+        "checks": [
+            {"name": "stream", "passed": True, "severity": "error", "detail": ""},
+            {"name": "url-https", "passed": False, "severity": "warning", "detail": "http"},
+            {"name": "url-public-host", "passed": False, "severity": "warning", "detail": "lo"},
+        ],
+        "performance": {"requests": 20, "errors": 0, "ttft_ms": {"p50": 41.5},
+                        "requests_per_s": 12.5},
+        "capacity": {"capacity": {"concurrency": 8}}, "class_size": 40,
+        "go_live": {"ready": False, "blockers": ["The platform cannot reach 127.0.0.1"]},
+    }  # fmt: skip
+    return Summary.from_json({**data, **changes})
+
+
+def test_summary_csv_is_for_excel_and_counts_warnings_apart(tmp_path: Path) -> None:
+    runs = [
+        {"run_id": "r1", "status": "ok", **key_figures(_summary())},
+        {"run_id": "r2", "status": "failed", "school": "第二中学", "error": "timed out after 5 s"},
+    ]
+    write_summary_csv(tmp_path / "s.csv", runs)
+    raw = (tmp_path / "s.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # the BOM: Excel then reads UTF-8
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert rows[0]["school"] == "北京第一中学"
+    assert (rows[0]["checks_passed"], rows[0]["checks_failed"], rows[0]["warnings"]) == (
+        "1",
+        "0",
+        "2",
+    )
+    assert rows[0]["ready"] == "no" and rows[0]["blockers"] == "The platform cannot reach 127.0.0.1"
+    assert (rows[0]["ttft_p50_ms"], rows[0]["capacity"], rows[0]["class_size"]) == (
+        "41.5",
+        "8",
+        "40",
+    )
+    assert rows[1]["school"] == "第二中学" and rows[1]["ready"] == ""
+    write_index_html(tmp_path / "i.html", runs)
+    page = (tmp_path / "i.html").read_text(encoding="utf-8")
+    assert "not ready" in page and "<li>The platform cannot reach 127.0.0.1</li>" in page
+    assert "1 passed, 0 failed, 2 warnings" in page and "TTFT p50 41.5 ms" in page
+    assert "capacity 8 chats at once" in page and "第二中学" in page
+    assert "2 runs: 1 not ok, 0 ready for go-live." in page
 
 
 def test_summary_csv_and_index_escape_untrusted_values(tmp_path: Path) -> None:
@@ -307,3 +364,6 @@ def test_onboard_command_writes_no_secret(
     assert result.exit_code == 0, result.output
     assert read_records(out / "onboarding.ipynb")["summary"]["status"] == "ok"
     assert_no_secret(out, [app["app_secret"], sandbox.model_api_key])
+    # The run exchanged its token in a private cache: the user's default one is untouched.
+    assert not (Path(os.environ["XDG_CACHE_HOME"]) / "lmreg_nb" / "tokens.json").exists()
+    assert "go-live: not ready" in result.output and "onboarding-short.html" in result.output

@@ -49,6 +49,7 @@ __all__ = [
     "RunResult",
     "RunTask",
     "execute_run",
+    "key_figures",
     "read_plan",
     "resolve_notebook",
     "run_batch",
