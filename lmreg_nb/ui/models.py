@@ -1,12 +1,11 @@
-"""The models table: the account's models (apiKey masked), filled at once, with Refresh."""
+"""The models table: the account's models (apiKey masked, local times), filled at once."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import ipywidgets as widgets
 
-from ..i18n import _
+from ..display import Table
+from ..i18n import _, format_local_time
 from ..onboarding import Onboarding
 from ._common import Form, follow
 
@@ -17,11 +16,12 @@ _REFRESH_AFTER = ("register", "modify")
 
 
 class ModelsTable(Form):
-    """Lists the account's models as a DataFrame; Refresh queries again.
+    """Lists the account's models; Refresh queries again.
 
     Filled at once: ``load`` True queries the platform now; ``load`` False shows
     what the run last listed, without a query. Either way the table refreshes
-    itself when a form of the same run registers or modifies a model.
+    itself when a form of the same run registers or modifies a model. Times are
+    the school's local time with the zone, like everything a person reads.
     """
 
     def __init__(self, run: Onboarding | None = None, *, load: bool = True) -> None:
@@ -36,19 +36,27 @@ class ModelsTable(Form):
             self.last_result = self._known()
             self.show(self.last_result)
 
-    def submit(self) -> Any:
+    def submit(self) -> Table | None:
         """Query the platform and show the table."""
-        return self.run(self._frame, step="list models")
+        # Through the run, so an interactive onboarding records its "list models" step.
+        result: Table | None = self.run(self.run_.list_models, step="list models")
+        return result
 
     def _after_step(self, step: str) -> None:
         if step in _REFRESH_AFTER:
             self.submit()
 
-    def _frame(self) -> Any:
-        # Through the run, so an interactive onboarding records its "list models" step.
-        return self.run_.models_frame()
-
-    def _known(self) -> Any:
-        from ..frames import models_frame
-
-        return models_frame(self.run_.models)
+    def _known(self) -> Table:
+        columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
+        rows = [
+            [
+                m.model_name,
+                m.model_id,
+                m.registry_url,
+                m.api_key.masked,
+                format_local_time(m.create_time) if m.create_time else _("unknown"),
+                format_local_time(m.update_time) if m.update_time else _("unknown"),
+            ]
+            for m in self.run_.models
+        ]
+        return Table(columns, rows)

@@ -61,7 +61,7 @@ def test_interactive_onboarding_runs_the_steps_in_order(sandbox: SandboxInfo) ->
     register.button.click()
     assert register.last_error is None, register.last_error
     # The table and the checks followed the register step by themselves.
-    assert list(table.last_result["modelName"]) == ["flow-model"]
+    assert [row[0] for row in table.last_result.rows] == ["flow-model"]
     assert run.report is not None and run.report.url == sandbox.model_url
     assert checks.last_error is None, checks.last_error
     status, steps = _statuses(run)

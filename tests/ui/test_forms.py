@@ -134,12 +134,12 @@ def test_models_table_refreshes(sandbox: SandboxInfo) -> None:
     table = ModelsTable(run)
     assert "lmreg-models-table" in _classes(table.container)
     assert "lmreg-refresh-button" in _classes(table.button)
-    assert len(table.last_result) == 0
+    assert table.last_result.rows == []
     run.register("table-model", api_key="table-key-0123456789")
     table.button.click()
-    frame = table.last_result
-    assert list(frame["modelName"]) == ["table-model"]
-    assert "table-key" not in frame.to_string()
+    shown = table.last_result
+    assert [row[0] for row in shown.rows] == ["table-model"]
+    assert "table-key" not in repr(shown) + shown._repr_html_()
 
 
 def test_contact_form_shows_the_error_beside_the_field() -> None:

@@ -105,14 +105,14 @@ def test_models_table_is_filled_at_once_and_follows_the_register_form(
     run.register("at-once", api_key="at-once-key-0123456789")
     run.list_models()
     table = ModelsTable(run, load=False)  # as the notebooks show it after listing
-    assert list(table.last_result["modelName"]) == ["at-once"]
+    assert [row[0] for row in table.last_result.rows] == ["at-once"]
 
     form = RegisterForm(run, update_existing=False)
     form.model_name.value = "second"
     form.api_key.value = "second-key-0123456789"
     form.button.click()
     assert form.last_error is None, form.last_error
-    assert list(table.last_result["modelName"]) == ["at-once", "second"]
+    assert [row[0] for row in table.last_result.rows] == ["at-once", "second"]
 
 
 def test_register_form_does_not_take_the_servers_model_name(sandbox: SandboxInfo) -> None:
