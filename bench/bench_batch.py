@@ -9,9 +9,13 @@ Prints JSON lines (one object per line, each with a "bench" name):
   run_batch (clean environment, scrub, HTML copy, atomic writes, state files), with
   ``overhead_vs_papermill`` = wall time / baseline's;
 - ``batch_onboarding`` at ``--jobs 2``: the onboarding notebook (check_requests=0)
-  against a sandbox process, the realistic case (skip with --no-onboarding).
+  against a sandbox process, the realistic case (skip with --no-onboarding);
+- ``kernel_starts``: 16 runs of the empty notebook at ``--jobs 4``, 3 times, counting
+  the kernels that failed to start (each retried once) and the runs that failed, with
+  the ipc transport (the default where ZeroMQ has it) and with TCP for comparison
+  (``--kernel-starts`` runs only this one).
 
-Usage: python bench/bench_batch.py [--runs 8] [--no-onboarding]
+Usage: python bench/bench_batch.py [--runs 8] [--no-onboarding] [--kernel-starts]
 """
 
 from __future__ import annotations
@@ -57,13 +61,49 @@ def batch(plan_text: str, runs_dir: Path, jobs: int) -> tuple[float, int]:
     return time.perf_counter() - started, len(result.failed)
 
 
+def kernel_starts(work: Path, runs: int, jobs: int, reps: int) -> None:
+    """Kernel-start failures of parallel runs, over ipc and over TCP (JSON line each)."""
+    import lmreg_nb.runner
+
+    ipc = lmreg_nb.runner.ipc_prefix
+    plan_text = "run_id,notebook\n" + "".join(f"k{i},{EMPTY}\n" for i in range(runs))
+    for transport in ("ipc", "tcp"):
+        # TCP: what plain papermill does (ports picked, then bound by the kernel: a race).
+        lmreg_nb.runner.ipc_prefix = ipc if transport == "ipc" else (lambda folder: None)
+        retried = failed = 0
+        walls = []
+        try:
+            for rep in range(reps):
+                folder = work / f"kernels-{transport}-{rep}"
+                folder.mkdir()
+                (folder / "plan.csv").write_text(plan_text)
+                started = time.perf_counter()
+                result = run_batch(read_plan(folder / "plan.csv"), folder / "out", jobs=jobs,
+                                   timeout=300, progress=False)  # fmt: skip
+                walls.append(time.perf_counter() - started)
+                retried += result.kernel_retries
+                failed += len(result.failed)
+        finally:
+            lmreg_nb.runner.ipc_prefix = ipc
+        if transport == "ipc" and ipc(work) is None:
+            transport = "tcp (ipc unavailable here)"
+        emit(bench="kernel_starts", transport=transport, runs=runs, jobs=jobs, repetitions=reps,
+             kernel_start_failures=retried, failed_runs=failed,
+             wall_s=[round(w, 1) for w in walls], load_1m=round(os.getloadavg()[0], 2))  # fmt: skip
+
+
 def main() -> None:
     """Run the benchmarks and print their JSON lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--no-onboarding", action="store_true")
+    parser.add_argument("--kernel-starts", action="store_true", help="only the kernel bench")
     args = parser.parse_args()
     n = args.runs
+    if args.kernel_starts:
+        with tempfile.TemporaryDirectory(prefix="bench-kernels-") as tmp:
+            kernel_starts(Path(tmp), runs=16, jobs=4, reps=3)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         work = Path(tmp)
         # The machine is shared and its load moves: the baseline runs before and

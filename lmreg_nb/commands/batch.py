@@ -41,18 +41,30 @@ def batch(
     2 if the plan is wrong (nothing runs then).
     """
     from ..batch import read_plan, run_batch
+    from ..i18n import _, ngettext
 
     runs = read_plan(plan, env_file=env_file)  # the whole plan is checked before any run
     result = run_batch(runs, out_dir, jobs=jobs, timeout=timeout, force=force, env_file=env_file)
     for run in result.runs:
-        note = " (earlier run)" if run["run_id"] in result.skipped else ""
+        note = _(" (earlier run)") if run["run_id"] in result.skipped else ""
         error = f"  {run.get('error')}" if run.get("error") else ""
         click.echo(f"{run.get('status', '?'):7} {run['run_id']}{note}{error}")
     failed = len(result.failed)
+    ready = sum(1 for run in result.runs if run.get("ready"))
     click.echo(
-        f"{len(result.runs) - failed} ok, {failed} failed, {len(result.skipped)} skipped "
-        f"(already ok). Records: {result.index_html}, {result.summary_csv}"
-    )
+        _("{ok} ok, {failed} failed, {skipped} skipped (already ok); {ready} ready for go-live.")
+        .format(ok=len(result.runs) - failed, failed=failed, skipped=len(result.skipped),
+                ready=ready)
+    )  # fmt: skip
+    if result.kernel_retries:
+        click.echo(
+            ngettext(
+                "{n} run needed a second kernel start (see kernel_retried in summary.csv).",
+                "{n} runs needed a second kernel start (see kernel_retried in summary.csv).",
+                result.kernel_retries,
+            ).format(n=result.kernel_retries)
+        )
+    click.echo(_("Records: {index}, {csv}").format(index=result.index_html, csv=result.summary_csv))
     if failed:
         raise SystemExit(1)
 
