@@ -69,58 +69,119 @@ def _has_control(text: str) -> bool:
     return any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") for ch in text)
 
 
+#: Characters that show nothing although Unicode does not call them spaces or
+#: format characters (Hangul fillers, the blank Braille pattern, ...).
+_BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029\u200b\u3000")
+
+
+def _visible(ch: str) -> bool:
+    if ch in _BLANK_GLYPHS or ch.isspace():
+        return False
+    return unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zs", "Mn", "Me")
+
+
 def check_model_name(value: object) -> str:
-    """modelName: a trimmed string of 1 to 64 characters with no control characters."""
-    text = _require_str("modelName", value).strip()
+    """modelName: trimmed, NFC-normalised, 1 to 64 characters, no control characters,
+    at least one visible character.
+
+    NFC first, so "café" typed with a combining accent is the same name as the
+    precomposed one (the uniqueness check compares this normalised form).
+    """
+    text = unicodedata.normalize("NFC", _require_str("modelName", value)).strip()
     if not text:
-        raise ValidationError("modelName", "must not be empty")
+        raise ValidationError("modelName", _("must not be empty"))
     if len(text) > MAX_MODEL_NAME:
         raise ValidationError(
-            "modelName", f"is {len(text)} characters; use at most {MAX_MODEL_NAME}"
+            "modelName",
+            _("is {n} characters; use at most {max}").format(n=len(text), max=MAX_MODEL_NAME),
         )
     if _has_control(text):
-        raise ValidationError("modelName", "must not contain control characters")
+        raise ValidationError("modelName", _("must not contain control characters"))
+    if not any(_visible(ch) for ch in text):
+        raise ValidationError(
+            "modelName", _("has no visible character; use letters, digits or punctuation")
+        )
     return text
 
 
 def check_registry_url(value: object) -> str:
-    """registryUrl: an absolute http(s) URL with a host, no user:password, <= 2048 chars."""
+    """registryUrl: an absolute http(s) URL with a valid host, no user:password, <= 2048 chars."""
     text = _require_str("registryUrl", value).strip()
     if not text:
-        raise ValidationError("registryUrl", "must not be empty")
+        raise ValidationError("registryUrl", _("must not be empty"))
     if len(text) > MAX_URL:
-        raise ValidationError("registryUrl", f"is {len(text)} characters; use at most {MAX_URL}")
+        raise ValidationError(
+            "registryUrl",
+            _("is {n} characters; use at most {max}").format(n=len(text), max=MAX_URL),
+        )
     if _has_control(text) or any(ch.isspace() for ch in text):
-        raise ValidationError("registryUrl", "must not contain spaces or control characters")
+        raise ValidationError("registryUrl", _("must not contain spaces or control characters"))
     try:
         parts = urlsplit(text)
         host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError on a bad port
+        port = parts.port
     except ValueError:
-        raise ValidationError("registryUrl", "is not a valid URL") from None
+        raise ValidationError("registryUrl", _("is not a valid URL")) from None
     if parts.scheme.lower() not in ("http", "https"):
         raise ValidationError(
             "registryUrl",
-            "must start with https:// (or http://), e.g. https://llm.school.edu/v1/chat/completions",
+            _(
+                "must start with https:// (or http://), "
+                "e.g. https://llm.school.edu/v1/chat/completions"
+            ),
         )
     if not host:
-        raise ValidationError("registryUrl", "must name a host, e.g. https://llm.school.edu/...")
+        raise ValidationError("registryUrl", _("must name a host, e.g. https://llm.school.edu/..."))
     if parts.username is not None or parts.password is not None:
         raise ValidationError(
-            "registryUrl", "must not contain user:password; the platform sends apiKey instead"
+            "registryUrl", _("must not contain user:password; the platform sends apiKey instead")
         )
+    if port == 0:
+        raise ValidationError("registryUrl", _("port 0 is not a port; use the model's port"))
+    _check_host(host)
     return text
 
 
+def _check_host(host: str) -> None:
+    """An IP address, or a host name valid per IDNA 2008 / RFC 1123 (letters, digits,
+    hyphens; labels of 1 to 63 characters; at most 253 in all)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return
+    except ValueError:
+        pass
+    import idna  # httpx's dependency; only needed for names
+
+    try:
+        ascii_host = idna.encode(host, uts46=True, std3_rules=True)
+    except (idna.IDNAError, UnicodeError, ValueError):
+        ascii_host = b""
+    if not ascii_host or len(ascii_host.rstrip(b".")) > 253:
+        raise ValidationError(
+            "registryUrl",
+            _(
+                "host {host} is not a valid host name (letters, digits and hyphens, labels "
+                "of 1 to 63 characters separated by dots)"
+            ).format(host=host[:80]),
+        )
+
+
 def check_api_key(value: object) -> str:
-    """apiKey: 1 to 512 visible characters, no whitespace."""
+    """apiKey: 1 to 512 visible ASCII characters (what an HTTP header can carry)."""
     text = _require_str("apiKey", value)
     if not text:
-        raise ValidationError("apiKey", "must not be empty")
+        raise ValidationError("apiKey", _("must not be empty"))
     if len(text) > MAX_API_KEY:
-        raise ValidationError("apiKey", f"is {len(text)} characters; use at most {MAX_API_KEY}")
-    if any(ch.isspace() or not ch.isprintable() for ch in text):
-        raise ValidationError("apiKey", "must be visible characters only, with no spaces")
+        raise ValidationError(
+            "apiKey", _("is {n} characters; use at most {max}").format(n=len(text), max=MAX_API_KEY)
+        )
+    if not all("!" <= ch <= "~" for ch in text):
+        # The platform sends it as "Authorization: Bearer <apiKey>": a header carries
+        # visible ASCII only (RFC 6750 b64token), no spaces, no other script.
+        raise ValidationError(
+            "apiKey",
+            _("must be visible ASCII characters only (letters, digits, punctuation), no spaces"),
+        )
     return text
 
 

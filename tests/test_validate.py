@@ -70,14 +70,36 @@ def test_model_name_is_total(value: Any) -> None:
     assert not any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in name)
 
 
-@given(st.text(alphabet=st.characters(categories=["L", "N", "P", "S"]), min_size=1, max_size=64))
+BLANKS = "\u3164\u2800\u115f\u1160\uffa0"
+
+
+@given(
+    st.text(
+        alphabet=st.characters(categories=["L", "N", "P", "S"], exclude_characters=BLANKS),
+        min_size=1,
+        max_size=64,
+    )
+)
 def test_visible_names_up_to_64_are_accepted(name: str) -> None:
-    assert check_model_name(name) == name
+    assert check_model_name(name) == unicodedata.normalize("NFC", name)
+
+
+@pytest.mark.parametrize("name", ["\u3164", "\u2800\u2800", " \u3164 ", "\u115f\u1160", "\u3000"])
+def test_names_without_a_visible_character_are_refused(name: str) -> None:
+    reason = refuses(check_model_name, name, "modelName")
+    assert "visible" in reason or "empty" in reason
+
+
+def test_names_are_nfc_so_look_alikes_are_one_name() -> None:
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    assert check_model_name(nfd) == check_model_name(nfc) == nfc
+    assert model_body({"modelName": nfd, "registryUrl": CHAT, "apiKey": "k"})["modelName"] == nfc
 
 
 # -- registryUrl ---------------------------------------------------------------------------
 
-hosts = st.from_regex(r"\A[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,20}){1,3}\Z")
+LABEL = r"[a-z](?:[a-z0-9-]{0,19}[a-z0-9])?"
+hosts = st.from_regex(rf"\A{LABEL}(\.{LABEL}){{1,3}}\Z")
 paths = st.lists(
     st.text(alphabet=string.ascii_letters + string.digits + "-_.~", min_size=1, max_size=10),
     max_size=4,
@@ -179,6 +201,44 @@ def test_visible_keys_are_accepted_unchanged(key: str) -> None:
 )
 def test_keys_with_whitespace_or_invisibles_are_refused(key: str, bad: str) -> None:
     refuses(check_api_key, key[: len(key) // 2] + bad + key[len(key) // 2 :], "apiKey")
+
+
+@pytest.mark.parametrize("key", ["ключ中文", "sk-café-1234", "sk-\u00a0x", "sk-\x7f"])
+def test_keys_a_header_cannot_carry_are_refused(key: str) -> None:
+    # Sent as "Authorization: Bearer <apiKey>": visible ASCII only (before: UnicodeEncodeError).
+    assert "visible ASCII" in refuses(check_api_key, key, "apiKey")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://<script>.com/v1/chat/completions",
+        "https://a..b/v1/chat/completions",
+        "https://xn--/v1/chat/completions",
+        "https://xn--zz.example/v1/chat/completions",
+        "https://" + "a" * 64 + ".example/v1/chat/completions",
+        "https://" + "a" * 300 + ".example/v1/chat/completions",
+        "https://-bad.example/v1/chat/completions",
+        "https://llm.school.edu:0/v1/chat/completions",
+    ],
+)
+def test_hosts_that_are_not_host_names_are_refused(url: str) -> None:
+    reason = refuses(check_registry_url, url, "registryUrl")
+    assert "host" in reason or "port" in reason
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://例子.测试/v1/chat/completions",
+        "https://xn--bcher-kva.example/v1/chat/completions",
+        "https://[2001:db8::1]:8443/v1/chat/completions",
+        "http://10.0.0.5:8000/v1/chat/completions",
+        "https://gpu-box/v1/chat/completions",
+    ],
+)
+def test_valid_hosts_stay_accepted(url: str) -> None:
+    assert check_registry_url(url) == url
 
 
 def test_api_key_bounds() -> None:
