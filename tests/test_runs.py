@@ -97,6 +97,39 @@ def test_a_signalled_batch_cleans_up_and_names_the_interruption(
         assert next(csv.DictReader(fh))["error"] == f"interrupted by {name}"
 
 
+_ONE_RUN = """
+import sys
+from pathlib import Path
+from lmreg_nb.runner import run_notebook
+from lmreg_nb.runs import Interrupted
+try:
+    run_notebook(Path(sys.argv[1]), Path(sys.argv[2]), parameters={}, env={})
+except Interrupted as exc:
+    sys.exit(128 + exc.signum)
+"""
+
+
+@pytest.mark.notebooks
+def test_sigterm_during_one_run_in_the_main_thread_as_onboard_does(tmp_path: Path) -> None:
+    tmp, out = tmp_path / "tmp", tmp_path / "out"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ONE_RUN, str(DATA / "sleepy.ipynb"), str(out)],
+        env={**os.environ, "TMPDIR": str(tmp)}, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_for(lambda: list(tmp.glob(RUN_PREFIX + "*/executed.ipynb")), 90, "the cells")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert list(tmp.iterdir()) == []
+    _wait_for(lambda: not _processes_under(tmp), 10, "papermill and the kernel to stop")
+    first = nbformat.read(out / "sleepy.ipynb", as_version=4).cells[0]
+    assert "stopped: interrupted by SIGTERM" in first.source
+
+
 @pytest.mark.notebooks
 def test_a_killed_batch_leaves_no_process_and_its_folder_goes_next_time(
     cli_batch: tuple[subprocess.Popen[bytes], Path, Path],
