@@ -55,7 +55,12 @@ try:
 except LmregError as exc:
     print("ERROR", str(exc))
 print("CHARS", got)
-print("RSS_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+try:  # VmHWM is this process's own peak (ru_maxrss may carry the forking parent's)
+    with open("/proc/self/status") as status:
+        hwm = next(line for line in status if line.startswith("VmHWM:"))
+    print("RSS_MB", int(hwm.split()[1]) / 1024)
+except OSError:
+    print("RSS_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
