@@ -3,15 +3,15 @@
 The cache file (``LMREG_TOKEN_CACHE``, default ``~/.cache/lmreg_nb/tokens.json``)
 is created 0600 inside a 0700 folder and holds, per (base_url, appId, env), the
 token, its env and its expiry: never the appSecret. Writes are atomic (a temp
-file created 0600, then ``os.replace``) under an ``fcntl`` lock, so two
-processes never corrupt it. No HTTP here: :class:`TokenProvider` is handed the
-function that performs an exchange.
+file created 0600, then ``os.replace``) under a ``filelock`` lock (fcntl on
+POSIX, msvcrt on Windows), so two processes never corrupt it and exchange once.
+No HTTP here: :class:`TokenProvider` is handed the function that performs an
+exchange.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import hmac
 import json
@@ -23,7 +23,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from .errors import ConfigurationError, MalformedResponseError
+from .i18n import _
 from .models import Token, now_ms
 from .secret import Secret
 from .settings import Settings
@@ -61,11 +64,15 @@ def token_from_data(data: Mapping[str, Any], *, issued_at_ms: int | None = None)
     env = next((data[k] for k in _ENV_KEYS if isinstance(data.get(k), str) and data[k]), None)
     if token is None or env is None:
         missing = (
-            "a token (token/accessToken/access_token)" if token is None else "an env (env/xEnv)"
+            _("a token (token/accessToken/access_token)")
+            if token is None
+            else _("an env (env/xEnv)")
         )
         keys = ", ".join(sorted(str(k) for k in data)) or "none"
         raise MalformedResponseError(
-            f"the token answer has no {missing}; its data keys were: {keys}",
+            _("the token answer has no {missing}; its data keys were: {keys}").format(
+                missing=missing, keys=keys
+            ),
             operation="token",
         )
     expires = _expiry_ms(data, issued)
@@ -181,20 +188,6 @@ class TokenCache:
         with self.locked():
             self._store_unlocked(base_url, app_id, token, credential=credential)
 
-    def forget(self, base_url: str, app_id: str, token: Token) -> None:
-        """Remove this exact token (the server refused it)."""
-        with self.locked():
-            keep = [
-                e
-                for e in self._entries()
-                if not (
-                    e.get("baseUrl") == base_url
-                    and e.get("appId") == app_id
-                    and e.get("token") == token.token.reveal()
-                )
-            ]
-            self._write(keep)
-
     def _store_unlocked(
         self, base_url: str, app_id: str, token: Token, *, credential: str | None = None
     ) -> None:
@@ -257,16 +250,13 @@ class TokenCache:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """An exclusive lock shared by every process using this cache file."""
+        """An exclusive lock shared by every thread and process using this cache file."""
         self._ensure_folder()
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        # A new FileLock each time: each holds its own open file, so threads of one
+        # process exclude each other as processes do (a shared instance is reentrant).
+        lock = FileLock(self.path.with_name(self.path.name + ".lock"), mode=0o600)
+        with lock:
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
 
 def _entry_token(entry: Mapping[str, Any]) -> Token | None:
@@ -345,16 +335,17 @@ class TokenProvider:
             env = settings.env
             if not env:
                 raise ConfigurationError(
-                    "LMREG_TOKEN is set but LMREG_ENV is not: set LMREG_ENV to the env "
-                    "returned with the token",
+                    _(
+                        "LMREG_TOKEN is set but LMREG_ENV is not: set LMREG_ENV to the env "
+                        "returned with the token"
+                    ),
                     variable="LMREG_ENV",
                 )
             issued = now_ms()
             # Its real expiry is unknown; the server will say 40101 when it ends.
             return Token(settings.token, env, issued + DEFAULT_LIFETIME_MS, issued, "environment")
-        base_url: str = settings.require("base_url")
+        base_url: str = settings.require("base_url", "app_id", "app_secret")
         app_id: str = settings.require("app_id")
-        settings.require("app_secret")
         if self.cache is None:
             return self._do_exchange()
         try:

