@@ -15,7 +15,6 @@ the plain file when a language is asked for and such a variant exists.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,14 +44,11 @@ _HERE = Path(__file__).resolve().parent
 
 
 def _configured() -> Path | None:
-    """LMREG_NOTEBOOKS, read through Settings when it knows the variable (one place)."""
+    """LMREG_NOTEBOOKS (through Settings, which reads it and .env in one place)."""
     from .settings import Settings
 
-    if "notebooks" in getattr(Settings, "__dataclass_fields__", {}):
-        value = Settings.load().notebooks  # type: ignore[attr-defined,unused-ignore]
-        return Path(value).expanduser() if value else None
-    raw = os.environ.get("LMREG_NOTEBOOKS", "").strip()
-    return Path(raw).expanduser() if raw else None
+    folder = Settings.load().notebooks
+    return Path(folder).expanduser() if folder else None
 
 
 def notebook_folders() -> list[Path]:
