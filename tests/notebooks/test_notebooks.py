@@ -278,3 +278,18 @@ def test_onboard_without_configuration_stops_before_a_kernel_starts(tmp_path: Pa
     assert result.exit_code == 2
     assert "LMREG_BASE_URL is not set" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_chat_in_05_calls_the_model_url_parameter_not_the_environment(
+    execute: Callable[..., Path], nb_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LMREG_MODEL_URL points nowhere: only the model_url parameter can answer.
+    monkeypatch.setenv("LMREG_MODEL_URL", "http://127.0.0.1:9/v1/chat/completions")
+    out = execute(
+        "05_test_chat_endpoint", {"model_url": nb_env["LMREG_MODEL_URL"], "prompt": "Hello"}
+    )
+    assert _errors(out) == []
+    nb = nbformat.read(out, as_version=4)
+    streamed = [o for c in nb.cells if "stream_reply" in c.source for o in c.outputs]
+    assert len(streamed[0]["data"]["text/plain"]) > 10
+    assert "every required check passed" in str(nb.cells)
