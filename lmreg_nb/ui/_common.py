@@ -3,7 +3,8 @@
 A form lays out its fields, reads their values and calls one method of the
 :class:`~lmreg_nb.onboarding.Onboarding` run. When that call succeeds the form
 tells the run's other widgets (:func:`step_done`), so an interactive onboarding
-refreshes its models table, checks and summary as the steps complete.
+refreshes its models table and runs its checks as the steps complete (the run
+itself rewrites its live summary record after every step).
 """
 
 from __future__ import annotations
@@ -99,8 +100,7 @@ def registry_url_warnings(value: str) -> list[str]:
     """The non-blocking warnings about a registryUrl being typed (none while it is empty)."""
     if not value.strip():
         return []
-    # UrlWarning(code, message) once the core lands it; a plain string before.
-    return [str(getattr(w, "message", w)) for w in url_warnings(value)]
+    return [w.message for w in url_warnings(value)]
 
 
 def text(description: str, *, wide: bool = False, **kw: Any) -> widgets.Text:
