@@ -413,3 +413,20 @@ def test_configuration_says_which_env_file_was_read(tmp_path: Path) -> None:
     if getattr(settings, "env_file", None) is None:
         pytest.skip("Settings does not say which .env it read yet")
     assert f".env: read from {env_file}" in repr(configuration(settings))
+
+
+def test_a_bad_class_size_stops_a_headless_run_and_is_the_reason() -> None:
+    run = Onboarding.begin(
+        "S",
+        "Li Hua",
+        "13812345678",
+        "ops@school.edu.cn",
+        class_size="forty",  # type: ignore[arg-type]
+    )
+    assert run.stopped_by == "parameters" and "skipped" in run.connect().title
+    summary = run.summary()
+    assert summary.status == "failed" and summary.reason.startswith(
+        "the notebook's parameters: class_size:"
+    )
+    with pytest.raises(ValidationError, match="class_size"):
+        Onboarding.begin(class_size=-1)

@@ -85,11 +85,19 @@ class Onboarding(RegistrySteps, EndpointSteps):
         Otherwise a headless run whose first step checks the school and contact.
         """
         set_language(lang.strip() or _configured_language(settings))
-        size = _class_size(class_size)
+        try:
+            size, bad_size = _class_size(class_size), None
+        except ValidationError as exc:
+            size, bad_size = 0, exc
         if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
+            if bad_size is not None:
+                raise bad_size
             return cls("", settings=settings, class_size=size)
         run = cls(school, settings=settings, class_size=size)
         run.headless = True
+        if bad_size is not None:
+            # A bad parameter stops the run before anything is sent, like a bad contact card.
+            run.note(Step("parameters", False, str(bad_size)))
         run.set_contact(contact_name, contact_mobile, contact_email, school)
         return run
 

@@ -36,6 +36,7 @@ STEP_LABELS = {
     "chat endpoint checks": N_("chat endpoint checks"),
     "chat": N_("chat with the model"),
     "capacity": N_("capacity"),
+    "parameters": N_("the notebook's parameters"),
 }
 _MODEL_KEYS = ("modelName", "modelId", "registryUrl", "createTime", "updateTime")
 
