@@ -31,6 +31,7 @@ __all__ = [
     "check_model_name",
     "check_registry_url",
     "check_reserved",
+    "is_visible",
     "model_body",
     "url_warnings",
 ]
@@ -74,7 +75,8 @@ def _has_control(text: str) -> bool:
 _BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029\u200b\u3000")
 
 
-def _visible(ch: str) -> bool:
+def is_visible(ch: str) -> bool:
+    """Whether the character shows something (not a space, control, mark or blank glyph)."""
     if ch in _BLANK_GLYPHS or ch.isspace():
         return False
     return unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zs", "Mn", "Me")
@@ -97,10 +99,13 @@ def check_model_name(value: object) -> str:
         )
     if _has_control(text):
         raise ValidationError("modelName", _("must not contain control characters"))
-    if not any(_visible(ch) for ch in text):
+    if not any(is_visible(ch) for ch in text):
         raise ValidationError(
             "modelName", _("has no visible character; use letters, digits or punctuation")
         )
+    if not (is_visible(text[0]) and is_visible(text[-1])):
+        # An invisible first or last character makes a look-alike of another name.
+        raise ValidationError("modelName", _("must start and end with a visible character"))
     return text
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..validate import MAX_API_KEY, MAX_EXAMPLE_BYTES, MAX_MODEL_NAME, MAX_URL
+from ..validate import MAX_API_KEY, MAX_EXAMPLE_BYTES, MAX_MODEL_NAME, MAX_URL, is_visible
 
 __all__ = [
     "ERROR_DESCRIPTIONS",
@@ -137,9 +137,6 @@ _CTRL = _ranges(
     [cp for cp in _BMP if unicodedata.category(chr(cp)) in ("Cc", "Cf", "Cs", "Zl", "Zp")]
 )
 _CC = "\\u0000-\\u001f\\u007f-\\u009f"
-# apiKey: what isprintable() refuses (controls, format, surrogates, private use,
-# unassigned, separators) plus whitespace; BMP only, as above.
-_NOT_VISIBLE = _ranges([cp for cp in _BMP if not chr(cp).isprintable() or chr(cp).isspace()])
 assert sys.maxunicode > 0xFFFF  # narrow builds would need surrogate handling
 
 
@@ -148,13 +145,16 @@ def _trimmed(inner: str, edge: str, max_len: int) -> str:
     return f"^[{_WS}]*{edge}(?:{inner}{{0,{max_len - 2}}}{edge})?[{_WS}]*$"
 
 
-MODEL_NAME_PATTERN = _trimmed(f"[^{_CTRL}]", f"[^{_WS}{_CTRL}]", MAX_MODEL_NAME)
+# modelName starts and ends with a visible character (validate.is_visible).
+_INVISIBLE = _ranges([cp for cp in _BMP if not is_visible(chr(cp))])
+MODEL_NAME_PATTERN = _trimmed(f"[^{_CTRL}]", f"[^{_INVISIBLE}]", MAX_MODEL_NAME)
 MODEL_ID_PATTERN = _trimmed("[\\s\\S]", f"[^{_WS}]", 128)
 REGISTRY_URL_PATTERN = (
     f"^[{_WS}]*[hH][tT][tT][pP][sS]?://[^{_WS}{_CC}/?#@]{{1,{MAX_URL}}}"
     f"(?:[/?#][^{_WS}{_CC}]{{0,{MAX_URL}}})?[{_WS}]*$"
 )
-API_KEY_PATTERN = f"^[^{_NOT_VISIBLE}]{{1,{MAX_API_KEY}}}$"
+# apiKey: visible ASCII, what an Authorization header can carry.
+API_KEY_PATTERN = f"^[!-~]{{1,{MAX_API_KEY}}}$"
 
 _RESERVED: dict[str, Any] = {
     "reqParams": {
@@ -178,18 +178,20 @@ _FIELDS: dict[str, Any] = {
     "modelName": {
         "type": "string",
         "pattern": MODEL_NAME_PATTERN,
-        "description": "Trimmed, 1 to 64 characters, no control characters; unique in the account",
+        "description": "Trimmed and NFC-normalised, 1 to 64 characters, no control characters,"
+        " starting and ending with a visible character; unique in the account",
     },
     "registryUrl": {
         "type": "string",
         "pattern": REGISTRY_URL_PATTERN,
-        "description": "Absolute http(s) URL with a host, at most 2048 characters,"
-        " no user:password part; normally ends in /v1/chat/completions",
+        "description": "Absolute http(s) URL with a valid host (IDNA / RFC 1123) and no port 0,"
+        " at most 2048 characters, no user:password part; normally ends in"
+        " /v1/chat/completions",
     },
     "apiKey": {
         "type": "string",
         "pattern": API_KEY_PATTERN,
-        "description": "1 to 512 visible characters, no whitespace",
+        "description": "1 to 512 visible ASCII characters (0x21-0x7E): a Bearer credential",
     },
 }
 
