@@ -430,3 +430,48 @@ def test_a_bad_class_size_stops_a_headless_run_and_is_the_reason() -> None:
     )
     with pytest.raises(ValidationError, match="class_size"):
         Onboarding.begin(class_size=-1)
+
+
+def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import lmreg_nb.probe
+    import lmreg_nb.probe.capacity
+
+    called: list[tuple[str, str]] = []
+
+    class _Report:
+        def __init__(self) -> None:
+            self.checks: list[object] = []
+            self.summary: dict[str, object] = {}
+
+        def figure(self) -> None:
+            return None
+
+    def fake_check(url: str, key: object, model: str, **kw: object) -> _Report:
+        called.append((url, model))
+        return _Report()
+
+    def fake_capacity(url: str, key: object, model: str, **kw: object) -> None:
+        called.append((url, model))
+        raise LmregError("stop here")
+
+    def fake_chat(url: str, key: object, model: str, prompt: str, **kw: object) -> list[str]:
+        called.append((url, model))
+        return ["hi"]
+
+    monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", fake_check)
+    monkeypatch.setattr(lmreg_nb.probe.capacity, "find_capacity", fake_capacity)
+    monkeypatch.setattr(lmreg_nb.probe, "stream_chat", fake_chat)
+    environ = {
+        "LMREG_MODEL_URL": "https://env.example/v1/chat/completions",
+        "LMREG_MODEL_API_KEY": "k" * 20,
+        "LMREG_MODEL_NAME": "env-model",
+    }
+    run = Onboarding("", settings=Settings.load(environ=environ))
+    given = "https://given.example/v1/chat/completions"
+    run.check_endpoint(model_url=given, model="given-model")
+    with pytest.raises(LmregError, match="stop here"):
+        run.capacity(4)
+    assert run.chat("hello") == "hi"
+    assert called == [(given, "given-model")] * 3

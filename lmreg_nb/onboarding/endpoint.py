@@ -62,10 +62,14 @@ class EndpointSteps:
         self.chat_error: str | None = None
         self.capacity_result: Any = None
         self._capacity_size: int | None = None
+        #: The endpoint given to the last checks (url, model), used by capacity and chat after.
+        self.checked_endpoint: tuple[str, str] | None = None
 
     # -- the endpoint --------------------------------------------------------
     def endpoint(self, model_url: str = "", model: str = "") -> tuple[str, Secret, str]:
         """(url, apiKey, body model) to call: given, else the registered model's, else settings."""
+        if not model_url.strip() and self.checked_endpoint is not None:
+            model_url, model = self.checked_endpoint[0], model or self.checked_endpoint[1]
         registered = self._registered()
         if model_url.strip():
             same = registered is not None and registered.url == model_url.strip()
@@ -115,6 +119,8 @@ class EndpointSteps:
         from ..probe import check_endpoint
 
         url, key, name = self.endpoint(model_url, model)
+        if model_url.strip():
+            self.checked_endpoint = (url, model.strip())
         self.report = None
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         kwargs: dict[str, Any] = {"chat_prompt": self.chat_prompt} if self.chat_prompt else {}
@@ -226,10 +232,18 @@ class EndpointSteps:
 
     # -- capacity ------------------------------------------------------------
     @step("capacity")
-    def capacity(self, class_size: int | None = None, slo_ttft_ms: float = 2000) -> Outcome:
+    def capacity(
+        self,
+        class_size: int | None = None,
+        slo_ttft_ms: float = 2000,
+        *,
+        model_url: str = "",
+        model: str = "",
+    ) -> Outcome:
         """Measure how many chats at once the model serves within the SLO, against the class.
 
         ``class_size`` (default: the run's) of 0 skips the test (no step recorded).
+        ``model_url``/``model``: the endpoint, as for :meth:`check_endpoint`.
         """
         from ..probe.capacity import SLO, find_capacity
 
@@ -237,7 +251,7 @@ class EndpointSteps:
         if size <= 0:
             return Outcome(_("capacity test skipped: class_size is 0"))
         self.class_size = size
-        url, key, name = self.endpoint()
+        url, key, name = self.endpoint(model_url, model)
         result = find_capacity(
             url,
             key,

@@ -29,6 +29,7 @@ class RegistrySteps:
     models: list[RegisteredModel]
     changes: list[tuple[str, str, str]]
     target: ChatTarget | None
+    checked_endpoint: tuple[str, str] | None
     headless: bool
     stopped_by: str | None
 
@@ -76,7 +77,8 @@ class RegistrySteps:
             model, action = self.client.register_or_update(draft)
         else:
             model, action = self.client.register_model(draft), "registered"
-        self.model, self.target = model, None  # the checks now use what is registered
+        # The checks, chat and capacity now call what is registered.
+        self.model, self.target, self.checked_endpoint = model, None, None
         done = _("updated") if action == "updated" else _("registered")
         self.note(
             Step(
@@ -115,7 +117,7 @@ class RegistrySteps:
             model_name=model_name, registry_url=registry_url, api_key=key, model_id=model_id
         )
         model = self.client.modify_model(draft)
-        self.model, self.target = model, None
+        self.model, self.target, self.checked_endpoint = model, None, None
         self.changes = _changes(current, model, key_changed=bool(api_key))
         self.note(
             Step(
