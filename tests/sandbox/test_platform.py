@@ -348,3 +348,43 @@ def test_injected_fault_50300_and_rate_limit_42900(faulty: tuple[Platform, Platf
     other = plain.account()
     r = bad.post("query-models", {}, headers=other)
     bad.expect_error(r, 503, 50300)
+
+
+# -- field rules shared with the client (issue 13) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("apiKey", "ключ中文"),
+        ("apiKey", "sk-café-0001"),
+        ("registryUrl", "https://<script>.com/v1/chat/completions"),
+        ("registryUrl", "https://a..b/v1/chat/completions"),
+        ("registryUrl", "https://xn--/v1/chat/completions"),
+        ("registryUrl", "https://" + "a" * 300 + ".example/v1/chat/completions"),
+        ("registryUrl", "https://llm.school.example:0/v1/chat/completions"),
+        ("modelName", "\u3164"),
+        ("modelName", "\u2800\u2800"),
+        ("modelName", "\u200b"),
+    ],
+)
+def test_values_the_platform_could_not_use_are_40000_naming_the_field(
+    platform: Platform, field: str, value: str
+) -> None:
+    headers = platform.account()
+    body = model(_unique(), **{field: value})
+    r = platform.post("registry-model", body, headers=headers)
+    envelope = platform.expect_error(r, 400, 40000)
+    assert envelope["message"].startswith(field), envelope
+    assert platform.post("query-models", {}, headers=headers).json()["data"]["models"] == []
+
+
+def test_model_names_are_unique_after_nfc(platform: Platform) -> None:
+    headers = platform.account()
+    nfc = "caf\u00e9-" + secrets.token_hex(2)
+    nfd = nfc.replace("\u00e9", "e\u0301")
+    assert platform.post("registry-model", model(nfc), headers=headers).json()["code"] == 0
+    r = platform.post("registry-model", model(nfd), headers=headers)
+    platform.expect_error(r, 409, 40900)
+    models = platform.post("query-models", {}, headers=headers).json()["data"]["models"]
+    assert [m["modelName"] for m in models] == [nfc]
