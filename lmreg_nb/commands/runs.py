@@ -132,8 +132,14 @@ def _report(result: Any) -> None:
         for step in summary.steps:
             mark = "ok  " if step.passed else "FAIL"
             click.echo(f"  {mark} {step_label(step.name)}: {step.detail}")
-        for check in summary.failed_checks + summary.warnings:
-            click.echo(f"  {check.severity}: {check.name}: {check.detail}")
+        for check in summary.failed_checks:
+            click.echo(
+                "  " + _("failed: {name}: {detail}").format(name=check.name, detail=check.detail)
+            )
+        for check in summary.warnings:
+            click.echo(
+                "  " + _("warning: {name}: {detail}").format(name=check.name, detail=check.detail)
+            )
         if summary.go_live.ready:
             click.echo(_("go-live: ready"))
         else:
