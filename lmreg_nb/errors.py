@@ -1,12 +1,13 @@
-"""Every exception the toolkit raises, in one tree.
+"""The toolkit's exceptions, in one tree (the chat-endpoint checker's ChatEndpointError
+lives with the probe, in :mod:`lmreg_nb.probe`).
 
 ```
 LmregError                      base: str(exc) is one line that says what to do
 ├── ConfigurationError          a setting is missing or invalid (names the variable)
 ├── ValidationError             a field breaks a rule before anything is sent (.field)
 ├── TransportError              the platform could not be reached or did not answer
-│   ├── ConnectError            connection refused, DNS, TLS
-│   └── RequestTimeout          connect or read timeout
+│   ├── ConnectError            connection refused, DNS, TLS, connect timeout
+│   └── RequestTimeout          connected, but no complete answer in time
 ├── APIError                    the platform answered with an error (.status, .code, .request_id)
 │   ├── BadRequestError         40000
 │   ├── AuthenticationError     40100 bad or missing token
@@ -24,10 +25,16 @@ LmregError                      base: str(exc) is one line that says what to do
 ```
 
 Messages never contain a secret: callers build them from names, codes and
-masked values only.
+masked values only, and any text from a server goes through
+:func:`lmreg_nb.secret.mask_text` first. An APIError adds its class's hint
+unless the server's message already says the same (no advice said twice).
 """
 
 from __future__ import annotations
+
+import re
+
+from .i18n import N_, _
 
 __all__ = [
     "APIError",
@@ -89,11 +96,11 @@ class TransportError(LmregError):
 
 
 class ConnectError(TransportError):
-    """The server could not be reached."""
+    """The server could not be reached (refused, DNS, TLS, or the connect timed out)."""
 
 
 class RequestTimeout(TransportError):
-    """The server did not answer in time."""
+    """Connected, but no complete answer in time (a read timeout or the overall deadline)."""
 
 
 class OutcomeUnknownError(LmregError):
@@ -107,7 +114,7 @@ class SecretLeakError(LmregError):
 class APIError(LmregError):
     """The platform answered with an error code (HTTP status or envelope code)."""
 
-    hint = "check the request and try again"
+    hint = N_("check the request and try again")
 
     def __init__(
         self,
@@ -118,20 +125,27 @@ class APIError(LmregError):
         request_id: str | None = None,
         operation: str | None = None,
     ) -> None:
-        parts = [f"{operation} failed" if operation else "the platform refused the request"]
+        head = (
+            _("{operation} failed").format(operation=operation)
+            if operation
+            else _("the platform refused the request")
+        )
         details = ", ".join(
             x
             for x in (
                 f"HTTP {status}" if status is not None else "",
-                f"code {code}" if code is not None else "",
-                f"request id {request_id}" if request_id else "",
+                _("code {code}").format(code=code) if code is not None else "",
+                _("request id {id}").format(id=request_id) if request_id else "",
             )
             if x
         )
         if details:
-            parts[0] += f" ({details})"
-        text = f"{parts[0]}: {message}" if message else parts[0]
-        super().__init__(f"{text}. {self.hint}" if self.hint else text)
+            head += f" ({details})"
+        text = f"{head}: {message}" if message else head
+        hint = _(self.hint) if self.hint else ""
+        if hint and not _says_already(message, hint):
+            text = f"{text}. {hint}"
+        super().__init__(text)
         self.status = status
         self.code = code
         self.server_message = message
@@ -142,55 +156,55 @@ class APIError(LmregError):
 class BadRequestError(APIError):
     """40000: the body was not accepted."""
 
-    hint = "fix the field the message names and send again"
+    hint = N_("fix the field the message names and send again")
 
 
 class AuthenticationError(APIError):
     """40100: the token is missing, malformed or unknown."""
 
-    hint = "get a new token (notebook 01 or `lmreg-nb token`)"
+    hint = N_("get a new token (notebook 01 or `lmreg-nb token`)")
 
 
 class TokenExpiredError(AuthenticationError):
     """40101: the token has expired."""
 
-    hint = "get a new token (notebook 01 or `lmreg-nb token`)"
+    hint = N_("get a new token (notebook 01 or `lmreg-nb token`)")
 
 
 class CredentialsError(AuthenticationError):
     """40102: appId or appSecret is wrong."""
 
-    hint = "check LMREG_APP_ID and LMREG_APP_SECRET with the provider"
+    hint = N_("check LMREG_APP_ID and LMREG_APP_SECRET with the provider")
 
 
 class PermissionDeniedError(APIError):
     """40300: X-ENV is missing or not the token's env."""
 
-    hint = "use the env returned with the token (LMREG_ENV), or get a new token"
+    hint = N_("use the env returned with the token (LMREG_ENV), or get a new token")
 
 
 class NotFoundError(APIError):
     """40400: no such model in this account."""
 
-    hint = "list the account's models and use one of their modelIds"
+    hint = N_("list the account's models and use one of their modelIds")
 
 
 class ConflictError(APIError):
     """40900: the modelName is already used in this account."""
 
-    hint = "choose another modelName, or modify the existing model"
+    hint = N_("choose another modelName, or modify the existing model")
 
 
 class PayloadTooLargeError(APIError):
     """41300: the body is over 1 MiB."""
 
-    hint = "shorten reqExample/resExample"
+    hint = N_("shorten reqExample/resExample")
 
 
 class RateLimitError(APIError):
     """42900: too many requests."""
 
-    hint = "wait a moment and try again"
+    hint = N_("wait a moment and try again")
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: object) -> None:
         super().__init__(message, **kw)  # type: ignore[arg-type]
@@ -200,13 +214,25 @@ class RateLimitError(APIError):
 class ServerError(APIError):
     """5xx or 50300: the platform failed."""
 
-    hint = "try again later; if it persists, contact provider support with the request id"
+    hint = N_("try again later; if it persists, contact provider support with the request id")
 
 
 class MalformedResponseError(APIError):
     """The answer was not the JSON envelope of the spec (a proxy page, say)."""
 
-    hint = "check LMREG_BASE_URL points at the platform, not a proxy or login page"
+    hint = N_("check LMREG_BASE_URL points at the platform, not a proxy or login page")
+
+
+_NAMES = re.compile(r"LMREG_[A-Z_]+|`[^`]+`")
+
+
+def _says_already(message: str, hint: str) -> bool:
+    """Whether the server's message already gives the hint's advice (its variables or
+    commands, or the hint itself): then repeating it would only add noise."""
+    if hint.lower() in message.lower():
+        return True
+    names = _NAMES.findall(hint)
+    return bool(names) and all(n.strip("`") in message for n in names)
 
 
 _BY_CODE: dict[int, type[APIError]] = {

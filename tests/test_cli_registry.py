@@ -294,6 +294,8 @@ def test_cli_against_the_sandbox_leaks_no_secret(sandbox: SandboxInfo, tmp_path:
     assert f"env:     {app['env']}" in runs[0][0].stdout and token[-4:] in runs[0][0].stdout
     assert "registered cli-model" in runs[1][0].stdout
     assert "warning: registryUrl" in runs[1][0].stderr
+    # Each warning once (the client no longer logs them at WARNING as well).
+    assert runs[1][0].stderr.count("plain http") == 1, runs[1][0].stderr
     assert "code 40900" in runs[2][0].stderr
     rows = json.loads(runs[3][0].stdout)
     assert [r["modelName"] for r in rows] == ["cli-model"] and rows[0][
@@ -301,4 +303,6 @@ def test_cli_against_the_sandbox_leaks_no_secret(sandbox: SandboxInfo, tmp_path:
     ] == "…" + canary_key[-4:]
     assert "cli-model-2" in runs[5][0].stdout
     assert "LMREG_APP_ID and LMREG_APP_SECRET" in runs[6][0].stderr
+    # The advice is given once: the hint is dropped when the server's message says it.
+    assert runs[6][0].stderr.count("LMREG_APP_SECRET") == 1, runs[6][0].stderr
     assert "LMREG_BASE_URL" in runs[7][0].stderr

@@ -125,3 +125,19 @@ def test_configuration_error_keeps_the_variable() -> None:
 
 def test_malformed_hint_points_at_base_url() -> None:
     assert "LMREG_BASE_URL" in str(MalformedResponseError("an HTML page"))
+
+
+def test_the_hint_is_not_repeated_when_the_server_already_gives_it() -> None:
+    from lmreg_nb.errors import AuthenticationError, CredentialsError
+
+    said = CredentialsError(
+        "appId or appSecret is wrong; check LMREG_APP_ID and LMREG_APP_SECRET",
+        status=401,
+        code=40102,
+        operation="token",
+    )
+    assert str(said).count("LMREG_APP_SECRET") == 1
+    silent = CredentialsError("denied", status=401, code=40102, operation="token")
+    assert str(silent).endswith("check LMREG_APP_ID and LMREG_APP_SECRET with the provider")
+    told = AuthenticationError("expired: run `lmreg-nb token`", status=401, code=40100)
+    assert str(told).count("lmreg-nb token") == 1
