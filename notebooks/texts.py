@@ -307,7 +307,10 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
                 "minutes."
             )
         ),
-        code("run.capacity(class_size) if class_size else ui.CapacityForm(run)"),
+        code(
+            "run.capacity(class_size, model_url=model_url, model=model) if class_size "
+            "else ui.CapacityForm(run, model_url=model_url, model=model)"
+        ),
         code("run.capacity_figure() if class_size else None"),
         md(
             _("## Chat with your model")

@@ -40,7 +40,8 @@ def check_slo_ttft_ms(value: object) -> int:
 class CapacityForm(Form):
     """Class size (presets 10 / 20 / 40, or any number) and the first-token wait allowed;
     "Measure capacity" runs the facade's capacity step and shows the verdict sentence,
-    the table of levels and the charts."""
+    the table of levels and the charts. ``model_url``/``model`` name the endpoint
+    (empty: the one the run's checks called), as for the chat box."""
 
     def __init__(
         self,
@@ -48,8 +49,12 @@ class CapacityForm(Form):
         *,
         class_size: int = 40,
         slo_ttft_ms: int = DEFAULT_SLO_TTFT_MS,
+        model_url: str = "",
+        model: str = "",
     ) -> None:
         self.run_ = run or Onboarding("")
+        self.model_url = model_url
+        self.model = model
         self.preset = widgets.ToggleButtons(
             options=[(str(n), n) for n in CLASS_SIZES],
             value=class_size if class_size in CLASS_SIZES else None,
@@ -92,7 +97,8 @@ class CapacityForm(Form):
         return self.run(lambda: self._measure(size, slo), step="capacity")
 
     def _measure(self, size: int, slo: int) -> tuple[Any, ...]:
-        outcome = self.run_.capacity(size, slo)  # the verdict sentence, one line
+        # Empty model_url/model: the run measures the endpoint its checks called.
+        outcome = self.run_.capacity(size, slo, model_url=self.model_url, model=self.model)
         result = self.run_.capacity_result
         if result is None:
             return (outcome,)

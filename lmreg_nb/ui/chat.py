@@ -38,31 +38,20 @@ def stream_reply(run: Onboarding, prompt: str, *, model_url: str = "", model: st
             shown_at = now
             handle.update({"text/plain": reply}, raw=True)
 
-    url, name = _target(run, model_url, model)
-    run.chat(prompt, show, model_url=url, model=name)
+    run.chat(prompt, show, model_url=model_url, model=model)
     if handle is None:  # outside IPython: nothing was shown
         sys.stdout.write(reply + "\n")
     else:
         handle.update({"text/plain": reply}, raw=True)
 
 
-def _target(run: Onboarding, model_url: str, model: str) -> tuple[str, str]:
-    """The endpoint to chat with: given, else the one the run's checks called, else the run's.
-
-    The chat box thereby calls what the checks above it checked (a ``model_url``
-    parameter, the registered model), never LMREG_MODEL_URL behind their back.
-    """
-    report = run.report
-    url = model_url.strip() or (report.url if report is not None else "")
-    name = model.strip() or (report.model if report is not None else "")
-    return url, name
-
-
 class ChatBox(Form):
     """Ask the school's model a question; the reply streams in below the Send button.
 
     The reply is untrusted text from the model: it is escaped, never rendered as HTML.
-    ``model_url``/``model`` name the endpoint (default: the one the run's checks used).
+    ``model_url``/``model`` name the endpoint; empty, the run chooses the one its checks
+    called (05's ``model_url`` parameter, then the registered model), never LMREG_MODEL_URL
+    behind their back.
     """
 
     def __init__(
@@ -100,9 +89,10 @@ class ChatBox(Form):
         self.text = ""
         self._shown_at = 0.0
         self.reply.value = ""
-        url, name = _target(self.run_, self.model_url, self.model)
         reply = self.run(
-            lambda: self.run_.chat(self.prompt.value, self._piece, model_url=url, model=name),
+            lambda: self.run_.chat(
+                self.prompt.value, self._piece, model_url=self.model_url, model=self.model
+            ),
             step="chat",
         )
         self._show_text()  # the whole reply (or what arrived before an error)

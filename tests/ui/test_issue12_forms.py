@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import html
 from typing import TYPE_CHECKING, Any
 
 from lmreg_nb.onboarding import Onboarding, Outcome
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     import pytest
 
     from lmreg_nb.sandbox.process import SandboxInfo
+
+
+#: Nothing listens here (the discard port refuses at once): a call to it fails fast.
+UNUSED_URL = "http://127.0.0.1:9/v1/chat/completions"
 
 
 def _run(sandbox: SandboxInfo, name: str, **extra: str) -> tuple[Onboarding, dict[str, str]]:
@@ -132,40 +136,29 @@ def test_register_form_warnings_one_per_line_and_wide_fields(sandbox: SandboxInf
         assert "46em" in (widget.layout.width or "")
 
 
-def test_chat_box_calls_the_checked_endpoint_and_replies_below_send() -> None:
-    settings = Settings.load(
-        environ={
-            "LMREG_MODEL_URL": "https://env.school.edu/v1/chat/completions",
-            "LMREG_MODEL_NAME": "env-model",
-            "LMREG_MODEL_API_KEY": "k" * 20,
-        }
-    )
-    run = Onboarding("ui-chat-url", settings=settings)
-    # What notebook 05 did just above: checks against its model_url parameter.
-    run.report = SimpleNamespace(  # type: ignore[assignment]
-        url="https://param.school.edu/v1/chat/completions", model="param-model"
-    )
-    called: dict[str, Any] = {}
+def _checked_run(sandbox: SandboxInfo, name: str) -> Onboarding:
+    """Notebook 05 so far: LMREG_MODEL_URL points nowhere, the checks ran on ``model_url``."""
+    env = {**sandbox.env(), "LMREG_MODEL_URL": UNUSED_URL}
+    run = Onboarding(name, settings=Settings.load(environ=env))
+    run.check_endpoint(model_url=sandbox.model_url)
+    return run
 
-    def chat(prompt: str, on_piece: Any = None, **kw: Any) -> str:
-        called.update(kw)
-        on_piece("hi")
-        return "hi"
 
-    run.chat = chat  # type: ignore[method-assign]
-    box = ChatBox(run)
+def test_chat_box_calls_the_checked_endpoint_and_replies_below_send(
+    sandbox: SandboxInfo,
+) -> None:
+    run = _checked_run(sandbox, "ui-chat-url")
+    box = ChatBox(run)  # as notebook 05 shows it, model_url empty
     box.prompt.value = "hello"
     box.button.click()
-    assert called == {
-        "model_url": "https://param.school.edu/v1/chat/completions",
-        "model": "param-model",
-    }
+    assert box.last_error is None, box.last_error  # LMREG_MODEL_URL would be refused
+    assert box.text and html.escape(box.text[:20]) in box.reply.value
     assert _position(box, box.button) < _position(box, box.reply)
 
-    explicit = ChatBox(run, model_url="https://given.school.edu/v1/chat/completions")
-    explicit.prompt.value = "hello"
-    explicit.button.click()
-    assert called["model_url"] == "https://given.school.edu/v1/chat/completions"
+    given = ChatBox(run, model_url=UNUSED_URL)  # a model_url given wins
+    given.prompt.value = "hello"
+    given.button.click()
+    assert given.last_error is not None and "127.0.0.1:9" in given.last_error
 
 
 def test_chat_box_empty_prompt_is_a_one_line_error() -> None:
@@ -179,19 +172,21 @@ def test_chat_box_empty_prompt_is_a_one_line_error() -> None:
 def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     run = Onboarding("ui-capacity", settings=Settings.load(environ={}))
     called: list[tuple[int | None, float]] = []
+    endpoints: list[dict[str, str]] = []
 
     class Result:
         def table(self) -> str:
             return "levels table"
 
-    def capacity(class_size: int | None, slo_ttft_ms: float) -> Outcome:
+    def capacity(class_size: int | None, slo_ttft_ms: float, **kw: str) -> Outcome:
         called.append((class_size, slo_ttft_ms))
+        endpoints.append(kw)
         run.capacity_result = Result()
         return Outcome("serves 24 chats at once; a class of 40 needs more", ok=False)
 
     run.capacity = capacity  # type: ignore[method-assign,assignment]
     run.capacity_figure = lambda: "charts"  # type: ignore[method-assign]
-    form = CapacityForm(run)
+    form = CapacityForm(run, model_url="https://given.school.edu/v1/chat/completions")
     assert form.slo.value == 2000 and form.class_size.value == 40
     assert [v for _, v in form.preset.options] == [10, 20, 40]
     form.preset.value = 20
@@ -202,12 +197,13 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     form.slo.value = 1500
     form.button.click()
     assert called == [(20, 1500)]
+    assert endpoints == [{"model_url": "https://given.school.edu/v1/chat/completions", "model": ""}]
     assert form.last_result[0].title.startswith("serves 24")
     assert form.last_result[1:] == ("levels table", "charts")
 
 
-def test_capacity_form_measures_the_sandbox_model(sandbox: SandboxInfo) -> None:
-    run = Onboarding("ui-capacity-e2e", settings=Settings.load(environ=sandbox.env()))
+def test_capacity_form_measures_the_checked_endpoint(sandbox: SandboxInfo) -> None:
+    run = _checked_run(sandbox, "ui-capacity-e2e")
     form = CapacityForm(run, class_size=1)  # the smallest search: a few seconds
     assert form.preset.value is None  # 1 is not a preset: the number field holds it
     form.button.click()
@@ -216,7 +212,7 @@ def test_capacity_form_measures_the_sandbox_model(sandbox: SandboxInfo) -> None:
     assert isinstance(verdict, Outcome) and verdict.ok and "1" in verdict.title
     assert table["concurrency"].iloc[0] == 1 and table["meets_slo"].iloc[0]
     assert figure._repr_png_().startswith(b"\x89PNG")
-    assert [s.name for s in run.steps] == ["capacity"]
+    assert [s.name for s in run.steps] == ["chat endpoint checks", "capacity"]
 
 
 def test_an_unexpected_error_is_one_line_with_secrets_masked() -> None:
