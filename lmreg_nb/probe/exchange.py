@@ -368,6 +368,8 @@ async def _read_stream(
             if keep_events:
                 ex.data_events.append(event.data[:2000])
             first = _take_event(ex, event.data, now, first)
+        if ex.truncated:  # the text cap is reached: reading on only costs memory
+            break
     decoder.close()
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ __all__ = [
 CHINESE_PROMPT = "请用三句话介绍一下你们学校的图书馆。"
 #: The max_tokens of the max-tokens-honoured request.
 MAX_TOKENS_PROBE = 4
+#: The most of a GET /v1/models answer that is read.
+MAX_MODEL_LIST_BYTES = 1024 * 1024
 
 
 def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
@@ -167,19 +170,27 @@ async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | 
     url = models_url(target.url)
     if url is None:
         return None
+    raw = bytearray()
     try:
-        async with asyncio.timeout(target.timeout * 2):
-            reply = await client.get(url, headers=target.headers())
+        async with (
+            asyncio.timeout(target.timeout * 2),
+            client.stream("GET", url, headers=target.headers()) as reply,
+        ):
+            status = reply.status_code
+            if status // 100 == 2:
+                async for chunk in reply.aiter_bytes():  # capped: an answer may never end
+                    raw += chunk
+                    if len(raw) > MAX_MODEL_LIST_BYTES:
+                        return ModelList(status, None, "too large")
     except (httpx.HTTPError, TimeoutError) as exc:
         return ModelList(None, None, snippet(str(exc), 120) or type(exc).__name__)
     body: Any = None
-    if reply.status_code // 100 == 2:
+    if status // 100 == 2:
         try:
-            body = reply.json()
+            body = json.loads(raw)
         except ValueError:
             body = None
-    served = model_ids(body) if reply.status_code // 100 == 2 else None
-    return ModelList(reply.status_code, served)
+    return ModelList(status, model_ids(body) if status // 100 == 2 else None)
 
 
 def _name_state(name: str, listing: ModelList | None, ex: Exchange | None) -> tuple[bool, str]:

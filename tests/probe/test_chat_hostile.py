@@ -75,6 +75,30 @@ except OSError:
     assert int(lines["CHARS"]) <= 262144
 
 
+def test_checks_with_the_chat_against_an_endless_stream_stay_bounded(hostile: str) -> None:
+    # Every request of the checks (GET /v1/models included) meets the endless answer.
+    code = f"""
+from lmreg_nb.probe import check_endpoint
+report = check_endpoint({hostile + "/endless" + CHAT!r}, {KEY!r}, "m", timeout=5, chat_prompt="hi")
+print("ERROR", report.chat_error)
+with open("/proc/self/status") as status:
+    print("RSS_MB", int(next(x for x in status if x.startswith("VmHWM:")).split()[1]) / 1024)
+"""
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - start
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    assert "over 262144 characters; stopped" in lines["ERROR"]
+    rss = float(lines["RSS_MB"])
+    print(
+        f"peak RSS of the checks + chat against an endless stream: {rss:.0f} MB in {elapsed:.1f} s"
+    )
+    # The bare process is ~30 MB; an unbounded read (GET /v1/models once) took 175 MB
+    # before the server's own 64 MiB cap stopped it.
+    assert rss < 100
+
+
 def test_endless_empty_events_stop_at_the_byte_cap(
     hostile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
