@@ -4,8 +4,9 @@ What plain ``python -m papermill`` lacks for runs side by side:
 
 - the kernel talks over the ``ipc`` transport (Unix sockets in the run's private
   folder) where ZeroMQ has it, so parallel kernels never race for TCP ports
-  (papermill #511, ipython #12372); elsewhere TCP, with the connection file in
-  the run's folder (``JUPYTER_RUNTIME_DIR``, set by the runner) under a unique name;
+  (papermill #511, ipython #12372); elsewhere TCP. Either way the connection
+  file (its HMAC key) gets a unique name in the run's private temp folder
+  (``TMPDIR``, set by the runner);
 - a kernel that fails to start ends the child with :data:`KERNEL_START_EXIT`,
   so the runner can tell it from a failing cell and retry the run once;
 - when the runner dies (even by SIGKILL) the child stops its kernel and exits,

@@ -170,7 +170,7 @@ def _kernelspec(root: Path, name: str, fail_first: bool, seen: Path) -> None:
         "from pathlib import Path\n"
         "conn = sys.argv[sys.argv.index('-f') + 1]\n"
         f"with open({str(seen)!r}, 'a') as fh:\n"
-        "    fh.write(json.loads(Path(conn).read_text())['transport'] + '\\n')\n"
+        "    fh.write(json.loads(Path(conn).read_text())['transport'] + ' ' + conn + '\\n')\n"
         f"marker = Path({str(marker)!r})\n"
         f"if {not fail_first} or not marker.exists():\n"
         "    marker.write_text('x')\n"
@@ -210,8 +210,14 @@ def test_a_kernel_that_fails_to_start_is_retried_once_and_named(
     assert rows["broken"]["status"] == "failed" and rows["broken"]["kernel_retried"] == "yes"
     assert rows["broken"]["error"].startswith("the kernel did not start, twice: ")
     assert result.kernel_retries == 2
-    # Two tries each, every kernel over the ipc transport (no TCP port to race for).
-    assert seen.read_text().split() == ["ipc"] * 4
+    # Two tries each, every kernel over the ipc transport (no TCP port to race for), its
+    # connection file (with its HMAC key) unique and inside the run's private folder.
+    starts = [line.split(" ", 1) for line in seen.read_text().splitlines()]
+    assert [transport for transport, _ in starts] == ["ipc"] * 4
+    files = [Path(conn) for _, conn in starts]
+    assert len(set(files)) == 4
+    assert all(f.parent.name == "tmp" and f.parent.parent.name.startswith(RUN_PREFIX)
+               for f in files)  # fmt: skip
 
 
 def test_a_plan_cell_over_128_kib_is_one_line_and_exit_2(tmp_path: Path) -> None:

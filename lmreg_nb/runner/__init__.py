@@ -206,7 +206,6 @@ def run_notebook(
         (work / "tmp").mkdir()
         for name in ("TMPDIR", "TEMP", "TMP"):
             run_env[name] = str(work / "tmp")
-        run_env["JUPYTER_RUNTIME_DIR"] = str(work / "runtime")
         kernel_cwd = Path(cwd) if cwd else work / "cwd"
         kernel_cwd.mkdir(exist_ok=True)
         warm_up()
