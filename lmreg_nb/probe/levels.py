@@ -246,6 +246,25 @@ def _cut_detail(ex: Exchange) -> str:
     return text.format(n=n)
 
 
+def _settle(
+    samples: list[Sample], unfinished: list[tuple[float, float]], slo: SLO, finish_seen: bool
+) -> None:
+    """Count requests cut off by the level's end, and [DONE]-only cuts, as errors.
+
+    ``unfinished``: (seconds since due, seconds since the level's start) of each
+    request still running when the level was stopped.
+    """
+    for waited, end_s in unfinished:
+        if waited * 1000 > slo.ttft_ms:  # still running, already past the SLO
+            samples.append(Sample(False, LATE, _("no reply when the level ended"), end_s=end_s))
+    if finish_seen or any(s.finish for s in samples):
+        # The server sends finish_reason, so [DONE] without one is a cut stream.
+        for i, sample in enumerate(samples):
+            if sample.soft_cut:
+                detail = _("[DONE] with no finish_reason")
+                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s)
+
+
 async def run_level(
     http: httpx.AsyncClient | None,
     target: Target,
@@ -304,19 +323,10 @@ async def run_level(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    for due in in_flight.values():
-        if (now - due) * 1000 > slo.ttft_ms:  # still waiting, already past the SLO
-            late = Sample(False, LATE, _("no reply when the level ended"), end_s=now - start)
-            samples.append(late)
     for task in tasks:
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
-    if finish_seen or any(s.finish for s in samples):
-        # The server sends finish_reason, so [DONE] without one is a cut stream.
-        for i, sample in enumerate(samples):
-            if sample.soft_cut:
-                detail = _("[DONE] with no finish_reason")
-                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s)
+    _settle(samples, [(now - due, now - start) for due in in_flight.values()], slo, finish_seen)
     ends = [s.end_s for s in samples if s.ok]
     level = Level.measured(concurrency, samples, max(ends) if ends else now - start, window[0])
     judge(level, slo)
