@@ -21,7 +21,6 @@ import dataclasses
 import logging
 import random
 import time
-import unicodedata
 from types import TracebackType
 from typing import Any
 
@@ -37,7 +36,6 @@ from .envelope import (
     bounded_error,
     not_found_error,
     parse_envelope,
-    parse_retry_after,
     read_answer,
     transport_error,
 )
@@ -52,11 +50,10 @@ from .errors import (
     OutcomeUnknownError,
     RateLimitError,
     ServerError,
-    TransportError,
     ValidationError,
 )
 from .i18n import _
-from .models import ModelDraft, RegisteredModel, Token
+from .models import ModelDraft, RegisteredModel, Token, model_name_key
 from .secret import Secret
 from .settings import Settings
 from .tokens import TokenProvider, token_from_data
@@ -68,8 +65,6 @@ __all__ = [
     "RegistryClient",
     "backoff_delay",
     "model_name_key",
-    "parse_envelope",
-    "parse_retry_after",
 ]
 
 log = logging.getLogger("lmreg_nb")
@@ -100,20 +95,12 @@ def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
     return delay * (0.5 + random.random() / 2)  # jitter, not crypto
 
 
-def model_name_key(name: str) -> str:
-    """How modelNames compare: trimmed and NFC-normalised (so "café" matches in any form)."""
-    return unicodedata.normalize("NFC", name.strip())
-
-
 class _OutcomeUnknown(Exception):
     """Internal: a non-repeatable request may have been applied; carries the error seen."""
 
     def __init__(self, error: LmregError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-_NEVER_SENT, _HOPELESS = NEVER_SENT, HOPELESS
 
 
 class RegistryClient:
@@ -194,7 +181,7 @@ class RegistryClient:
         if not isinstance(models, list) or not all(isinstance(m, dict) for m in models):
             keys = ", ".join(sorted(map(str, data))) or "none"
             raise MalformedResponseError(
-                f"the answer's data has no list of models (keys: {keys})",
+                _("the answer's data has no list of models (keys: {keys})").format(keys=keys),
                 operation="query-models",
             )
         return [RegisteredModel.from_api(m) for m in models]
@@ -291,8 +278,10 @@ class RegistryClient:
                 # and a late first copy would make this one a 409, settled below).
                 if attempt >= self.max_retries:
                     raise OutcomeUnknownError(
-                        f"register of modelName '{body['modelName']}' failed {attempt + 1} "
-                        f"times ({uncertain}) and it is not stored; try again later"
+                        _(
+                            "register of modelName '{name}' failed {n} times ({error}) and it "
+                            "is not stored; try again later"
+                        ).format(name=body["modelName"], n=attempt + 1, error=uncertain)
                     ) from unknown.error
                 log.info("register: not stored after %s; sending again", type(uncertain).__name__)
                 _sleep(backoff_delay(attempt))
@@ -329,7 +318,7 @@ class RegistryClient:
     def _validated(self, draft: ModelDraft, *, modify: bool) -> dict[str, Any]:
         if not isinstance(draft.api_key, Secret):
             if not isinstance(draft.api_key, str):
-                raise ValidationError("apiKey", "must be a string")
+                raise ValidationError("apiKey", _("must be a string"))
             draft = dataclasses.replace(draft, api_key=Secret(draft.api_key))
         self._secrets.add(draft.api_key.reveal())
         body = validate.model_body(draft.to_body(), modify=modify)
@@ -347,9 +336,11 @@ class RegistryClient:
             found = self.find_model(name=name)
         except LmregError as exc:
             raise OutcomeUnknownError(
-                f"register of modelName '{name}' may or may not have been stored ({cause}); "
-                "the lookup failed too: list the models (`lmreg-nb models`) before "
-                "registering again"
+                _(
+                    "register of modelName '{name}' may or may not have been stored ({error}); "
+                    "the lookup failed too: list the models (`lmreg-nb models`) before "
+                    "registering again"
+                ).format(name=name, error=cause)
             ) from exc
         if found is None:
             return None
@@ -363,8 +354,10 @@ class RegistryClient:
             )
             return found
         raise ConflictError(
-            f"modelName '{name}' is already used by modelId {found.model_id} "
-            "with another registryUrl or apiKey",
+            _(
+                "modelName '{name}' is already used by modelId {id} with another "
+                "registryUrl or apiKey"
+            ).format(name=name, id=found.model_id),
             operation="register",
         )
 
@@ -397,22 +390,28 @@ class RegistryClient:
                 return parse_envelope(response, operation, secrets=self._secrets)
             except (AnswerTooLarge, DeadlineExceeded) as exc:
                 # Never retried: a server that floods or trickles would do it again.
-                error = self._bounded_error(exc, operation)
+                error = bounded_error(exc, operation, httpx.URL(self.base_url).host)
                 error.__cause__ = exc
                 if not repeatable:
                     raise _OutcomeUnknown(error) from exc
                 raise error from exc
             except NotFoundError as exc:
-                replaced = self._not_found(exc, operation, path)
+                replaced = not_found_error(exc, operation, self.base_url, path)
                 if replaced is exc:
                     raise
                 raise replaced from exc
             except httpx.TransportError as exc:
-                error = self._transport_error(exc, operation)
+                error = transport_error(
+                    exc,
+                    operation,
+                    httpx.URL(self.base_url).host,
+                    timeout=self.settings.timeout,
+                    secrets=self._secrets,
+                )
                 error.__cause__ = exc  # kept even when it travels inside _OutcomeUnknown
-                if isinstance(exc, _HOPELESS):
+                if isinstance(exc, HOPELESS):
                     raise error from exc
-                if not isinstance(exc, _NEVER_SENT) and not repeatable:
+                if not isinstance(exc, NEVER_SENT) and not repeatable:
                     raise _OutcomeUnknown(error) from exc
                 if attempt >= self.max_retries:
                     raise error from exc
@@ -456,47 +455,14 @@ class RegistryClient:
         headers = {}
         if token is not None:
             headers = {"Authorization": f"Bearer {token.token.reveal()}", "X-ENV": token.env}
-        started = time.perf_counter()
-        try:
-            response = read_answer(
-                self._http, path, body, headers, deadline_s=self.settings.timeout
-            )
-        except (httpx.TransportError, AnswerTooLarge, DeadlineExceeded) as exc:
-            log.debug(
-                "POST %s failed after %.0f ms: %s",
-                path,
-                (time.perf_counter() - started) * 1000,
-                type(exc).__name__,
-            )
-            raise
-        log.debug(
-            "POST %s -> %d in %.0f ms (request id %s)",
-            path,
-            response.status_code,
-            (time.perf_counter() - started) * 1000,
-            response.headers.get("x-request-id") or "-",
-        )
-        return response
-
-    def _host(self) -> str:
-        return httpx.URL(self.base_url).host
-
-    def _bounded_error(self, exc: AnswerTooLarge | DeadlineExceeded, operation: str) -> LmregError:
-        return bounded_error(exc, operation, self._host())
-
-    def _not_found(self, exc: NotFoundError, operation: str, path: str) -> LmregError:
-        return not_found_error(exc, operation, self.base_url, path)
-
-    def _transport_error(self, exc: httpx.TransportError, operation: str) -> TransportError:
-        return transport_error(
-            exc, operation, self._host(), timeout=self.settings.timeout, secrets=self._secrets
-        )
+        return read_answer(self._http, path, body, headers, deadline_s=self.settings.timeout)
 
 
 def _model_from(data: dict[str, Any], operation: str) -> RegisteredModel:
     if not isinstance(data.get("modelId"), str | int) or data.get("modelId") in ("", None):
         keys = ", ".join(sorted(map(str, data))) or "none"
         raise MalformedResponseError(
-            f"the answer's data has no modelId (keys: {keys})", operation=operation
+            _("the answer's data has no modelId (keys: {keys})").format(keys=keys),
+            operation=operation,
         )
     return RegisteredModel.from_api(data)

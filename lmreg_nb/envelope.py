@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable
@@ -48,6 +49,8 @@ __all__ = [
     "read_answer",
     "transport_error",
 ]
+
+log = logging.getLogger("lmreg_nb")
 
 #: An answer of the registration API is a small JSON envelope; a listing of many
 #: models stays far below this. Anything longer is not the platform speaking.
@@ -88,7 +91,36 @@ def read_answer(
     ``deadline_s`` plus at most one read timeout. Raises AnswerTooLarge,
     DeadlineExceeded, or httpx's own TransportError.
     """
-    ends = time.monotonic() + deadline_s
+    started = time.monotonic()
+    try:
+        response = _read(http, path, body, headers, started + deadline_s, deadline_s, limit)
+    except (httpx.TransportError, AnswerTooLarge, DeadlineExceeded) as exc:
+        log.debug(
+            "POST %s failed after %.0f ms: %s",
+            path,
+            (time.monotonic() - started) * 1000,
+            type(exc).__name__,
+        )
+        raise
+    log.debug(
+        "POST %s -> %d in %.0f ms (request id %s)",
+        path,
+        response.status_code,
+        (time.monotonic() - started) * 1000,
+        response.headers.get("x-request-id") or "-",
+    )
+    return response
+
+
+def _read(
+    http: httpx.Client,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    ends: float,
+    deadline_s: float,
+    limit: int,
+) -> httpx.Response:
     with http.stream("POST", path, json=body, headers=headers) as response:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,9 +17,15 @@ __all__ = [
     "ModelDraft",
     "RegisteredModel",
     "Token",
+    "model_name_key",
     "ms_to_datetime",
     "now_ms",
 ]
+
+
+def model_name_key(name: str) -> str:
+    """How modelNames compare: trimmed and NFC-normalised (so "café" matches in any form)."""
+    return unicodedata.normalize("NFC", name.strip())
 
 
 def now_ms() -> int:

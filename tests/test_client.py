@@ -26,9 +26,8 @@ from lmreg_nb.client import (
     REGISTER_PATH,
     RegistryClient,
     backoff_delay,
-    parse_envelope,
-    parse_retry_after,
 )
+from lmreg_nb.envelope import parse_envelope, parse_retry_after
 from lmreg_nb.errors import (
     APIError,
     AuthenticationError,
