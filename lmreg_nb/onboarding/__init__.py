@@ -1,8 +1,9 @@
 """The onboarding flow as plain objects: the facade the notebooks and forms call.
 
-:class:`Onboarding` (``facade``) holds the registration steps, ``endpoint``
-the chat-endpoint checks, the chat and the capacity step, ``step`` the rule
-that records every step's outcome. The summary is :mod:`lmreg_nb.summary`.
+:class:`Onboarding` (``facade``: contact card, token, summary) combines
+``registry`` (register, modify, list the models) and ``endpoint`` (the
+chat-endpoint checks, the chat, the capacity step); ``step`` is the rule that
+records every step's outcome. The summary is :mod:`lmreg_nb.summary`.
 """
 
 from __future__ import annotations
