@@ -34,6 +34,7 @@ from .envelope import (
     AnswerTooLarge,
     DeadlineExceeded,
     bounded_error,
+    clean_message,
     not_found_error,
     parse_envelope,
     read_answer,
@@ -179,7 +180,7 @@ class RegistryClient:
         if models is None and "models" in data:
             models = []
         if not isinstance(models, list) or not all(isinstance(m, dict) for m in models):
-            keys = ", ".join(sorted(map(str, data))) or "none"
+            keys = clean_message(", ".join(sorted(map(str, data))), self._secrets) or "none"
             raise MalformedResponseError(
                 _("the answer's data has no list of models (keys: {keys})").format(keys=keys),
                 operation="query-models",
@@ -253,7 +254,7 @@ class RegistryClient:
             )
         body = self._validated(draft, modify=True)
         data = self._call("modify-model", MODIFY_PATH, body, repeatable=True)
-        return _model_from(data, "modify-model")
+        return _model_from(data, "modify-model", self._secrets)
 
     def register_model(self, draft: ModelDraft) -> RegisteredModel:
         """Register a new model; raises ConflictError when the modelName is taken.
@@ -268,7 +269,7 @@ class RegistryClient:
         while True:
             try:
                 data = self._call("register", REGISTER_PATH, body, repeatable=False)
-                return _model_from(data, "register")
+                return _model_from(data, "register", self._secrets)
             except _OutcomeUnknown as unknown:
                 uncertain = unknown.error
                 found = self._settle(body, uncertain)
@@ -366,7 +367,13 @@ class RegistryClient:
         app_secret: Secret = self.settings.require("app_secret")
         body = {"appId": self.settings.require("app_id"), "appSecret": app_secret.reveal()}
         data = self._call("token", self.settings.token_path, body, repeatable=True, auth=False)
-        token = token_from_data(data)
+        try:
+            token = token_from_data(data)
+        except MalformedResponseError as exc:
+            # Its message names the answer's keys: server text, so masked like any other.
+            raise MalformedResponseError(
+                clean_message(exc.server_message, self._secrets), operation="token"
+            ) from None
         self._secrets.add(token.token.reveal())
         log.info("token exchanged: env %s, expires %s", token.env, token.expires_at.isoformat())
         return token
@@ -458,9 +465,9 @@ class RegistryClient:
         return read_answer(self._http, path, body, headers, deadline_s=self.settings.timeout)
 
 
-def _model_from(data: dict[str, Any], operation: str) -> RegisteredModel:
+def _model_from(data: dict[str, Any], operation: str, secrets: set[str]) -> RegisteredModel:
     if not isinstance(data.get("modelId"), str | int) or data.get("modelId") in ("", None):
-        keys = ", ".join(sorted(map(str, data))) or "none"
+        keys = clean_message(", ".join(sorted(map(str, data))), secrets) or "none"
         raise MalformedResponseError(
             _("the answer's data has no modelId (keys: {keys})").format(keys=keys),
             operation=operation,

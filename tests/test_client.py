@@ -719,3 +719,20 @@ def test_outcome_unknown_keeps_the_transport_cause(platform: FakePlatform) -> No
         c.register_model(draft())
     cause = info.value.__cause__
     assert isinstance(cause, RequestTimeout) and isinstance(cause.__cause__, httpx.ReadTimeout)
+
+
+def test_keys_named_after_a_secret_are_masked_in_malformed_answers(
+    platform: FakePlatform,
+) -> None:
+    from lmreg_nb.secret import find_leaks
+
+    echo = {"code": 0, "message": "OK", "data": {APP_SECRET: 1, f"x{API_KEY}": 2}}
+    platform.fail_next(TOKEN_PATH, respond(200, json=echo))
+    with RegistryClient(platform.settings(), transport=platform.transport()) as c:
+        with pytest.raises(MalformedResponseError) as info:
+            c.token()
+        assert find_leaks(str(info.value), [APP_SECRET]) == [], str(info.value)
+        platform.fail_next(REGISTER_PATH, respond(200, json=echo))
+        with pytest.raises(MalformedResponseError) as info:
+            c.register_model(draft())
+        assert find_leaks(str(info.value), [APP_SECRET, API_KEY]) == [], str(info.value)
