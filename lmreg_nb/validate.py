@@ -45,9 +45,11 @@ CHAT_PATH_SUFFIX = "v1/chat/completions"
 
 def _require_str(field: str, value: object) -> str:
     if value is None:
-        raise ValidationError(field, "is required")
+        raise ValidationError(field, _("is required"))
     if not isinstance(value, str):
-        raise ValidationError(field, f"must be a string, got {_type_name(value)}")
+        raise ValidationError(
+            field, _("must be a string, got {kind}").format(kind=_type_name(value))
+        )
     return value
 
 
@@ -57,7 +59,7 @@ def _require_text(field: str, value: object) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValidationError(field, "must be valid UTF-8 text") from None
+        raise ValidationError(field, _("must be valid UTF-8 text")) from None
     return text
 
 
@@ -194,7 +196,9 @@ def check_model_id(value: object) -> str:
     """modelId: a non-empty string (the id the service assigned)."""
     text = _require_str("modelId", value).strip()
     if not text or len(text) > 128:
-        raise ValidationError("modelId", "must be the modelId shown by query-models")
+        raise ValidationError(
+            "modelId", _("must be the modelId the platform lists for the model (lmreg-nb models)")
+        )
     return text
 
 
@@ -204,11 +208,11 @@ def check_reserved(data: Mapping[str, Any]) -> dict[str, Any]:
     params = data.get("reqParams")
     if params is not None:
         if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
-            raise ValidationError("reqParams", "must be a list of strings")
+            raise ValidationError("reqParams", _("must be a list of strings"))
         for p in params:
             _require_text("reqParams", p)
         if sum(len(p.encode("utf-8")) for p in params) > MAX_EXAMPLE_BYTES:
-            raise ValidationError("reqParams", "is over 64 KiB")
+            raise ValidationError("reqParams", _("is over 64 KiB"))
         out["reqParams"] = list(params)
     for field in ("reqExample", "resExample"):
         value = data.get(field)
@@ -216,7 +220,7 @@ def check_reserved(data: Mapping[str, Any]) -> dict[str, Any]:
             continue
         text = _require_text(field, value)
         if len(text.encode("utf-8")) > MAX_EXAMPLE_BYTES:
-            raise ValidationError(field, "is over 64 KiB; shorten it")
+            raise ValidationError(field, _("is over 64 KiB; shorten it"))
         out[field] = text
     return out
 
@@ -228,7 +232,7 @@ def model_body(data: Mapping[str, Any], *, modify: bool = False) -> dict[str, An
     updateTime are dropped (the service sets them).
     """
     if not isinstance(data, Mapping):
-        raise ValidationError("body", "must be a JSON object")
+        raise ValidationError("body", _("must be a JSON object"))
     body: dict[str, Any] = {
         "modelName": check_model_name(data.get("modelName")),
         "registryUrl": check_registry_url(data.get("registryUrl")),
@@ -344,7 +348,8 @@ def check_mobile(value: object, field: str = "contact_mobile") -> str:
     text = re.sub(r"[\s-]", "", _require_str(field, value))
     if not _MOBILE.match(text):
         raise ValidationError(
-            field, "must be a mainland China mobile number, e.g. 13812345678 or +86 138 1234 5678"
+            field,
+            _("must be a mainland China mobile number, e.g. 13812345678 or +86 138 1234 5678"),
         )
     return text[-11:]
 
@@ -353,5 +358,5 @@ def check_email(value: object, field: str = "contact_email") -> str:
     """An e-mail address (name@domain.tld)."""
     text = _require_str(field, value).strip()
     if len(text) > 254 or not _EMAIL.match(text) or ".." in text.split("@")[0]:
-        raise ValidationError(field, "must be an e-mail address like name@school.edu.cn")
+        raise ValidationError(field, _("must be an e-mail address like name@school.edu.cn"))
     return text
