@@ -122,6 +122,14 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     help="Mock model quirk (repeatable, or comma-separated).",
 )
 @click.option(
+    "--served-model-name",
+    "served",
+    multiple=True,
+    metavar="NAME",
+    help="Mock model: the only model names it serves, listed by GET /v1/models "
+    "(repeatable; default: any name).",
+)
+@click.option(
     "--allow-remote",
     is_flag=True,
     help="Allow a non-loopback --host (the sandbox has demo credentials and no TLS).",
@@ -144,6 +152,7 @@ def sandbox(
     slots: int,
     slowdown: float,
     quirks: tuple[str, ...],
+    served: tuple[str, ...],
     allow_remote: bool,
 ) -> None:
     """Run the platform and a mock school model on loopback until Ctrl-C.
@@ -187,6 +196,7 @@ def sandbox(
         quirks=quirk_set,
         slots=slots,
         slowdown=slowdown,
+        served=tuple(name.strip() for name in served if name.strip()),
     )
 
     def announce(info: dict[str, str]) -> None:

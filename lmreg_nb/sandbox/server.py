@@ -44,6 +44,7 @@ class SandboxOptions:
     quirks: frozenset[str] = frozenset()
     slots: int = 0  # mock model: requests served at once (0: no limit)
     slowdown: float = 0.0  # mock model: decode slowdown per extra stream in progress
+    served: tuple[str, ...] = ()  # mock model: the model names served (empty: any)
 
 
 def is_loopback(host: str) -> bool:
@@ -111,6 +112,7 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
                 quirks=options.quirks,
                 slots=options.slots,
                 slowdown=options.slowdown,
+                served=options.served,
             )
         )
         base_url = _url(options.host, platform_sock.getsockname()[1])

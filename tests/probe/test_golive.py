@@ -269,3 +269,16 @@ def test_reply_shapes() -> None:
     assert completion_tokens({"choices": [], "usage": {"completion_tokens": 3}}) == 3
     assert completion_tokens({"usage": {"completion_tokens": True}}) is None
     assert model_ids({"data": [{"id": "a"}, {"x": 1}]}) == ["a"]
+
+
+def test_the_sandbox_serves_only_the_names_it_is_given(tmp_path: Path) -> None:
+    from lmreg_nb.sandbox.process import running_sandbox
+
+    args = ["--served-model-name", "school-llm", "--ttft-ms", "5", "--itl-ms", "2"]
+    with running_sandbox(db=tmp_path / "p.sqlite3", args=args) as info:
+        served = check_endpoint(info.model_url, info.model_api_key, "school-llm", timeout=3)
+        other = check_endpoint(info.model_url, info.model_api_key, "campus-llm", timeout=3)
+    assert _row(served, "model-name-served").passed and served.ok
+    row = _row(other, "model-name-served")
+    assert not row.passed and "The server serves: school-llm" in row.detail
+    assert "does not exist" in _row(other, "chat-answers").detail
