@@ -736,3 +736,33 @@ def test_keys_named_after_a_secret_are_masked_in_malformed_answers(
         with pytest.raises(MalformedResponseError) as info:
             c.register_model(draft())
         assert find_leaks(str(info.value), [APP_SECRET, API_KEY]) == [], str(info.value)
+
+
+def test_find_model_by_name_or_id_with_one_trimming_rule(client: RegistryClient) -> None:
+    stored = client.register_model(draft("caf\u00e9"))
+    assert client.find_model(name="  cafe\u0301 ") == stored  # trimmed, NFC
+    assert client.find_model(model_id=f" {stored.model_id} ") == stored
+    assert client.find_model(name="other") is None and client.find_model(model_id="nope") is None
+    with pytest.raises(TypeError):
+        client.find_model()
+    with pytest.raises(TypeError):
+        client.find_model(name="x", model_id="y")
+
+
+def test_update_model_keeps_what_is_not_given(
+    client: RegistryClient, platform: FakePlatform
+) -> None:
+    stored = client.register_model(draft("keep-me"))
+    changed = client.update_model(name="keep-me", new_name="kept")
+    assert (changed.model_id, changed.model_name, changed.registry_url) == (
+        stored.model_id,
+        "kept",
+        URL,
+    )
+    assert platform.models[0]["apiKey"] == API_KEY  # the stored key was sent again
+    new_url = "https://llm2.school.example/v1/chat/completions"
+    assert client.update_model(model_id=stored.model_id, registry_url=new_url).registry_url == (
+        new_url
+    )
+    with pytest.raises(NotFoundError, match="no model with modelName 'ghost'"):
+        client.update_model(name="ghost", new_name="x")
