@@ -29,7 +29,7 @@ import httpx
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Locator, Page
+    from playwright.sync_api import Browser, BrowserContext, Locator, Page
 
     from lmreg_nb.sandbox.process import SandboxInfo
 
@@ -432,19 +432,29 @@ def lab_server(
         yield server
 
 
-@pytest.fixture
-def lab(chromium: Browser, lab_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    """A fresh browser page on the JupyterLab server; screenshots go to tmp_path."""
+@pytest.fixture(scope="module")
+def lab_context(chromium: Browser, lab_server: LabServer) -> Iterator[BrowserContext]:
+    """One browser context per module and language: its pages share the HTTP cache, so
+    JupyterLab's scripts load once, not once per test."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
-    page = context.new_page()
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def lab(lab_context: BrowserContext, lab_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
+    """A fresh browser page on the JupyterLab server; screenshots go to tmp_path."""
+    page = lab_context.new_page()
     try:
         yield Lab(page, lab_server, tmp_path)
     finally:
         # Best-effort evidence of the last state, for a failure's post-mortem.
         with suppress(Exception):
             page.screenshot(path=str(tmp_path / "last-page.png"))
-        context.close()
+        page.close()
         # The next test opens its own notebooks: the kernels of this one are done.
         with suppress(Exception):
             Lab(page, lab_server, tmp_path).shutdown_kernels()
