@@ -1,0 +1,38 @@
+"""`lmreg-nb sandbox --slots K` gives the demo a known knee that `lmreg-nb capacity` finds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from lmreg_nb.cli import main
+from lmreg_nb.sandbox.process import running_sandbox
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
+    knobs = ["--slots", "3", "--slowdown", "0.1", "--ttft-ms", "20", "--itl-ms", "10"]
+    with running_sandbox(args=[*knobs, "--tokens", "30"]) as sandbox:
+        env = {
+            "LMREG_MODEL_URL": sandbox.model_url,
+            "LMREG_MODEL_API_KEY": sandbox.model_api_key,
+            "LMREG_MODEL_NAME": "school-llm",
+        }
+        result = CliRunner().invoke(
+            main,
+            ["capacity", "--json", "--slo-ttft-ms", "150", "--max-concurrency", "8",
+             "--need", "6", "--level-seconds", "0.5"],
+            env=env,
+        )  # fmt: skip
+    assert result.exit_code == 1, result.output  # 3 slots: a need of 6 is not met
+    out = json.loads(result.stdout)
+    assert 2 <= out["capacity"]["concurrency"] <= 4 and out["capacity"]["limited_by"] == "ttft"
+    assert out["need"] == 6
+    levels = {lv["concurrency"]: lv for lv in out["levels"]}
+    # The slowdown: with 3 streams decoding at once each gap is 10 ms * (1 + 0.1 * 2).
+    assert levels[1]["itl_ms"]["p50"] == pytest.approx(10, abs=2)
+    assert levels[2]["itl_ms"]["p50"] == pytest.approx(11, abs=2)
+    assert levels[4]["itl_ms"]["p50"] == pytest.approx(12, abs=2)  # 4 chats, 3 slots
