@@ -165,14 +165,17 @@ def sandbox(
     import sqlite3
 
     from ..errors import ConfigurationError
+    from ..i18n import _
     from ..sandbox.app import PlatformConfig
     from ..sandbox.school_model import parse_quirks
     from ..sandbox.server import SandboxOptions, is_loopback, serve_sandbox
 
     if not is_loopback(host) and not allow_remote:
         raise click.UsageError(
-            f"--host {host} is not loopback; the sandbox hands out demo credentials over"
-            " plain http, so pass --allow-remote if you really mean it"
+            _(
+                "--host {host} is not loopback; the sandbox hands out demo credentials over "
+                "plain http, so pass --allow-remote if you really mean it"
+            ).format(host=host)
         )
     try:
         quirk_set = parse_quirks(quirks)
@@ -203,8 +206,10 @@ def sandbox(
         _print_json(info)
         # For the person at the terminal; programs read the JSON line on stdout.
         click.echo(
-            f"sandbox: platform {info['base_url']}, mock model {info['model_url']},"
-            f" database {options.db}; Ctrl-C to stop",
+            _(
+                "sandbox: platform {base_url}, mock model {model_url}, database {db}; "
+                "Ctrl-C to stop"
+            ).format(base_url=info["base_url"], model_url=info["model_url"], db=options.db),
             err=True,
         )
 
@@ -215,12 +220,16 @@ def sandbox(
         return
     except sqlite3.DatabaseError as exc:
         raise ConfigurationError(
-            f"cannot use {options.db} as the sandbox database ({exc}); pass another --db"
+            _("cannot use {db} as the sandbox database ({error}); pass another --db").format(
+                db=options.db, error=exc
+            )
         ) from None
     except OSError as exc:
         raise ConfigurationError(
-            f"cannot start the sandbox on {host} ({exc.strerror or exc}); choose other"
-            " --port/--model-port (0 picks free ones), or another --db"
+            _(
+                "cannot start the sandbox on {host} ({error}); choose other "
+                "--port/--model-port (0 picks free ones), or another --db"
+            ).format(host=host, error=exc.strerror or exc)
         ) from None
 
 
@@ -232,11 +241,12 @@ def add_app(db: Path | None, name: str) -> None:
     import sqlite3
 
     from ..errors import ConfigurationError
+    from ..i18n import _
     from ..sandbox.store import Store
 
     name = name.strip()
     if not name or len(name) > 64:
-        raise click.BadParameter("must be 1 to 64 characters", param_hint="--name")
+        raise click.BadParameter(_("must be 1 to 64 characters"), param_hint="--name")
     path = db or default_db_path()
     try:
         store = Store(path)
@@ -247,7 +257,9 @@ def add_app(db: Path | None, name: str) -> None:
             store.close()
     except (sqlite3.DatabaseError, OSError) as exc:
         raise ConfigurationError(
-            f"cannot use {path} as the sandbox database ({exc}); pass another --db"
+            _("cannot use {db} as the sandbox database ({error}); pass another --db").format(
+                db=path, error=exc
+            )
         ) from None
     assert account.app_secret is not None
     _print_json({"app_id": account.app_id, "app_secret": account.app_secret, "env": account.env})
