@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
+from ..i18n import _
 from ..secret import Secret, mask_text
 from .exchange import DEFAULT_PROMPT, Target, chat_body
 from .exchange import make_target as _target
@@ -211,21 +212,24 @@ def _check(
     slo: SLO, max_concurrency: int, need: int | None, timeout: float, budget_s: float
 ) -> None:
     if not 0 < slo.ttft_ms <= 600_000:
-        raise ValidationError("slo.ttft_ms", "must be between 0 and 600000 ms")
+        raise ValidationError("slo.ttft_ms", _("must be between 0 and 600000 ms"))
     if slo.itl_ms is not None and not 0 < slo.itl_ms <= 60_000:
-        raise ValidationError("slo.itl_ms", "must be between 0 and 60000 ms")
+        raise ValidationError("slo.itl_ms", _("must be between 0 and 60000 ms"))
     if not 0 <= slo.max_error_rate < 1:
-        raise ValidationError("slo.max_error_rate", "must be at least 0 and below 1")
+        raise ValidationError("slo.max_error_rate", _("must be at least 0 and below 1"))
     if not 1 <= max_concurrency <= 1024:
-        raise ValidationError("max_concurrency", "must be between 1 and 1024")
+        raise ValidationError("max_concurrency", _("must be between 1 and 1024"))
     if need is not None and not 1 <= need <= max_concurrency:
         raise ValidationError(
-            "need", f"must be between 1 and max_concurrency ({max_concurrency}); raise the maximum"
+            "need",
+            _("must be between 1 and max_concurrency ({n}); raise the maximum").format(
+                n=max_concurrency
+            ),
         )
     if not 0 < timeout <= 600:
-        raise ValidationError("timeout", "must be between 0 and 600 seconds")
+        raise ValidationError("timeout", _("must be between 0 and 600 seconds"))
     if budget_s <= 0:
-        raise ValidationError("budget_s", "must be a positive number of seconds")
+        raise ValidationError("budget_s", _("must be a positive number of seconds"))
 
 
 class _Search:

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._tls import tls_context
+from ..i18n import _, ngettext
 from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, Target, snippet
 
 __all__ = ["ChatConnection"]
@@ -134,7 +135,10 @@ class ChatConnection:
             async with asyncio.timeout(timeout * TOTAL_TIMEOUT_FACTOR):
                 await self._exchange(reader, ex, timeout)
         except TimeoutError:
-            ex.failure, ex.failure_detail = "timeout", f"no complete reply within {timeout:g} s"
+            ex.failure, ex.failure_detail = (
+                "timeout",
+                _("no complete reply within {seconds} s").format(seconds=f"{timeout:g}"),
+            )
             self.close()
         except OSError as exc:
             ex.failure = "connect" if not ex.status else "transport"
@@ -184,19 +188,21 @@ async def _read_head(reader: _Reader) -> bytes:
             del reader.buffer[: end + 4]
             return head
         if len(reader.buffer) > 65536:
-            raise _Broken("transport", "response headers over 64 KiB")
+            raise _Broken("transport", _("response headers over 64 KiB"))
         if not await reader.more():
-            raise _Broken("transport", "the server closed the connection before answering")
+            raise _Broken("transport", _("the server closed the connection before answering"))
 
 
 def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-        raise _Broken("transport", f"not an HTTP/1.1 answer: {snippet(lines[0], 80)}")
+        raise _Broken(
+            "transport", _("not an HTTP/1.1 answer: {line}").format(line=snippet(lines[0], 80))
+        )
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        name, _, value = line.partition(":")
+        name, _sep, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     return int(parts[1]), headers
 
@@ -220,7 +226,7 @@ class _Body:
             if data:
                 self.size += len(data)
                 if self.size > MAX_BODY_BYTES:
-                    raise _Broken("transport", "reply over 4 MiB")
+                    raise _Broken("transport", _("reply over 4 MiB"))
                 yield data
                 continue
             if self.complete:
@@ -229,7 +235,7 @@ class _Body:
                 if self.left is None and not self.chunked:
                     self.complete = True  # a body ended by closing the connection
                     return
-                raise _Broken("transport", "the connection closed mid-reply")
+                raise _Broken("transport", _("the connection closed mid-reply"))
 
     def _take(self) -> bytes:
         buf = self.reader.buffer
@@ -264,7 +270,7 @@ class _Body:
             try:
                 size = int(bytes(buf[:end]).split(b";")[0].strip(), 16)
             except ValueError:
-                raise _Broken("transport", "a malformed chunk in the reply") from None
+                raise _Broken("transport", _("a malformed chunk in the reply")) from None
             if size == 0:
                 last = buf.find(b"\r\n\r\n")  # the last chunk, (no) trailers, a blank line
                 if last < 0:
@@ -341,13 +347,18 @@ def _take_chunk(ex: Exchange, obj: Any, now: float) -> None:
 def _judge_stream(ex: Exchange) -> None:
     if ex.error_events:
         ex.failure = "bad stream"
-        ex.failure_detail = "an error object inside the stream: " + snippet(
-            json.dumps(ex.error_events[0])[:200]
+        ex.failure_detail = _("an error object inside the stream: {error}").format(
+            error=snippet(json.dumps(ex.error_events[0])[:200])
         )
     elif ex.non_json:
-        ex.failure, ex.failure_detail = "bad stream", f"{len(ex.non_json)} event(s) were not JSON"
+        ex.failure, ex.failure_detail = (
+            "bad stream",
+            ngettext("{n} event was not JSON", "{n} events were not JSON", len(ex.non_json)).format(
+                n=len(ex.non_json)
+            ),
+        )
     elif not ex.pieces:
-        ex.failure, ex.failure_detail = "bad stream", "no content in the reply"
+        ex.failure, ex.failure_detail = "bad stream", _("no content in the reply")
 
 
 def _whole(ex: Exchange, data: bytes, now: float) -> None:
@@ -355,7 +366,7 @@ def _whole(ex: Exchange, data: bytes, now: float) -> None:
     try:
         obj = json.loads(data)
     except ValueError:
-        ex.failure, ex.failure_detail = "bad body", "the reply was neither a stream nor JSON"
+        ex.failure, ex.failure_detail = "bad body", _("the reply was neither a stream nor JSON")
         return
     choices = obj.get("choices") if isinstance(obj, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices else None
@@ -369,7 +380,7 @@ def _whole(ex: Exchange, data: bytes, now: float) -> None:
         ex.pieces.append(text)
         ex.times.append(now)
     else:
-        ex.failure, ex.failure_detail = "bad body", "no content in the reply"
+        ex.failure, ex.failure_detail = "bad body", _("no content in the reply")
 
 
 def _error_text(data: bytes) -> str:
