@@ -27,7 +27,7 @@ from filelock import FileLock
 
 from .errors import ConfigurationError, MalformedResponseError
 from .i18n import _
-from .models import Token, now_ms
+from .models import MAX_TIMESTAMP_MS, Token, now_ms
 from .secret import Secret
 from .settings import Settings
 
@@ -82,11 +82,15 @@ def token_from_data(data: Mapping[str, Any], *, issued_at_ms: int | None = None)
 def _expiry_ms(data: Mapping[str, Any], issued: int) -> int:
     expire_time: Any = data.get("expireTime")
     if _is_number(expire_time):
-        value = int(expire_time)
+        value = int(float(expire_time))
         # A 10-digit value is seconds: the spec says 13-digit ms, some platforms differ.
-        return value * 1000 if value < 10**11 else value
+        value = value * 1000 if 0 < value < 10**11 else value
+        if 0 < value <= MAX_TIMESTAMP_MS:
+            return value
+        # Out of range: as if no expiry were given (a traceback helps nobody).
+        log.warning("the token's expireTime %s is out of range; assuming 3 days", expire_time)
     expires_in: Any = data.get("expiresIn", data.get("expires_in"))
-    if _is_number(expires_in) and float(expires_in) > 0:
+    if _is_number(expires_in) and 0 < float(expires_in) < 10 * 365 * 24 * 3600:
         return issued + int(float(expires_in) * 1000)
     return issued + DEFAULT_LIFETIME_MS
 
@@ -95,7 +99,7 @@ def _is_number(value: object) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
-        return value == value  # not NaN
+        return value == value and abs(value) != float("inf")  # not NaN, not infinite
     return isinstance(value, str) and value.isdigit()
 
 

@@ -66,6 +66,22 @@ def test_token_without_expiry_lasts_three_days() -> None:
     assert token.expires_at_ms == 5 + DEFAULT_LIFETIME_MS == 5 + 3 * 24 * HOUR_MS
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"expireTime": 99999999999999999},
+        {"expireTime": "99999999999999999"},
+        {"expireTime": -5},
+        {"expireTime": float("inf")},
+        {"expiresIn": 10**30},
+    ],
+)
+def test_an_expiry_out_of_range_means_three_days_not_a_traceback(data: dict[str, object]) -> None:
+    token = token_from_data({"token": "t", "env": "e", **data}, issued_at_ms=5)
+    assert token.expires_at_ms == 5 + DEFAULT_LIFETIME_MS
+    assert token.expires_at.year >= 1970  # representable: `lmreg-nb token` can print it
+
+
 def test_token_expire_time_in_seconds_is_understood() -> None:
     token = token_from_data({"token": "t", "env": "e", "expireTime": 1_900_000_000})
     assert token.expires_at_ms == 1_900_000_000_000
