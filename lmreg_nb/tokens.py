@@ -270,6 +270,8 @@ def _entry_token(entry: Mapping[str, Any]) -> Token | None:
         return None
     if not (isinstance(expires, int) and isinstance(issued, int)):
         return None
+    if not (0 < expires <= MAX_TIMESTAMP_MS and 0 <= issued <= MAX_TIMESTAMP_MS):
+        return None  # a hand-edited or foreign file: not a token worth trusting
     return Token(Secret(token), env, expires, issued, source="cache")
 
 
