@@ -179,7 +179,10 @@ class Field:
             if self.check is not None:
                 self.check(value)
         except LmregError as exc:
-            self.error.value = error_html(str(exc))
+            # Under its field the rule is enough: the label beside it already names the field
+            # (in the reader's language), so "contact_mobile: " would only repeat it.
+            reason = exc.reason if isinstance(exc, ValidationError) else str(exc)
+            self.error.value = error_html(reason)
             return False
         self.error.value = warnings_html(self.warn(value) if self.warn else [])
         return True

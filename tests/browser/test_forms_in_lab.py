@@ -88,7 +88,7 @@ def test_modify_form_bad_url_then_old_to_new(lab: Lab, lab_account: dict[str, st
     url_input = form.locator(".lmreg-registry-url input")
     url_input.fill("ftp://llm.school.example/chat")  # the mistake
     url_input.blur()
-    expect(form.locator(".lmreg-registry-url-error")).to_contain_text("registryUrl")
+    expect(form.locator(".lmreg-registry-url-error")).to_contain_text("https://")
     form.locator(".lmreg-modify-button").click()
     expect(form.locator(".lmreg-confirm-button")).to_be_hidden()  # nothing to confirm
 

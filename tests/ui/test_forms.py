@@ -37,7 +37,8 @@ def test_register_form_validates_as_you_type_and_registers(sandbox: SandboxInfo)
     assert {"lmreg-error", "lmreg-registry-url-error"} <= _classes(url.error)
 
     form.registry_url.value = "ftp://llm.school.edu/v1/chat/completions"
-    assert "registryUrl" in url.error.value and "https://" in url.error.value
+    assert "https://" in url.error.value
+    assert "registryUrl:" not in url.error.value  # the label beside it names the field
     form.registry_url.value = sandbox.model_url
     assert "loopback" in url.error.value  # a warning, not a refusal
     form.model_name.value = "   "  # empty once trimmed (the field starts empty)
