@@ -201,16 +201,34 @@ def _throughput_levels(ax: Axes, result: CapacityResult) -> None:
     t = plot_gettext()
     levels = sorted(result.levels, key=lambda lv: lv.concurrency)
     xs = [lv.concurrency for lv in levels]
-    ax.plot(xs, [lv.requests_per_s or 0.0 for lv in levels], "-o", color="tab:blue")
+    # Bars and a line: tokens/s is often requests/s times a constant, and two lines on
+    # twin axes would then lie exactly on top of each other.
+    widths = [x * 0.3 for x in xs]  # equal widths on the log axis
+    ax.bar(
+        xs,
+        [lv.requests_per_s or 0.0 for lv in levels],
+        width=widths,
+        color="tab:blue",
+        alpha=0.45,
+        label=t("requests/s"),
+    )
     ax.set_ylabel(t("requests/s"), color="tab:blue")
     ax.set_xlabel(t("chats at once (concurrency)"))
     twin = ax.twinx()
-    twin.plot(xs, [lv.output_tokens_per_s or 0.0 for lv in levels], "--s", color="tab:orange")
+    twin.plot(
+        xs,
+        [lv.output_tokens_per_s or 0.0 for lv in levels],
+        "--s",
+        color="tab:orange",
+        label=t("output tokens/s"),
+    )
     twin.set_ylabel(t("output tokens/s"), color="tab:orange")
     ax.set_ylim(bottom=0)
     twin.set_ylim(bottom=0)
     _knee(ax, result)
-    ax.legend(fontsize="small", loc="lower right")
+    handles = ax.get_legend_handles_labels()
+    more = twin.get_legend_handles_labels()
+    ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize="small", loc="lower right")
 
 
 def _int_formatter() -> Any:
