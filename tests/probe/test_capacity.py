@@ -355,25 +355,3 @@ def test_works_inside_a_running_event_loop_like_jupyter(plain: str) -> None:
         return sync.capacity.concurrency, awaited.capacity.concurrency
 
     assert asyncio.run(cell()) == (1, 1)
-
-
-@pytest.mark.parametrize(
-    "quirks", ["crlf", "cr", "keepalive,no-space", "null-content", "no-stream", "burst"]
-)
-def test_the_lean_client_reads_what_real_servers_send(plain: str, quirks: str) -> None:
-    from lmreg_nb.probe.exchange import chat_body
-    from lmreg_nb.probe.stream_client import ChatConnection
-
-    payload = json.dumps(chat_body("m", "hi", stream=True)).encode()
-    conn = ChatConnection(Target(_url(plain, quirks), KEY, "m"), payload)
-
-    async def twice() -> list:
-        try:  # the second request reuses the keep-alive connection
-            return [await conn.send(), await conn.send()]
-        finally:
-            conn.close()
-
-    for ex in asyncio.run(twice()):
-        assert ex.ok, (ex.failure, ex.failure_detail)
-        assert ex.output_tokens == (TOKENS, "usage") and ex.finish == "stop"
-        assert len(ex.pieces) == (1 if quirks == "no-stream" else TOKENS)
