@@ -20,7 +20,15 @@ from typing import IO
 
 import httpx
 
-__all__ = ["SandboxInfo", "running_sandbox"]
+from ..errors import LmregError
+from ..i18n import _
+
+__all__ = ["SandboxError", "SandboxInfo", "running_sandbox"]
+
+
+class SandboxError(LmregError, RuntimeError):
+    """The sandbox process did not start or answer (one line; the CLI prints it, exit 1)."""
+
 
 _GRACE_S = 10.0
 
@@ -76,7 +84,9 @@ class SandboxInfo:
             check=False,
         )
         if done.returncode != 0:
-            raise RuntimeError(f"sandbox add-app failed: {done.stderr.strip()[-500:]}")
+            raise SandboxError(
+                _("sandbox add-app failed: {error}").format(error=done.stderr.strip()[-500:])
+            )
         value: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
         return value
 
@@ -97,8 +107,9 @@ def running_sandbox(
 ) -> Iterator[SandboxInfo]:
     """Run `lmreg-nb sandbox` on free loopback ports; yield its SandboxInfo; stop it.
 
-    ``db`` None uses a temporary database removed afterwards. Raises RuntimeError
-    (with the tail of the child's stderr) when it does not come up in time.
+    ``db`` None uses a temporary database removed afterwards. Raises SandboxError
+    (a RuntimeError and an LmregError: one line, with the tail of the child's
+    stderr) when it does not come up in time.
     """
     tmpdir = None
     if db is None:
@@ -144,14 +155,18 @@ def _wait_until_up(
     except queue.Empty:
         line = None
     if not line:
-        raise RuntimeError(
-            f"the sandbox did not start (exit code {proc.poll()}): {_stderr_tail(stderr_file)}"
+        raise SandboxError(
+            _("the sandbox did not start (exit code {code}): {error}").format(
+                code=proc.poll(), error=_stderr_tail(stderr_file)
+            )
         )
     try:
         fields = json.loads(line)
     except ValueError:
-        raise RuntimeError(
-            f"the sandbox printed {line.strip()[:200]!r} instead of its JSON line"
+        raise SandboxError(
+            _("the sandbox printed {line} instead of its JSON line").format(
+                line=repr(line.strip()[:200])
+            )
         ) from None
     keys = ("base_url", "token_path", "model_url", "app_id", "app_secret", "model_api_key")
     info = SandboxInfo(db=db, **{k: fields[k] for k in keys})
@@ -163,8 +178,10 @@ def _wait_until_up(
                 break
             except httpx.TransportError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the sandbox does not answer at {url}: {_stderr_tail(stderr_file)}"
+                    raise SandboxError(
+                        _("the sandbox does not answer at {url}: {error}").format(
+                            url=url, error=_stderr_tail(stderr_file)
+                        )
                     ) from None
                 time.sleep(0.05)
     return info
