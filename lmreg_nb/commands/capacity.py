@@ -95,10 +95,14 @@ def capacity(
     from ..probe.levels import Level
 
     if need is not None and need > max_concurrency:
-        raise click.UsageError(
-            _("--need {need} is above --max-concurrency {top}: raise --max-concurrency").format(
+        from ..errors import ValidationError
+
+        # One line and exit 2 (the CLI's handler), like every other usage error of ours.
+        raise ValidationError(
+            "--need",
+            _("{need} is above --max-concurrency {top}: raise --max-concurrency").format(
                 need=need, top=max_concurrency
-            )
+            ),
         )
     url, key, model, timeout = _target(registered)
 

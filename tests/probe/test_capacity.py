@@ -297,7 +297,9 @@ def test_cli_json_and_exit_codes(plain: str) -> None:
         main, [*args, "--max-concurrency", "4", "--need", "8"], env=_env(_url(plain))
     )
     assert usage.exit_code == 2
-    assert "--need 8 is above --max-concurrency 4" in usage.stderr
+    assert (
+        usage.stderr == "error: --need: 8 is above --max-concurrency 4: raise --max-concurrency\n"
+    )
     assert "Traceback" not in usage.output
 
 
