@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .models import RegisteredModel
+from .models import MAX_TIMESTAMP_MS, RegisteredModel
 
 __all__ = ["MODEL_COLUMNS", "models_frame"]
 
@@ -47,5 +47,7 @@ def models_frame(models: Sequence[RegisteredModel]) -> pd.DataFrame:
 
 
 def _times(values: list[int | None]) -> pd.Series:
+    # A model built by hand may hold any int; only 13-digit timestamps become times.
+    values = [v if v is not None and 0 <= v <= MAX_TIMESTAMP_MS else None for v in values]
     ms = pd.Series(values, dtype="Int64")
     return pd.to_datetime(ms, unit="ms", utc=True).astype(_TIME)

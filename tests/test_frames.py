@@ -80,3 +80,9 @@ def test_other_bad_times_are_marked_too() -> None:
         model = RegisteredModel.from_api({"modelId": "m", "createTime": value})
         assert model.create_time is None and model.invalid, value
     assert RegisteredModel.from_api({"modelId": "m", "createTime": None}).invalid is None
+
+
+def test_a_hand_made_model_with_an_impossible_time_shows_no_time() -> None:
+    model = RegisteredModel("m", "n", "https://a.example", Secret(KEY), 99999999999999999, -1)
+    frame = models_frame([model])
+    assert pd.isna(frame.loc[0, "createTime"]) and pd.isna(frame.loc[0, "updateTime"])
