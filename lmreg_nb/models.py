@@ -112,12 +112,14 @@ class RegisteredModel:
     @property
     def create_time(self) -> datetime | None:
         """createTime as an aware UTC datetime."""
-        return None if self.create_time_ms is None else ms_to_datetime(self.create_time_ms)
+        ms = _timestamp(self.create_time_ms)
+        return None if ms is None else ms_to_datetime(ms)
 
     @property
     def update_time(self) -> datetime | None:
         """updateTime as an aware UTC datetime."""
-        return None if self.update_time_ms is None else ms_to_datetime(self.update_time_ms)
+        ms = _timestamp(self.update_time_ms)
+        return None if ms is None else ms_to_datetime(ms)
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> RegisteredModel:
