@@ -36,3 +36,37 @@ def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
     assert levels[1]["itl_ms"]["p50"] == pytest.approx(10, abs=2)
     assert levels[2]["itl_ms"]["p50"] == pytest.approx(11, abs=2)
     assert levels[4]["itl_ms"]["p50"] == pytest.approx(12, abs=2)  # 4 chats, 3 slots
+
+
+def test_ctrl_c_in_the_cli_prints_what_was_measured_so_far(tmp_path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+
+    key = "sk-ctrl-c-0123456789abcdef"
+    config = MockModelConfig(api_key=key, ttft_ms=10, itl_ms=5, tokens=20)
+    with serving(config) as base:
+        env = {
+            **os.environ,
+            "LMREG_MODEL_URL": base + "/v1/chat/completions",
+            "LMREG_MODEL_API_KEY": key,
+            "LMREG_MODEL_NAME": "m",
+            "LMREG_LANG": "en",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lmreg_nb", "capacity", "--level-seconds", "1",
+             "--figure", str(tmp_path / "cap.png")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # the first level's progress line
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert first.startswith("concurrency 1: ")
+    assert proc.returncode == 1
+    assert "concurrency  requests  errors" in out and "limited by interrupted" in out
+    assert "The search was interrupted: this is what was measured so far." in out
+    assert "Traceback" not in err
