@@ -274,6 +274,9 @@ async def _search(
 
     async def measure(c: int) -> Level | None:
         nonlocal finish_seen
+        if search.interrupted.is_set():  # Ctrl-C before the loop could be told
+            result.stopped = "interrupted"
+            return None
         left = deadline - time.monotonic()
         if left < plan.min_seconds:
             result.stopped = "time"
@@ -364,7 +367,9 @@ def find_capacity(
     own loop). Ctrl-C (KeyboardInterrupt) stops the search and returns what
     was measured so far, with ``stopped == "interrupted"``. A server that
     fails gives levels with errors, not an exception; a bad argument raises
-    :class:`~lmreg_nb.errors.ValidationError`.
+    :class:`~lmreg_nb.errors.ValidationError`. ``on_level(level)`` is called
+    after each level, from the search's thread (a progress display). ``plan``
+    sets how long each level runs; ``budget_s`` bounds the whole search.
     """
     _check(slo, max_concurrency, need, timeout, budget_s)
     target = _target(url, api_key, model, timeout)
