@@ -306,3 +306,11 @@ def test_cli_against_the_sandbox_leaks_no_secret(sandbox: SandboxInfo, tmp_path:
     # The advice is given once: the hint is dropped when the server's message says it.
     assert runs[6][0].stderr.count("LMREG_APP_SECRET") == 1, runs[6][0].stderr
     assert "LMREG_BASE_URL" in runs[7][0].stderr
+
+
+def test_register_names_every_missing_variable_at_once(platform: FakePlatform, run) -> None:
+    result = run("register", "--name", "school-llm")
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert "\n" not in line and "LMREG_MODEL_URL, LMREG_MODEL_API_KEY are not set" in line
+    assert "--url" in line and platform.requests == []

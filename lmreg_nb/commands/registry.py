@@ -143,18 +143,27 @@ def models_command(as_json: bool) -> None:
 def register_command(name: str, url: str | None, as_json: bool) -> None:
     """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
     from ..errors import ConfigurationError
-    from ..i18n import _
+    from ..i18n import _, ngettext
     from ..models import ModelDraft
     from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
 
     settings = Settings.load()
-    if url is None:
-        url = settings.model_url
-        if not url:
-            raise ConfigurationError(
-                _("no registryUrl: give --url or set LMREG_MODEL_URL"), variable="LMREG_MODEL_URL"
-            )
+    url = url if url is not None else settings.model_url
+    # What this command itself needs, reported together (not one per run).
+    missing = [] if url else ["LMREG_MODEL_URL"]
+    if not settings.model_api_key and not _interactive():
+        missing.append("LMREG_MODEL_API_KEY")
+    if missing:
+        text = ngettext(
+            "{variables} is not set: set it in the environment or in .env.",
+            "{variables} are not set: set them in the environment or in .env.",
+            len(missing),
+        ).format(variables=", ".join(missing))
+        if url is None:
+            text += " " + _("Instead of LMREG_MODEL_URL, --url works too.")
+        raise ConfigurationError(text, variable=missing[0])
+    assert url is not None
 
     # Check the arguments before asking for a secret.
     draft_name, draft_url = check_model_name(name), check_registry_url(url)
