@@ -132,6 +132,8 @@ class Settings:
         value = getattr(self, name)
         if "base_url" in (name, *more):
             _check_base_url(self.base_url or "")
+        if "model_api_key" in (name, *more) and self.model_api_key:
+            _check_header_value("LMREG_MODEL_API_KEY", self.model_api_key.reveal())
         return value
 
     def _missing_message(self, missing: list[str]) -> str:
@@ -225,6 +227,19 @@ def _coerce(name: str, raw: Any) -> Any:
         raw = raw.strip()
         return raw if raw.startswith("/") else "/" + raw
     return raw.strip() if isinstance(raw, str) else raw
+
+
+def _check_header_value(variable: str, value: str) -> None:
+    # Sent as "Authorization: Bearer <value>": anything but visible ASCII cannot be
+    # sent at all (before: a UnicodeEncodeError traceback in the middle of a check).
+    if not all("!" <= ch <= "~" for ch in value):
+        raise ConfigurationError(
+            _(
+                "{variable} must be visible ASCII characters only (letters, digits, "
+                "punctuation), no spaces: an HTTP header cannot carry anything else"
+            ).format(variable=variable),
+            variable=variable,
+        )
 
 
 def _check_base_url(url: str) -> None:

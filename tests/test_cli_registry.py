@@ -314,3 +314,15 @@ def test_register_names_every_missing_variable_at_once(platform: FakePlatform, r
     line = result.stderr.strip()
     assert "\n" not in line and "LMREG_MODEL_URL, LMREG_MODEL_API_KEY are not set" in line
     assert "--url" in line and platform.requests == []
+
+
+def test_check_with_a_key_no_header_can_carry_is_one_line_exit_2(
+    run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMREG_MODEL_URL", "http://127.0.0.1:9/v1/chat/completions")
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", "ключ中文")
+    monkeypatch.setenv("LMREG_MODEL_NAME", "m")
+    result = run("check")
+    assert result.exit_code == 2, result.output
+    assert "LMREG_MODEL_API_KEY must be visible ASCII" in result.stderr
+    assert "Traceback" not in result.output + result.stderr

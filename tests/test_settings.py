@@ -207,3 +207,12 @@ def test_lang_and_notebooks(tmp_path: Path) -> None:
     assert Settings.load(environ={}).lang is None and Settings.load(environ={}).notebooks is None
     with pytest.raises(ConfigurationError, match="LMREG_LANG must be zh-CN or en"):
         Settings.load(environ={"LMREG_LANG": "fr"})
+
+
+def test_a_model_api_key_no_header_can_carry_is_a_configuration_error() -> None:
+    s = Settings.load(environ={"LMREG_MODEL_API_KEY": "ключ中文"})
+    with pytest.raises(ConfigurationError) as info:
+        s.require("model_api_key")
+    assert info.value.variable == "LMREG_MODEL_API_KEY" and "ключ" not in str(info.value)
+    ok = Settings.load(environ={"LMREG_MODEL_API_KEY": "sk-visible-ascii-1234"})
+    assert ok.require("model_api_key").reveal() == "sk-visible-ascii-1234"
