@@ -81,7 +81,8 @@ def check(
             target.registered_name,
         )
     else:
-        url = settings.require("model_url")
+        # Every missing variable in one message (Settings.require checks them together).
+        url = settings.require("model_url", "model_api_key", "model_name")
         key = settings.require("model_api_key")
         model = settings.require("model_name")
     report = check_endpoint(
