@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+# WINDOW, assert_clean, find_leaks and mask_text live in .secret (the one masker);
+# they are importable from here too until the run layer imports them from there.
 from .secret import WINDOW, Masker, Secrets, assert_clean, find_leaks, mask_text
 from .settings import SECRET_VARIABLES, VARIABLES
 

@@ -12,15 +12,8 @@ import pytest
 
 from lmreg_nb.errors import SecretLeakError, ValidationError
 from lmreg_nb.runner import check_parameters, clean_environment
-from lmreg_nb.scrub import (
-    WINDOW,
-    assert_clean,
-    find_leaks,
-    looks_secret,
-    mask_text,
-    scrub_notebook,
-    secret_values,
-)
+from lmreg_nb.scrub import looks_secret, scrub_notebook, secret_values
+from lmreg_nb.secret import WINDOW, assert_clean, find_leaks, mask_text
 
 # Quotes, a backslash, markup and an ampersand: every escaping scheme changes it.
 SECRET = 'CanarY"s3cr<et>&\\Zq7Wx9Vb2Ln4'
