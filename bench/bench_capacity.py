@@ -46,7 +46,8 @@ from typing import Any
 
 from lmreg_nb.probe.exchange import Target, chat_body
 from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
+from lmreg_nb.sandbox.mock_serving import serving_process
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 KEY = "sk-bench-capacity-0123456789"
 TOKENS = 64

@@ -28,7 +28,7 @@ __all__ = ["Load", "Paced"]
 
 
 class Paced(Protocol):
-    """What the load model needs of a reply (``school_model._Reply``)."""
+    """What the load model needs of a reply (``mock_reply._Reply``)."""
 
     t0: float
     ttft: float

@@ -68,10 +68,10 @@ Saturation like a real server's (a slot limit, a decode slowdown under load):
 see :mod:`lmreg_nb.sandbox.saturation`.
 
 Also served: ``GET /health`` and ``GET /v1/models``. Ways to run it:
-:func:`create_app` (the ASGI app, for uvicorn or the sandbox command),
-:func:`serving` (a uvicorn thread, for tests), :func:`serving_process` (a
-separate uvicorn process with N workers, for benchmarks) and
-:func:`app_from_env` (a factory configured by ``LMREG_MOCK_*`` variables).
+:func:`create_app` (the ASGI app, for uvicorn or the sandbox command), and
+in :mod:`lmreg_nb.sandbox.mock_serving`: ``serving`` (a uvicorn thread, for
+tests), ``serving_process`` (a separate uvicorn process with N workers, for
+benchmarks) and ``app_from_env`` (a factory configured by ``LMREG_MOCK_*``).
 """
 
 from __future__ import annotations
@@ -79,14 +79,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import secrets
-import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,17 +90,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .mock_reply import (
+    _asks_chinese,
+    _chinese_tokens,
+    _error,
+    _error_body,
+    _Reply,
+    _sleep_until,
+    _split_utf8,
+    _stream,
+    reply_tokens,
+)
 from .saturation import Load
 
 __all__ = [
     "QUIRKS",
     "MockModelConfig",
-    "app_from_env",
     "create_app",
     "parse_quirks",
     "reply_tokens",
-    "serving",
-    "serving_process",
 ]
 
 #: Every quirk the mock knows (see the module docstring).
@@ -138,11 +141,6 @@ QUIRKS: frozenset[str] = frozenset(
 
 # The longest a `slow` request hangs when the client never gives up.
 _SLOW_CAP_S = 300.0
-_SENTENCE = (
-    "The quick brown fox jumps over the lazy dog while the school model "
-    "streams one token per chunk for the probe to measure."
-)
-_WORDS = tuple(_SENTENCE.split())
 
 
 @dataclass(frozen=True)
@@ -168,224 +166,6 @@ class MockModelConfig:
             raise ValueError("ttft_ms, itl_ms and tokens must not be negative")
         if self.slots < 0 or self.slowdown < 0:
             raise ValueError("slots and slowdown must not be negative")
-
-
-def reply_tokens(count: int) -> list[str]:
-    """The token strings of a reply of ``count`` tokens (the ground truth of the text)."""
-    return [_WORDS[k % len(_WORDS)] + " " for k in range(count)]
-
-
-_TOKEN_JSON = {t: json.dumps(t) for t in reply_tokens(len(_WORDS))}
-_CHINESE = "图书馆每天早上八点开门，同学们可以在这里安静地读书、查资料和讨论问题。"
-
-
-def _chinese_tokens(count: int, garble: bool) -> list[str]:
-    """A Chinese reply, one character per token; ``garble``: U+FFFD for every fifth."""
-    return [
-        "\ufffd" if garble and k % 5 == 2 else _CHINESE[k % len(_CHINESE)] for k in range(count)
-    ]
-
-
-def _asks_chinese(body: dict[str, Any]) -> bool:
-    text = json.dumps(body.get("messages") or body.get("prompt") or "", ensure_ascii=False)
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
-
-
-async def _split_utf8(stream: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
-    """Each write cut inside its first multi-byte character (a read boundary mid-character)."""
-    async for block in stream:
-        cut = next((i + 1 for i, b in enumerate(block) if b >= 0xC0), 0)
-        if cut:
-            yield block[:cut]
-            await asyncio.sleep(0.005)
-            block = block[cut:]
-        yield block
-
-
-_MARK = "\x00token\x00"  # a placeholder no token contains
-
-
-def _error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict:
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
-
-
-def _error(
-    status: int,
-    message: str,
-    type_: str,
-    code: str | None,
-    quirks: frozenset[str],
-    headers: dict[str, str] | None = None,
-) -> Response:
-    """An error reply: OpenAI-style JSON, or an HTML / text page when a quirk asks."""
-    if "html-errors" in quirks:
-        page = (
-            f"<html><head><title>{status} Error</title></head><body>"
-            f"<center><h1>{status} Error</h1></center><hr><center>nginx</center></body></html>"
-        )
-        return Response(page, status, headers=headers, media_type="text/html")
-    if "text-errors" in quirks:
-        return Response(f"{status} {message}", status, headers=headers, media_type="text/plain")
-    return JSONResponse(_error_body(message, type_, code), status, headers=headers)
-
-
-class _Frames:
-    """SSE framing of one stream, with the framing quirks applied."""
-
-    def __init__(self, quirks: frozenset[str]) -> None:
-        self.eol = "\r\n" if "crlf" in quirks else "\r" if "cr" in quirks else "\n"
-        self.prefix = "data:" if "no-space" in quirks else "data: "
-        self.keepalive = "keepalive" in quirks
-
-    def data(self, payload: str) -> str:
-        head = f": keep-alive{self.eol}{self.eol}" if self.keepalive else ""
-        return f"{head}{self.prefix}{payload}{self.eol}{self.eol}"
-
-    def event(self, obj: dict[str, Any]) -> str:
-        return self.data(json.dumps(obj, separators=(",", ":")))
-
-
-class _Reply:
-    """One request's reply: its ids, its tokens and when each one is due."""
-
-    def __init__(
-        self, config: MockModelConfig, body: dict[str, Any], chat: bool, t0: float
-    ) -> None:
-        self.t0 = t0
-        self.chat = chat
-        self.model = str(body.get("model") or "mock-model")
-        cap = body.get("max_completion_tokens", body.get("max_tokens"))
-        count = config.tokens
-        self.finish = "stop"
-        if isinstance(cap, int) and not isinstance(cap, bool) and 0 <= cap < count:
-            count, self.finish = cap, "length"
-        self.tokens = reply_tokens(count)
-        self.ttft = config.ttft_ms / 1000
-        self.itl = config.itl_ms / 1000
-        self.id = ("chatcmpl-" if chat else "cmpl-") + secrets.token_hex(12)
-        self.created = int(time.time())
-        self.object = "chat.completion" if chat else "text_completion"
-        self.prompt_tokens = _count_prompt(body, chat)
-        self.pace: Callable[[int], float] | None = None  # set under a decode slowdown
-
-    def due(self, k: int) -> float:
-        """Monotonic time at which token ``k`` is due."""
-        if self.pace is not None:
-            return self.pace(k)
-        return self.t0 + self.ttft + k * self.itl
-
-    @property
-    def done_at(self) -> float:
-        return self.due(max(len(self.tokens) - 1, 0))
-
-    def usage(self) -> dict[str, int]:
-        n = len(self.tokens)
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": n,
-            "total_tokens": self.prompt_tokens + n,
-        }
-
-    def whole(self, quirks: frozenset[str]) -> dict[str, Any]:
-        """The non-streamed reply."""
-        text = "".join(self.tokens)
-        choice: dict[str, Any] = {"index": 0, "finish_reason": self.finish, "logprobs": None}
-        if self.chat:
-            choice["message"] = {"role": "assistant", "content": text}
-        else:
-            choice["text"] = text
-        out: dict[str, Any] = {
-            "id": self.id,
-            "object": self.object,
-            "created": self.created,
-            "model": self.model,
-            "choices": [choice],
-        }
-        if "no-usage" not in quirks:
-            out["usage"] = self.usage()
-        return out
-
-    def chunk(self, delta: dict[str, Any] | str | None, finish: str | None = None) -> dict:
-        """One stream chunk (chat: ``delta`` is a dict; completions: a text piece)."""
-        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
-        if self.chat:
-            choice["delta"] = delta
-        else:
-            choice["text"] = delta
-        return {
-            "id": self.id,
-            "object": "chat.completion.chunk" if self.chat else "text_completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [choice],
-        }
-
-    def content(self, text: str | None) -> dict[str, Any] | str | None:
-        return {"content": text} if self.chat else text
-
-
-def _count_prompt(body: dict[str, Any], chat: bool) -> int:
-    if chat:
-        messages = body.get("messages") or []
-        text = " ".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
-    else:
-        prompt = body.get("prompt")
-        text = " ".join(prompt) if isinstance(prompt, list) else str(prompt or "")
-    return max(1, len(text.split()))
-
-
-async def _sleep_until(deadline: float) -> None:
-    delay = deadline - time.monotonic()
-    if delay > 0:
-        await asyncio.sleep(delay)
-
-
-async def _stream(
-    reply: _Reply, quirks: frozenset[str], include_usage: bool
-) -> AsyncGenerator[bytes, None]:
-    frames = _Frames(quirks)
-    null = "null-content" in quirks
-    pieces: list[str] = []
-    if reply.chat:
-        role: dict[str, Any] = {"role": "assistant", "content": None if null else ""}
-        pieces.append(frames.event(reply.chunk(role)))
-    n = len(reply.tokens)
-    burst = "burst" in quirks
-    # Render the chunk once and splice each token in: json.dumps per chunk would make
-    # the mock, not the client under test, the bottleneck of a load benchmark.
-    head, tail = frames.event(reply.chunk(reply.content(_MARK))).split(json.dumps(_MARK))
-    for k, token in enumerate(reply.tokens):
-        due = reply.due(k)
-        if pieces and not burst and due > time.monotonic():
-            # Send what is due now, then wait for this token's time.
-            yield "".join(pieces).encode()
-            pieces.clear()
-        if not burst:
-            await _sleep_until(due)
-        text = _TOKEN_JSON.get(token) or json.dumps(token, ensure_ascii=False)  # raw UTF-8
-        pieces.append(head + text + tail)
-        if k == n // 2 and "non-json-chunk" in quirks:
-            pieces.append(frames.data("this is not json"))
-        if k == n // 2 and "error-in-stream" in quirks:
-            err = _error_body("the model failed mid-stream", "server_error", "internal_error")
-            pieces.append(frames.event(err))
-            pieces.append(frames.data("[DONE]"))
-            yield "".join(pieces).encode()
-            return
-    if burst:
-        await _sleep_until(reply.done_at)
-    last: dict[str, Any] | str | None = {} if reply.chat else ""
-    if null:
-        last = reply.content(None)
-    pieces.append(frames.event(reply.chunk(last, reply.finish)))
-    if include_usage and "no-usage" not in quirks:
-        final = reply.chunk(None)
-        final["choices"] = []
-        final["usage"] = reply.usage()
-        pieces.append(frames.event(final))
-    if "no-done" not in quirks:
-        pieces.append(frames.data("[DONE]"))
-    yield "".join(pieces).encode()
 
 
 async def _wait_for_disconnect(request: Request) -> None:
@@ -567,130 +347,3 @@ def parse_quirks(values: Iterable[str]) -> frozenset[str]:
             f"unknown quirk(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(QUIRKS))}"
         )
     return asked
-
-
-def app_from_env() -> Starlette:
-    """An app configured by ``LMREG_MOCK_*`` variables (for ``uvicorn --factory --workers``).
-
-    ``LMREG_MOCK_API_KEY`` (required), ``LMREG_MOCK_TTFT_MS``, ``LMREG_MOCK_ITL_MS``,
-    ``LMREG_MOCK_TOKENS``, ``LMREG_MOCK_QUIRKS`` (comma-separated), ``LMREG_MOCK_SLOTS``,
-    ``LMREG_MOCK_SLOWDOWN``.
-    """
-    env = os.environ
-    return create_app(
-        MockModelConfig(
-            api_key=env["LMREG_MOCK_API_KEY"],
-            ttft_ms=float(env.get("LMREG_MOCK_TTFT_MS", 50)),
-            itl_ms=float(env.get("LMREG_MOCK_ITL_MS", 10)),
-            tokens=int(env.get("LMREG_MOCK_TOKENS", 32)),
-            quirks=parse_quirks([env.get("LMREG_MOCK_QUIRKS", "")]),
-            slots=int(env.get("LMREG_MOCK_SLOTS", 0)),
-            slowdown=float(env.get("LMREG_MOCK_SLOWDOWN", 0)),
-            served=tuple(n for n in env.get("LMREG_MOCK_SERVED", "").split(",") if n),
-        )
-    )
-
-
-@contextlib.contextmanager
-def serving(
-    config: MockModelConfig,
-    host: str = "127.0.0.1",
-    *,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-) -> Iterator[str]:
-    """Serve the mock with uvicorn in a background thread; yields its base URL.
-
-    For tests and notebooks; the sandbox command runs it in its own process.
-    ``certfile`` (and ``keyfile``, PEM) serve https with that certificate.
-    """
-    import uvicorn
-
-    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so; without it
-    # Nagle + delayed ACK hold a stream's chunks back by up to 40 ms.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config),
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-            backlog=512,
-            ssl_certfile=certfile,
-            ssl_keyfile=keyfile,
-        )
-    )
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="mock-school-model", daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the mock school model did not start")
-        time.sleep(0.01)
-    try:
-        yield f"{'https' if certfile else 'http'}://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
-def _config_env(config: MockModelConfig) -> dict[str, str]:
-    return {
-        "LMREG_MOCK_API_KEY": config.api_key,
-        "LMREG_MOCK_TTFT_MS": repr(config.ttft_ms),
-        "LMREG_MOCK_ITL_MS": repr(config.itl_ms),
-        "LMREG_MOCK_TOKENS": str(config.tokens),
-        "LMREG_MOCK_QUIRKS": ",".join(sorted(config.quirks)),
-        "LMREG_MOCK_SLOTS": str(config.slots),
-        "LMREG_MOCK_SLOWDOWN": repr(config.slowdown),
-        "LMREG_MOCK_SERVED": ",".join(config.served),
-    }
-
-
-@contextlib.contextmanager
-def serving_process(
-    config: MockModelConfig, *, workers: int = 1, host: str = "127.0.0.1", timeout: float = 30
-) -> Iterator[str]:
-    """Serve the mock in a separate uvicorn process (``workers`` processes); yields its base URL.
-
-    For benchmarks: the mock then shares no GIL with the load generator. The
-    configuration (the key included) goes through the environment, not argv.
-    """
-    import httpx
-
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        port = probe.getsockname()[1]
-    cmd = [
-        sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:app_from_env",
-        "--host", host, "--port", str(port), "--workers", str(workers),
-        "--log-level", "warning", "--backlog", "2048", "--timeout-graceful-shutdown", "2",
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, **_config_env(config)})
-    base = f"http://{host}:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the mock school model exited with code {proc.returncode}")
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the mock school model did not start in time")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.mock_serving import serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from lmreg_nb.cli import main
 from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity
 from lmreg_nb.probe.exchange import Target
 from lmreg_nb.probe.load import run_load
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.mock_serving import serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(90)
 

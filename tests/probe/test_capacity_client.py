@@ -10,7 +10,8 @@ import pytest
 
 from lmreg_nb.probe.capacity import LevelPlan, find_capacity
 from lmreg_nb.probe.exchange import Target
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.mock_serving import serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(60)
 

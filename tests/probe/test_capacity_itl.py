@@ -18,7 +18,8 @@ import pytest
 from lmreg_nb.probe.exchange import Target, chat_body
 from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
 from lmreg_nb.probe.load import run_load
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
+from lmreg_nb.sandbox.mock_serving import serving_process
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(120)
 
