@@ -46,6 +46,7 @@ IDENTIFIERS = {
     "https",
     "envelope",
     "ms",
+    "env",
     "ok",
     "failed",
     "incomplete",
@@ -106,6 +107,8 @@ def unmarked(text: str, values: set[str] = frozenset()) -> list[str]:  # type: i
         text = re.sub(rf"(?<![\w-]){re.escape(value)}(?![\w-])", " ", text)
     text = re.sub(r"https?://\S+|\S+@\S+", " ", text)  # URLs, e-mail addresses
     text = re.sub(r"…\w+", " ", text)  # masked secrets
+    text = re.sub(r"\w+(?:[./]\w+)+", " ", text)  # dotted or slashed names: usage.total_tokens
+    text = re.sub(r"\b\w*[_\d]\w*\b", " ", text)  # ids and names with digits or underscores
     text = re.sub(r"\b(UTC|[A-Z][a-z]+/[A-Za-z_]+)\b", " ", text)  # time zones
     text = re.sub(r"(?<![\w-])--?[A-Za-z][\w-]*", " ", text)  # options
     text = re.sub(r"\S+\.(ipynb|html|csv|png|py|md|sqlite3|json)\b", " ", text)  # files
@@ -115,7 +118,8 @@ def unmarked(text: str, values: set[str] = frozenset()) -> list[str]:  # type: i
 
 
 def test_the_check_sees_an_unmarked_text() -> None:
-    assert unmarked("【Hello {x}】 LMREG_BASE_URL --help …a1b2 Asia/Shanghai") == []
+    values = "LMREG_BASE_URL --help …a1b2 Asia/Shanghai app_1f text/plain"
+    assert unmarked(f"【Hello {{x}}】 {values}") == []
     assert unmarked("【error: 【nested】】 plain words here") == ["here", "plain", "words"]
 
 

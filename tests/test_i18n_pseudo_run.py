@@ -43,6 +43,7 @@ def _values(summary: dict[str, Any]) -> set[str]:
         walk(summary.get(key))
     for check in summary.get("checks", []):
         found.add(str(check.get("name")))
+    found.add("sandbox-model")  # the model name the sandbox's mock serves
     return {v for v in found if len(v) > 1}
 
 
