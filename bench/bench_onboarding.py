@@ -14,7 +14,12 @@ Prints JSON lines (one object per line, each with a "bench" name), all from one 
 - ``run_notebook_onboarding``: the same run through ``lmreg_nb.batch.run_notebook``
   (clean environment, scrub, HTML copy), repeated in one process as a batch does;
 - ``cli_onboard``: ``lmreg-nb onboard`` in a fresh process each time (the CLI's
-  start, the run, and a cold HTML exporter): what support pays for one school.
+  start, the run, and a cold HTML exporter): what support pays for one school;
+- then, against a second sandbox whose mock has the sandbox's default latency
+  (50 ms to first token, 10 ms between tokens, 32 tokens), ``papermill_chat``:
+  a one-cell notebook streaming one chat reply from that mock (the wait no
+  toolkit can avoid), and ``papermill_onboarding_latency`` with
+  ``ratio_vs_chat`` = its median / that baseline's (goal: <= 1.3).
 
 Usage: python bench/bench_onboarding.py [--runs 3]
 """
@@ -37,7 +42,7 @@ import yaml
 from nbformat.v4 import new_code_cell, new_notebook
 
 from lmreg_nb.batch import run_notebook
-from lmreg_nb.sandbox.process import running_sandbox
+from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
 from lmreg_nb.shipped import notebook_path
 
 PARAMETERS = {
@@ -48,7 +53,20 @@ PARAMETERS = {
     "model_name": "bench-model",
     "check_requests": 0,
     "check_concurrency": 1,
+    "class_size": 0,
 }
+
+#: The baseline with a real model's latency: one streamed chat reply, nothing else.
+CHAT_CELL = """\
+import os, httpx
+with httpx.stream(
+    "POST", os.environ["LMREG_MODEL_URL"], timeout=30,
+    headers={"Authorization": "Bearer " + os.environ["LMREG_MODEL_API_KEY"]},
+    json={"model": os.environ["LMREG_MODEL_NAME"], "stream": True,
+          "messages": [{"role": "user", "content": "Hello"}]},
+) as reply:
+    text = "".join(reply.iter_text())
+"""
 
 
 def _median_s(runs: int, action: Callable[[], None]) -> tuple[float, list[float]]:
@@ -81,6 +99,45 @@ def _line(name: str, median: float, times: list[float], **extra: object) -> dict
     }
 
 
+def _one_cell(path: Path, source: str) -> Path:
+    cell = new_code_cell(source)
+    cell.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, path)
+    return path
+
+
+def _env(sandbox: SandboxInfo, tmp: Path) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")},
+        **sandbox.env(),
+        "LMREG_TOKEN_CACHE": str(tmp / "tokens.json"),
+    }
+
+
+def with_latency(runs: int, tmp: Path) -> None:
+    """The onboarding against a mock with a real model's latency, next to one chat reply."""
+    with running_sandbox() as sandbox:  # the sandbox's default latency knobs
+        env = _env(sandbox, tmp)
+        chat = _one_cell(tmp / "chat.ipynb", CHAT_CELL)
+        onboarding = notebook_path("onboarding")
+        _papermill(chat, tmp / "warm-chat.ipynb", env, {})
+        _papermill(onboarding, tmp / "warm-onboarding-l.ipynb", env, PARAMETERS)
+        base, base_times = _median_s(runs, lambda: _papermill(chat, tmp / "c.ipynb", env, {}))
+        print(json.dumps(_line("papermill_chat", base, base_times)), flush=True)
+        onb, onb_times = _median_s(
+            runs, lambda: _papermill(onboarding, tmp / "ol.ipynb", env, PARAMETERS)
+        )
+        ratio = round(onb / base, 2)
+        line = _line("papermill_onboarding_latency", onb, onb_times, ratio_vs_chat=ratio)
+        print(json.dumps({**line, "goal": 1.3, "pass": ratio <= 1.3}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -95,21 +152,8 @@ def main() -> None:
         running_sandbox(args=knobs) as sandbox,
     ):
         tmp = Path(tmp_name)
-        empty = tmp / "empty.ipynb"
-        cell = new_code_cell("x = 1")
-        cell.metadata["tags"] = ["parameters"]
-        nb = new_notebook(cells=[cell])
-        nb.metadata["kernelspec"] = {
-            "name": "python3",
-            "display_name": "Python 3",
-            "language": "python",
-        }
-        nbformat.write(nb, empty)
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")},
-            **sandbox.env(),
-            "LMREG_TOKEN_CACHE": str(tmp / "tokens.json"),
-        }
+        empty = _one_cell(tmp / "empty.ipynb", "x = 1")
+        env = _env(sandbox, tmp)
         onboarding = notebook_path("onboarding")
 
         # One warm-up of each, so the first kernel start's disk reads are not counted.
@@ -166,6 +210,7 @@ def main() -> None:
             json.dumps(_line("cli_onboard", cli, cli_times, ratio_vs_empty=round(cli / base, 2))),
             flush=True,
         )
+        with_latency(args.runs, tmp)
 
 
 if __name__ == "__main__":
