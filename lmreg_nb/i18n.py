@@ -26,6 +26,7 @@ __all__ = [
     "local_zone",
     "ngettext",
     "normalize_language",
+    "pgettext",
     "set_language",
 ]
 
@@ -107,6 +108,17 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     if _current is None:
         set_language()
     return _translations.ngettext(singular, plural, n)
+
+
+def pgettext(context: str, message: str) -> str:
+    """``message`` in the current language, told apart by ``context``.
+
+    For a word with two meanings, e.g. ``pgettext("column", "updated")`` (a time) next to
+    ``_("updated")`` (what was done to a model).
+    """
+    if _current is None:
+        set_language()
+    return _translations.pgettext(context, message)
 
 
 def N_(message: str) -> str:

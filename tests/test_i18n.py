@@ -63,8 +63,8 @@ def messages(catalog: Any) -> list[Any]:
 
 
 def test_po_has_every_text_of_the_sources(script: ModuleType, zh_catalog: Any) -> None:
-    wanted = {m.id if isinstance(m.id, str) else m.id[0] for m in messages(script.extract())}
-    have = {m.id if isinstance(m.id, str) else m.id[0] for m in messages(zh_catalog)}
+    wanted = {script.key(m) for m in messages(script.extract())}
+    have = {script.key(m) for m in messages(zh_catalog)}
     missing = sorted(wanted - have)
     assert not missing, f"run scripts/i18n update and translate: {missing[:10]}"
     assert len(wanted) > 20  # the extraction found the package's texts at all
@@ -108,7 +108,7 @@ def test_every_message_renders_in_zh_cn(zh_catalog: Any) -> None:
     i18n.set_language("zh-CN")
     for m in messages(zh_catalog):
         if isinstance(m.id, str):
-            shown = i18n._(m.id)
+            shown = i18n.pgettext(m.context, m.id) if m.context else i18n._(m.id)
             assert shown == m.string, m.id
             template = m.id
         else:
@@ -118,6 +118,13 @@ def test_every_message_renders_in_zh_cn(zh_catalog: Any) -> None:
         fields = {name: "X" for name in placeholders(template) if name.isidentifier()}
         if fields:
             assert "X" in shown.format(**fields)
+
+
+def test_context_tells_two_meanings_apart() -> None:
+    i18n.set_language("en")
+    assert i18n.pgettext("column", "updated") == "updated"
+    i18n.set_language("zh-CN")
+    assert i18n.pgettext("nonexistent context", "updated") == "updated"
 
 
 def test_n_marks_without_translating() -> None:
