@@ -42,7 +42,8 @@ def _values(summary: dict[str, Any]) -> set[str]:
     for key in ("school", "contact", "base_url", "env", "models"):
         walk(summary.get(key))
     for check in summary.get("checks", []):
-        found.add(str(check.get("name")))
+        # Names and severities are the contract's identifiers (the notebooks cite `error`).
+        found.update((str(check.get("name")), str(check.get("severity"))))
     found.add("sandbox-model")  # the model name the sandbox's mock serves
     return {v for v in found if len(v) > 1}
 
