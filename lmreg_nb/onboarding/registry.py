@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -196,20 +197,7 @@ class RegistrySteps:
                 ),
             )
         )
-        columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
-        rows = [
-            [
-                m.model_name,
-                m.model_id,
-                m.registry_url,
-                m.api_key.masked,
-                _local(m.create_time),
-                _local(m.update_time),
-            ]
-            for m in self.models
-            if name_contains.strip() in m.model_name
-        ]
-        return Table(columns, rows)
+        return models_table(self.models, name_contains)
 
     def models_frame(self, name_contains: str = "") -> Any:
         """The account's models as a pandas DataFrame (apiKey masked, times tz-aware UTC)."""
@@ -219,6 +207,24 @@ class RegistrySteps:
         return models_frame([m for m in self.models if name_contains.strip() in m.model_name])
 
     # -- the summary ---------------------------------------------------------
+
+
+def models_table(models: Sequence[RegisteredModel], name_contains: str = "") -> Table:
+    """The models as people read them: apiKey masked, times local with the zone."""
+    columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
+    rows = [
+        [
+            m.model_name,
+            m.model_id,
+            m.registry_url,
+            m.api_key.masked,
+            _local(m.create_time),
+            _local(m.update_time),
+        ]
+        for m in models
+        if name_contains.strip() in m.model_name
+    ]
+    return Table(columns, rows)
 
 
 def _changes(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..display import Table
-from ..i18n import _, format_local_time
+from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.registry import models_table
 from ._common import Form, follow
 
 __all__ = ["ModelsTable"]
@@ -47,16 +48,4 @@ class ModelsTable(Form):
             self.submit()
 
     def _known(self) -> Table:
-        columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
-        rows = [
-            [
-                m.model_name,
-                m.model_id,
-                m.registry_url,
-                m.api_key.masked,
-                format_local_time(m.create_time) if m.create_time else _("unknown"),
-                format_local_time(m.update_time) if m.update_time else _("unknown"),
-            ]
-            for m in self.run_.models
-        ]
-        return Table(columns, rows)
+        return models_table(self.run_.models)
