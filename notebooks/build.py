@@ -26,6 +26,7 @@ import nbformat
 from nbformat.v4 import new_notebook
 
 from lmreg_nb.i18n import current_language, set_language
+from lmreg_nb.shipped import NOTEBOOKS
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,15 +42,6 @@ def _texts() -> ModuleType:
 
 TEXTS = _texts()
 CHECK: str = TEXTS.CHECK
-#: The six notebooks, in the order a school engineer opens them.
-NOTEBOOKS = (
-    "01_get_token",
-    "02_register_model",
-    "03_modify_model",
-    "04_list_models",
-    "05_test_chat_endpoint",
-    "onboarding",
-)
 
 
 def folder(lang: str = "en") -> Path:
