@@ -31,7 +31,6 @@ LAYER_OF: dict[str, str] = {
     "fonts": "core",
     "frames": "core",
     "_tls": "core",
-    "timefmt": "core",
     # the school's chat endpoint
     "probe": "probe",
     # the notebook layer: facade, display objects, records
