@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .i18n import _
+
 __all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main"]
 
 #: The child's exit code when the kernel did not start (EX_TEMPFAIL: worth one retry).
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             progress_bar=False, log_output=False, config=config,
         )  # fmt: skip
     except KernelStartError as exc:
-        print(f"kernel did not start: {exc}", file=sys.stderr)
+        print(_("kernel did not start: {error}").format(error=exc), file=sys.stderr)
         return KERNEL_START_EXIT
     except papermill.PapermillExecutionError:
         return 1  # the failing cell's error is in the output notebook

@@ -37,7 +37,7 @@ WINDOW = 8
 def mask(value: str | None) -> str:
     """Show only the last 4 characters (``…a1b2``); short values show nothing."""
     if not value:
-        return "(not set)"
+        return _("(not set)")
     # A value of 8 characters or fewer would be half revealed by its tail.
     return "…" + value[-4:] if len(value) > 8 else "…"
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from lmreg_nb.i18n import _
+from lmreg_nb.i18n import _, current_language
 
 #: Cells whose outputs nbval compares (stored in the notebooks, sanitized).
 CHECK = "nbval-check-output"
@@ -21,6 +21,14 @@ import lmreg_nb.onboarding as ob
 from lmreg_nb import ui
 
 ob.notebook_setup()  # a toolkit error shows as one line: `error: ...`"""
+
+
+def setup() -> str:
+    """The first code cell; a notebook rendered in another language makes it the kernel's."""
+    lang = current_language()
+    if lang == "en":
+        return SETUP
+    return SETUP.replace("ob.notebook_setup()", f'ob.notebook_setup(lang="{lang}")')
 
 
 def config_help() -> str:
@@ -70,7 +78,7 @@ def get_token() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + config_help()
         ),
-        code(SETUP),
+        code(setup()),
         params(
             (
                 "exchange: bool = False",
@@ -119,7 +127,7 @@ def register_model() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + config_help()
         ),
-        code(SETUP),
+        code(setup()),
         params(
             (
                 'model_name: str = ""',
@@ -172,7 +180,7 @@ def modify_model() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + config_help()
         ),
-        code(SETUP),
+        code(setup()),
         params(
             (
                 'model_name: str = ""',
@@ -223,7 +231,7 @@ def list_models() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + config_help()
         ),
-        code(SETUP),
+        code(setup()),
         params(
             (
                 'name_contains: str = ""',
@@ -263,7 +271,7 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + config_help()
         ),
-        code(SETUP),
+        code(setup()),
         params(
             ('model_url: str = ""', _("the chat endpoint; empty: LMREG_MODEL_URL")),
             ('model: str = ""', _("the body field `model`; empty: LMREG_MODEL_NAME")),
@@ -354,7 +362,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + config_help()
         ),
-        code(SETUP),
+        code(setup()),
         params(
             (
                 'school: str = ""',

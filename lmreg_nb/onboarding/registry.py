@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..display import Outcome, Table
 from ..errors import LmregError
-from ..i18n import _, format_local_time, ngettext
+from ..i18n import _, format_local_time, ngettext, pgettext
 from ..secret import Secret
 from ..summary import Step
 from ..validate import url_warnings
@@ -211,7 +211,9 @@ class RegistrySteps:
 
 def models_table(models: Sequence[RegisteredModel], name_contains: str = "") -> Table:
     """The models as people read them: apiKey masked, times local with the zone."""
-    columns = ["modelName", "modelId", "registryUrl", "apiKey", _("created"), _("updated")]
+    columns = ["modelName", "modelId", "registryUrl", "apiKey"]
+    # "updated" is also what was done to a model: the column's word is told apart by context.
+    columns += [pgettext("column", "created"), pgettext("column", "updated")]
     rows = [
         [
             m.model_name,

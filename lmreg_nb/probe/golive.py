@@ -181,7 +181,7 @@ async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | 
                 async for chunk in reply.aiter_bytes():  # capped: an answer may never end
                     raw += chunk
                     if len(raw) > MAX_MODEL_LIST_BYTES:
-                        return ModelList(status, None, "too large")
+                        return ModelList(status, None, _("too large"))
     except (httpx.HTTPError, TimeoutError) as exc:
         return ModelList(None, None, snippet(str(exc), 120) or type(exc).__name__)
     body: Any = None
