@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..i18n import _
+
 __all__ = [
     "chunk_delta",
     "chunk_text",
@@ -132,7 +134,7 @@ def model_ids(body: Any) -> list[str] | None:
 def reply_shape(body: Any) -> list[str]:
     """What a non-streamed chat reply lacks (empty when it has everything)."""
     if not isinstance(body, dict):
-        return ["a JSON object"]
+        return [_("a JSON object")]
     missing = [k for k in ("id", "object") if not isinstance(body.get(k), str)]
     choice = first_choice(body)
     if choice is None:
