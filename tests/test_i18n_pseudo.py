@@ -74,9 +74,9 @@ def write_pseudo_catalog(root: Path) -> Path:
         if not message.id:
             continue
         if isinstance(message.id, str):
-            catalog.add(message.id, f"{OPEN}{message.id}{CLOSE}")
+            catalog.add(message.id, f"{OPEN}{message.id}{CLOSE}", context=message.context)
         else:
-            catalog.add(message.id, (f"{OPEN}{message.id[1]}{CLOSE}",))
+            catalog.add(message.id, (f"{OPEN}{message.id[1]}{CLOSE}",), context=message.context)
     target = root / "zh_CN" / "LC_MESSAGES" / f"{i18n.DOMAIN}.mo"
     target.parent.mkdir(parents=True)
     target.write_bytes(script.mo_bytes(catalog))
