@@ -6,7 +6,7 @@ papermill writes its parameters into the notebook's metadata (papermill issue
 value of any secret-looking assignment in the injected-parameters cell (the
 other parameters stay readable there), then masks every known secret wherever
 it appears (sources, outputs, metadata, attachments) with the one masker of
-:mod:`lmreg_nb.secret`. :func:`assert_clean` (from there too) is the last gate
+:mod:`lmreg_nb.secret`. :func:`lmreg_nb.secret.assert_clean` is the last gate
 before a file is written. :func:`secret_values` finds the secrets an
 environment holds.
 """
@@ -20,19 +20,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-# WINDOW, assert_clean, find_leaks and mask_text live in .secret (the one masker);
-# they are importable from here too until the run layer imports them from there.
-from .secret import WINDOW, Masker, Secrets, assert_clean, find_leaks, mask_text
+from .secret import Masker, Secrets
 from .settings import SECRET_VARIABLES, VARIABLES
 
 if TYPE_CHECKING:
     import nbformat
 
 __all__ = [
-    "WINDOW",
-    "assert_clean",
-    "find_leaks",
-    "mask_text",
+    "looks_secret",
     "scrub_notebook",
     "secret_values",
 ]

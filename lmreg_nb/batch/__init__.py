@@ -30,7 +30,8 @@ from ..errors import LmregError
 from ..i18n import _
 from ..runner import RunResult, run_notebook, write_atomic
 from ..runs import Interrupted, interruptible, resume_runs, stop_all_runs
-from ..scrub import mask_text, secret_values
+from ..scrub import secret_values
+from ..secret import mask_text
 from .plan import (
     DEFAULT_NOTEBOOK,
     PlannedRun,

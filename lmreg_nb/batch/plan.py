@@ -22,7 +22,8 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..i18n import _
 from ..runner import clean_environment
-from ..scrub import WINDOW, looks_secret, secret_values
+from ..scrub import looks_secret, secret_values
+from ..secret import WINDOW
 
 __all__ = ["DEFAULT_NOTEBOOK", "PlannedRun", "fingerprint", "load_env_file", "read_plan",
            "resolve_notebook"]  # fmt: skip

@@ -21,8 +21,8 @@ from ..i18n import _
 from ..kernels import KERNEL_START_EXIT
 from ..records import records_of
 from ..runs import Interrupted
-from ..scrub import mask_text, scrub_notebook
-from ..secret import assert_clean
+from ..scrub import scrub_notebook
+from ..secret import assert_clean, mask_text
 from ..summary import Summary
 
 __all__ = ["Ended", "load_output", "make_record", "warm_up", "write_atomic", "write_record"]
