@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Secret, mask_text
-from .exchange import DEFAULT_PROMPT, Target, chat_body
-from .exchange import make_target as _target
+from .exchange import DEFAULT_PROMPT, Target, chat_body, make_target
 from .levels import SLO, Level, LevelPlan, run_level
 from .stream_client import ChatConnection
 
@@ -327,7 +326,7 @@ async def find_capacity_async(
     """:func:`find_capacity` for code already inside an event loop (``await`` it)."""
     _check(slo, max_concurrency, need, timeout, budget_s)
     search = _Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level)
-    return await _run(search, _target(url, api_key, model, timeout), plan, budget_s, max_tokens)
+    return await _run(search, make_target(url, api_key, model, timeout), plan, budget_s, max_tokens)
 
 
 async def _run(
@@ -372,7 +371,7 @@ def find_capacity(
     sets how long each level runs; ``budget_s`` bounds the whole search.
     """
     _check(slo, max_concurrency, need, timeout, budget_s)
-    target = _target(url, api_key, model, timeout)
+    target = make_target(url, api_key, model, timeout)
     search = _Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level)
     coro = _run(search, target, plan, budget_s, max_tokens)
     # Always a thread of our own: the loop may be Jupyter's, and Ctrl-C lands here.

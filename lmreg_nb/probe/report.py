@@ -41,7 +41,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("lmreg_nb")
-_target = make_target  # the old private name (probe/capacity.py imports it)
 T = TypeVar("T")
 
 

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from .._tls import tls_context
 from ..i18n import _, ngettext
 from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, Target, snippet
+from .shapes import chunk_text, finish_reason, first_choice, is_error_object, usage_of
 
 __all__ = ["ChatConnection"]
 
@@ -324,22 +325,17 @@ def _take_chunk(ex: Exchange, obj: Any, now: float) -> None:
     if not isinstance(obj, dict):
         ex.non_json.append(str(obj)[:200])
         return
-    if "error" in obj or obj.get("object") == "error":
+    if is_error_object(obj):
         ex.error_events.append(obj.get("error", obj))
         return
-    usage = obj.get("usage")
-    if isinstance(usage, dict) and usage:
+    usage = usage_of(obj)
+    if usage is not None:
         ex.usage = usage
-    choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return
-    choice = choices[0]
-    delta = choice.get("delta")
-    text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-    reason = choice.get("finish_reason")
-    if isinstance(reason, str):
+    reason = finish_reason(obj)
+    if reason is not None:
         ex.finish = reason
-    if isinstance(text, str) and text:
+    text = chunk_text(obj)
+    if text:
         ex.pieces.append(text)  # the search keeps no text: only that it came, and when
         ex.times.append(now)
 
@@ -368,12 +364,12 @@ def _whole(ex: Exchange, data: bytes, now: float) -> None:
     except ValueError:
         ex.failure, ex.failure_detail = "bad body", _("the reply was neither a stream nor JSON")
         return
-    choices = obj.get("choices") if isinstance(obj, dict) else None
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    message = choice.get("message") if isinstance(choice, dict) else None
+    choice = first_choice(obj)
+    message = choice.get("message") if choice is not None else None
     text = message.get("content") if isinstance(message, dict) else None
-    if isinstance(choice, dict) and isinstance(choice.get("finish_reason"), str):
-        ex.finish = choice["finish_reason"]
+    reason = finish_reason(obj)
+    if reason is not None:
+        ex.finish = reason
     if isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
         ex.usage = obj["usage"]
     if isinstance(text, str) and text:
