@@ -85,9 +85,6 @@ class Step:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
-    #: Older callers use ``to_dict``.
-    to_dict = to_json
-
     @classmethod
     def from_json(cls, data: Any) -> Step:
         return cls(
