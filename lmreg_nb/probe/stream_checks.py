@@ -15,26 +15,51 @@ from .checks import row as _row
 from .exchange import Exchange
 from .reasons import snippet
 
-__all__ = ["stream_rows"]
+__all__ = ["looks_buffered", "stream_rows"]
 
 
-def _burst(ex: Exchange) -> tuple[bool, str]:
-    """Whether every content chunk arrived at once, late: a buffering proxy."""
+def looks_buffered(ex: Exchange) -> bool:
+    """Whether every content chunk arrived at once, late: what a buffering proxy does."""
+    times = ex.times
+    if len(times) < 3:
+        return False
+    spread = times[-1] - times[0]
+    return spread < 0.002 or (ex.reads <= 2 and spread < 0.05 * (times[0] - ex.t_start))
+
+
+def _spread(ex: Exchange) -> str:
+    return _("{n} chunks over {spread} ms in {reads} network reads").format(
+        n=len(ex.times), spread=f"{(ex.times[-1] - ex.times[0]) * 1000:.0f}", reads=ex.reads
+    )
+
+
+def _burst(ex: Exchange, again: Exchange | None) -> tuple[bool, str]:
+    """The stream-not-buffered verdict; ``again`` is a second stream, asked for on suspicion.
+
+    A busy server or a busy checker can deliver one stream in a lump too; a
+    proxy that buffers does it every time. So a lone burst is judged again.
+    """
     times = ex.times
     if len(times) < 3:
         return False, ngettext(
             "only {n} chunk: too few to judge", "only {n} chunks: too few to judge", len(times)
         ).format(n=len(times))
+    if not looks_buffered(ex):
+        return False, _spread(ex)
+    if again is not None and again.streamed and len(again.times) >= 3 and not looks_buffered(again):
+        return False, _(
+            "the first stream arrived in one lump, a second one streamed ({spread}): "
+            "a passing stall, not a buffering proxy"
+        ).format(spread=_spread(again))
     spread = times[-1] - times[0]
     waited = times[0] - ex.t_start
-    if spread < 0.002 or (ex.reads <= 2 and spread < 0.05 * waited):
-        return True, _(
-            "all {n} chunks arrived within {spread} ms, {waited} ms after the request: "
-            "something buffers the stream. Turn buffering off (nginx: proxy_buffering off; "
-            "or send X-Accel-Buffering: no)"
-        ).format(n=len(times), spread=f"{spread * 1000:.1f}", waited=f"{waited * 1000:.0f}")
-    return False, _("{n} chunks over {spread} ms in {reads} network reads").format(
-        n=len(times), spread=f"{spread * 1000:.0f}", reads=ex.reads
+    twice = _(" (twice)") if again is not None else ""
+    return True, _(
+        "all {n} chunks arrived within {spread} ms, {waited} ms after the request{twice}: "
+        "something buffers the stream. Turn buffering off (nginx: proxy_buffering off; "
+        "or send X-Accel-Buffering: no)"
+    ).format(
+        n=len(times), spread=f"{spread * 1000:.1f}", waited=f"{waited * 1000:.0f}", twice=twice
     )
 
 
@@ -66,8 +91,11 @@ def _framing_notes(ex: Exchange) -> list[str]:
     return notes
 
 
-def stream_rows(ex: Exchange) -> list[CheckResult]:
-    """The rows of the streamed reply (stream-is-streamed ... stream-framing)."""
+def stream_rows(ex: Exchange, again: Exchange | None = None) -> list[CheckResult]:
+    """The rows of the streamed reply (stream-is-streamed ... stream-framing).
+
+    ``again``: a second streamed reply, asked for when the first came in one lump.
+    """
     if not ex.streamed:
         return [
             _row(
@@ -123,10 +151,10 @@ def stream_rows(ex: Exchange) -> list[CheckResult]:
             ).format(error=snippet(json.dumps(ex.error_events[0]), 100)),
         )
     )
-    return rows + _delivery_rows(ex)
+    return rows + _delivery_rows(ex, again)
 
 
-def _delivery_rows(ex: Exchange) -> list[CheckResult]:
+def _delivery_rows(ex: Exchange, again: Exchange | None) -> list[CheckResult]:
     """stream-content, stream-done, stream-not-buffered, stream-usage, stream-framing."""
     rows: list[CheckResult] = []
     tokens, source = ex.output_tokens
@@ -161,7 +189,7 @@ def _delivery_rows(ex: Exchange) -> list[CheckResult]:
             ),
         )
     )
-    burst, why = _burst(ex)
+    burst, why = _burst(ex, again)
     rows.append(_row("stream-not-buffered", not burst, "warning", why))
     rows.append(
         _row(

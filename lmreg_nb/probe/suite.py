@@ -49,7 +49,7 @@ from .golive import (
     tls_row,
     utf8_row,
 )
-from .stream_checks import stream_rows
+from .stream_checks import looks_buffered, stream_rows
 from .tls import Certificate, inspect_certificate
 
 __all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "run_checks"]
@@ -125,8 +125,7 @@ async def _gather(
              stream=False),
         send(client, target, chat_body(target.model, stream=False, max_tokens=1), stream=False,
              api_key=wrong_key),
-        send(client, target, chat_body(target.model, stream=True, max_tokens=max_tokens),
-             stream=True),
+        send(client, target, _stream_body(target, max_tokens), stream=True),
         _opt(send(client, target, completion_body(target.model), stream=False, url=url)
              if url is not None else None),
         send(client, target,
@@ -197,7 +196,11 @@ async def run_checks(
     checks.append(CheckResult("chat-answers", True, "error", f"HTTP {plain.status}"))
     checks.extend(chat_rows(plain))
     checks.append(wrong_key_row(seen.wrong))
-    _stream_part(checks, seen.streamed)
+    again = None
+    if seen.streamed.ok and seen.streamed.streamed and looks_buffered(seen.streamed):
+        # One lump may be a passing stall: look once more, alone, before blaming a proxy.
+        again = await send(client, target, _stream_body(target, max_tokens), stream=True)
+    _stream_part(checks, seen.streamed, again)
     result.streamed = seen.streamed
     checks.append(completion_row(seen.completion, completions_url(target.url)))
     checks.extend([utf8_row(seen.utf8), max_tokens_row(seen.max_tokens), name_row])
@@ -236,7 +239,11 @@ def _name_suspect(plain: Exchange, also_name: str | None, models: ModelList | No
     return models is not None and models.served is not None
 
 
-def _stream_part(checks: list[CheckResult], streamed: Exchange) -> None:
+def _stream_body(target: Target, max_tokens: int) -> dict[str, Any]:
+    return chat_body(target.model, stream=True, max_tokens=max_tokens)
+
+
+def _stream_part(checks: list[CheckResult], streamed: Exchange, again: Exchange | None) -> None:
     if streamed.status is None:
         checks.append(
             CheckResult(
@@ -250,4 +257,4 @@ def _stream_part(checks: list[CheckResult], streamed: Exchange) -> None:
         checks.append(CheckResult("stream-answers", False, "error", status_advice(streamed)))
     else:
         checks.append(CheckResult("stream-answers", True, "error", f"HTTP {streamed.status}"))
-        checks.extend(stream_rows(streamed))
+        checks.extend(stream_rows(streamed, again))

@@ -1,0 +1,97 @@
+"""stream-not-buffered: a proxy that buffers is flagged, a passing stall is not.
+
+In-process transport: the stream's timing is what is under test, and the
+transport sets it exactly (the first streamed request stalls, later ones stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+
+from lmreg_nb.probe.checks import CheckResult
+from lmreg_nb.probe.exchange import Target
+from lmreg_nb.probe.suite import run_checks
+
+URL = "http://127.0.0.1:9/v1/chat/completions"
+TARGET = Target(URL, "sk-test-key-123456", "m", timeout=2.0)
+REPLY = {
+    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "hi"}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}  # fmt: skip
+
+
+def _chunk(content: str | None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+class _Stream(httpx.AsyncByteStream):
+    """Eight chunks: all at once after a wait (``burst``), or 10 ms apart."""
+
+    def __init__(self, burst: bool) -> None:
+        self.burst = burst
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        pieces = [_chunk(f"w{k} ") for k in range(8)]
+        pieces += [_chunk(None, "stop"), b"data: [DONE]\n\n"]
+        if self.burst:
+            await asyncio.sleep(0.1)
+            yield b"".join(pieces)
+            return
+        for piece in pieces:
+            await asyncio.sleep(0.01)
+            yield piece
+
+
+def _handler(bursts: list[bool]) -> httpx.MockTransport:
+    """Streamed English requests burst as ``bursts`` says, in order; the rest stream."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method != "POST":
+            return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
+        body = json.loads(request.content)
+        if not body.get("stream"):
+            return httpx.Response(200, json=REPLY)
+        prompt = body["messages"][-1]["content"]
+        english = body.get("max_tokens", 0) > 8 and prompt.isascii()
+        burst = bursts.pop(0) if english and bursts else False
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_Stream(burst)
+        )
+
+    return httpx.MockTransport(handle)
+
+
+def _row(bursts: list[bool]) -> CheckResult:
+    async def go() -> list[CheckResult]:
+        async with httpx.AsyncClient(transport=_handler(bursts)) as client:
+            return list((await run_checks(client, TARGET))[0].checks)
+
+    return next(c for c in asyncio.run(go()) if c.name == "stream-not-buffered")
+
+
+def test_a_stream_that_streams_passes() -> None:
+    row = _row([False])
+    assert row.passed, row.detail
+
+
+def test_one_stalled_stream_is_not_called_a_buffer() -> None:
+    # The first stream stalls (a busy machine); a second one streams: no false alarm.
+    row = _row([True, False])
+    assert row.passed, row.detail
+    assert "second" in row.detail
+
+
+def test_a_buffering_proxy_is_flagged_after_a_second_look() -> None:
+    row = _row([True, True])
+    assert not row.passed
+    assert "proxy_buffering off" in row.detail
+    assert "twice" in row.detail
