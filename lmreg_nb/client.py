@@ -132,6 +132,9 @@ class RegistryClient:
             transport=transport,
             timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_CAP_S)),
             verify=tls_context(),
+            # One connection per call: the deadline's watchdog (envelope) shuts the
+            # socket it saw opened; a reused idle connection would go unseen.
+            limits=httpx.Limits(max_keepalive_connections=0),
             # A redirect of a POST is a proxy or login page; following it would
             # resend the body (and maybe the token) somewhere else.
             follow_redirects=False,

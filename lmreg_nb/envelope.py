@@ -11,10 +11,13 @@ the server is masked (:func:`clean_message`) before it reaches a message.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import logging
 import re
+import socket
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -87,8 +90,8 @@ def read_answer(
 ) -> httpx.Response:
     """POST ``body`` and read the whole answer, at most ``limit`` bytes within ``deadline_s``.
 
-    The deadline is checked after every read, so the whole call ends within
-    ``deadline_s`` plus at most one read timeout. Raises AnswerTooLarge,
+    A watchdog shuts the socket at the deadline, headers included, so the
+    whole call ends within ``deadline_s``. Raises AnswerTooLarge,
     DeadlineExceeded, or httpx's own TransportError.
     """
     started = time.monotonic()
@@ -112,6 +115,50 @@ def read_answer(
     return response
 
 
+class _Watchdog:
+    """Shuts the request's socket when the deadline passes.
+
+    httpx's timeouts apply to each read, and h11 takes headers of up to 16 KiB:
+    a server sending its headers a byte at a time would hold the call for
+    hours. The trace extension hands over the socket when the connection
+    opens (the client keeps no idle connections, so every call opens one); a
+    timer shuts it at the deadline, which ends a blocked read at once.
+    """
+
+    def __init__(self, ends: float) -> None:
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, ends - time.monotonic()), self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: keep the newest socket (plain, then TLS)."""
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            with self._lock:
+                self._sock = stream.get_extra_info("socket") if stream is not None else None
+                if self.fired:
+                    self._shut()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            self._shut()
+
+    def _shut(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+
 def _read(
     http: httpx.Client,
     path: str,
@@ -121,30 +168,43 @@ def _read(
     deadline_s: float,
     limit: int,
 ) -> httpx.Response:
-    with http.stream("POST", path, json=body, headers=headers) as response:
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise AnswerTooLarge(limit)
-        chunks: list[bytes] = []
-        size = 0
-        # iter_bytes decodes gzip/deflate: the cap counts what would sit in memory.
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise AnswerTooLarge(limit)
-            chunks.append(chunk)
-            if time.monotonic() > ends:
-                raise DeadlineExceeded(deadline_s, size)
-        if time.monotonic() > ends:
-            raise DeadlineExceeded(deadline_s, size)
+    with _Watchdog(ends) as watchdog:
+        try:
+            with http.stream(
+                "POST", path, json=body, headers=headers, extensions={"trace": watchdog.trace}
+            ) as response:
+                content = _body(response, ends, deadline_s, limit)
+        except httpx.TransportError as exc:
+            if watchdog.fired:
+                raise DeadlineExceeded(deadline_s, 0) from exc
+            raise
     kept = [
         (k, v)
         for k, v in response.headers.multi_items()
         if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
     ]
     return httpx.Response(
-        response.status_code, headers=kept, content=b"".join(chunks), request=response.request
+        response.status_code, headers=kept, content=content, request=response.request
     )
+
+
+def _body(response: httpx.Response, ends: float, deadline_s: float, limit: int) -> bytes:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise AnswerTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    # iter_bytes decodes gzip/deflate: the cap counts what would sit in memory.
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise AnswerTooLarge(limit)
+        chunks.append(chunk)
+        if time.monotonic() > ends:
+            raise DeadlineExceeded(deadline_s, size)
+    if time.monotonic() > ends:
+        raise DeadlineExceeded(deadline_s, size)
+    return b"".join(chunks)
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -153,6 +153,25 @@ def test_a_trickling_answer_meets_an_overall_deadline(
     assert "did not finish its answer within 1 s" in str(info.value)
 
 
+def _trickle_headers(conn: socket.socket, request: bytes) -> None:
+    # h11 accepts headers up to 16 KiB: a byte every 0.1 s would take 27 minutes.
+    conn.sendall(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+    for _byte in range(100):  # 10 s, then give up: the test fails rather than hangs
+        conn.sendall(b"x")
+        time.sleep(0.1)
+
+
+def test_trickled_headers_meet_the_overall_deadline(
+    hostile: Callable[[Behaviour], int], tmp_path: Path
+) -> None:
+    port = hostile(_trickle_headers)
+    started = time.monotonic()
+    with _client(port, tmp_path, timeout=1) as client, pytest.raises(RequestTimeout) as info:
+        client.token()
+    assert time.monotonic() - started < 4  # before: until the server gave up (10 s)
+    assert "within 1 s" in str(info.value) and "\n" not in str(info.value)
+
+
 def _echo_credentials(conn: socket.socket, request: bytes) -> None:
     _head, _sep, body = request.partition(b"\r\n\r\n")
     secret = json.loads(body or b"{}").get("appSecret", "")
