@@ -63,6 +63,7 @@ def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None
 @click.option(
     "--lang", type=click.Choice(["zh-CN", "en"], case_sensitive=False), default=None,
     is_eager=True, expose_value=False, callback=_set_language,
+    metavar="[zh-CN|en]",  # click would show the choices lower-cased
     help="Language of every message (default: LMREG_LANG, else the locale).",
 )  # fmt: skip
 def main() -> None:
