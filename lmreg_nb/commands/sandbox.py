@@ -6,8 +6,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ..sandbox.app import PlatformConfig
+    from ..sandbox.server import SandboxOptions
 
 __all__ = ["COMMANDS", "default_db_path", "sandbox"]
 
@@ -162,37 +167,16 @@ def sandbox(
     """
     if ctx.invoked_subcommand is not None:
         return
-    import sqlite3
+    from ..sandbox.server import SandboxOptions
 
-    from ..errors import ConfigurationError
-    from ..i18n import _
-    from ..sandbox.app import PlatformConfig
-    from ..sandbox.school_model import parse_quirks
-    from ..sandbox.server import SandboxOptions, is_loopback, serve_sandbox
-
-    if not is_loopback(host) and not allow_remote:
-        raise click.UsageError(
-            _(
-                "--host {host} is not loopback; the sandbox hands out demo credentials over "
-                "plain http, so pass --allow-remote if you really mean it"
-            ).format(host=host)
-        )
-    try:
-        quirk_set = parse_quirks(quirks)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--quirk") from None
+    _require_loopback(host, allow_remote)
+    quirk_set = _quirk_set(quirks)
     options = SandboxOptions(
         db=db or default_db_path(),
         host=host,
         port=port,
         model_port=model_port,
-        platform=PlatformConfig(
-            token_ttl_s=token_ttl,
-            error_style="envelope" if error_style == "envelope" else "http",
-            fail_rate=fail_rate,
-            latency_ms=latency_ms,
-            rate_limit=rate_limit,
-        ),
+        platform=_platform_config(token_ttl, error_style, fail_rate, latency_ms, rate_limit),
         ttft_ms=ttft_ms,
         itl_ms=itl_ms,
         tokens=tokens,
@@ -201,20 +185,58 @@ def sandbox(
         slowdown=slowdown,
         served=tuple(name.strip() for name in served if name.strip()),
     )
+    _serve(options)
 
-    def announce(info: dict[str, str]) -> None:
-        _print_json(info)
-        # For the person at the terminal; programs read the JSON line on stdout.
-        click.echo(
+
+def _require_loopback(host: str, allow_remote: bool) -> None:
+    """A usage error for a non-loopback --host, unless --allow-remote says it is meant."""
+    from ..i18n import _
+    from ..sandbox.server import is_loopback
+
+    if not is_loopback(host) and not allow_remote:
+        raise click.UsageError(
             _(
-                "sandbox: platform {base_url}, mock model {model_url}, database {db}; "
-                "Ctrl-C to stop"
-            ).format(base_url=info["base_url"], model_url=info["model_url"], db=options.db),
-            err=True,
+                "--host {host} is not loopback; the sandbox hands out demo credentials over "
+                "plain http, so pass --allow-remote if you really mean it"
+            ).format(host=host)
         )
 
+
+def _quirk_set(quirks: tuple[str, ...]) -> frozenset[str]:
+    """The --quirk values, checked; an unknown name is a bad parameter."""
+    from ..sandbox.school_model import parse_quirks
+
     try:
-        serve_sandbox(options, announce)
+        return parse_quirks(quirks)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--quirk") from None
+
+
+def _platform_config(
+    token_ttl: float, error_style: str, fail_rate: float, latency_ms: float, rate_limit: float
+) -> PlatformConfig:
+    """The platform's knobs from their options."""
+    from ..sandbox.app import PlatformConfig
+
+    return PlatformConfig(
+        token_ttl_s=token_ttl,
+        error_style="envelope" if error_style == "envelope" else "http",
+        fail_rate=fail_rate,
+        latency_ms=latency_ms,
+        rate_limit=rate_limit,
+    )
+
+
+def _serve(options: SandboxOptions) -> None:
+    """Serve until Ctrl-C; a database or port that cannot be used is a configuration error."""
+    import sqlite3
+
+    from ..errors import ConfigurationError
+    from ..i18n import _
+    from ..sandbox.server import serve_sandbox
+
+    try:
+        serve_sandbox(options, lambda info: _announce(info, options.db))
     except KeyboardInterrupt:
         # Ctrl-C before the servers took over the signal: a clean stop all the same.
         return
@@ -229,8 +251,22 @@ def sandbox(
             _(
                 "cannot start the sandbox on {host} ({error}); choose other "
                 "--port/--model-port (0 picks free ones), or another --db"
-            ).format(host=host, error=exc.strerror or exc)
+            ).format(host=options.host, error=exc.strerror or exc)
         ) from None
+
+
+def _announce(info: dict[str, str], db: Path) -> None:
+    """The JSON line for programs on stdout, and one sentence for the person on stderr."""
+    from ..i18n import _
+
+    _print_json(info)
+    # For the person at the terminal; programs read the JSON line on stdout.
+    click.echo(
+        _(
+            "sandbox: platform {base_url}, mock model {model_url}, database {db}; Ctrl-C to stop"
+        ).format(base_url=info["base_url"], model_url=info["model_url"], db=db),
+        err=True,
+    )
 
 
 @sandbox.command("add-app")
