@@ -247,6 +247,29 @@ def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
     assert result.levels[0].errors == result.levels[0].requests > 0
 
 
+def test_the_search_stops_within_its_budget(plain: str) -> None:
+    # Every level meets the SLO, so only the budget ends the search: no new level
+    # starts once less than min_seconds is left, and the last one is cut to what is left.
+    started = time.monotonic()
+    result = find_capacity(_url(plain), KEY, "m", max_concurrency=1024, plan=FAST, budget_s=2.0)
+    elapsed = time.monotonic() - started
+    assert result.stopped == "time" and result.capacity.limited_by == "time"
+    assert [lv.concurrency for lv in result.levels][:2] == [1, 2] and len(result.levels) < 6
+    # budget + one reply's grace (SLO ttft 2 s + 1 s) + the warm-up request and slack
+    assert elapsed < 2.0 + 3.0 + 1.5, elapsed
+    assert "time" in result.verdict()
+
+
+def test_the_default_search_is_bounded_to_about_two_minutes() -> None:
+    from lmreg_nb.probe.capacity import BUDGET_S, DEFAULT_PLAN, DEFAULT_SLO
+
+    # The budget stops new levels; a level already running is cut to what is left,
+    # then its requests in flight get one grace period.
+    grace = DEFAULT_SLO.ttft_ms / 1000 + 1.0
+    assert BUDGET_S + grace <= 125 < 3 * 60
+    assert DEFAULT_PLAN.min_seconds < BUDGET_S
+
+
 def test_ctrl_c_returns_what_was_measured_so_far(plain: str) -> None:
     def interrupt_after_two(level: object) -> None:
         if len(seen) == 1:
