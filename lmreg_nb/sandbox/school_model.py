@@ -206,74 +206,11 @@ def create_app(config: MockModelConfig) -> Starlette:
     """The mock's ASGI app (Starlette); serve it with uvicorn."""
     load = Load(config.slots, config.slowdown)
 
-    async def handle(request: Request, chat: bool) -> Response:
-        t0 = time.monotonic()  # the request's arrival: every chunk is scheduled from here
-        quirks = _quirks_of(request, config)
-        if isinstance(quirks, Response):
-            return quirks
-        if "slow" in quirks:
-            await _wait_for_disconnect(request)
-            return Response(status_code=504)
-        if "status-500" in quirks:
-            return _error(500, "the model server failed", "server_error", None, quirks)
-        if "status-429" in quirks:
-            return _error(
-                429,
-                "rate limit reached, retry after 1 s",
-                "rate_limit_error",
-                "rate_limit_exceeded",
-                quirks,
-                headers={"Retry-After": "1"},
-            )
-        if not _key_ok(request, config, quirks):
-            return _error(
-                401,
-                "Incorrect API key provided. Send Authorization: Bearer <api key>.",
-                "invalid_request_error",
-                "invalid_api_key",
-                quirks,
-            )
-        try:
-            body = json.loads(await request.body())
-        except ValueError:
-            body = None
-        problem = _body_problem(body, chat)
-        if problem:
-            return _error(400, problem, "invalid_request_error", None, quirks)
-        assert isinstance(body, dict)
-        if config.served and body["model"] not in config.served:
-            return JSONResponse(_not_served(body["model"]), 404)
-        if "ignore-max-tokens" in quirks:
-            caps = ("max_tokens", "max_completion_tokens")
-            body = {k: v for k, v in body.items() if k not in caps}
-        reply = _Reply(config, body, chat, t0)
-        if _asks_chinese(body):
-            reply.tokens = _chinese_tokens(len(reply.tokens), "replacement-char" in quirks)
-        stream = body.get("stream") is True
-        if not stream or "no-stream" in quirks:
-            async with load.slot(reply):
-                await _sleep_until(reply.done_at)
-            return JSONResponse(reply.whole(quirks))
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        media = "text/plain; charset=utf-8" if "wrong-content-type" in quirks else None
-        return StreamingResponse(
-            load.stream(
-                reply,
-                _split_utf8(_stream(reply, quirks, include_usage))
-                if "split-utf8" in quirks
-                else _stream(reply, quirks, include_usage),
-                interrupt="interrupt" in quirks,
-            ),
-            media_type=media or "text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
     async def chat_completions(request: Request) -> Response:
-        return await handle(request, chat=True)
+        return await _handle(request, config, load, chat=True)
 
     async def completions(request: Request) -> Response:
-        return await handle(request, chat=False)
+        return await _handle(request, config, load, chat=False)
 
     async def models(request: Request) -> Response:
         if not config.served:  # any name is served: nothing to list
@@ -293,6 +230,86 @@ def create_app(config: MockModelConfig) -> Starlette:
         Route("/health", health, methods=["GET"]),
     ]
     return Starlette(routes=routes)
+
+
+async def _handle(request: Request, config: MockModelConfig, load: Load, chat: bool) -> Response:
+    """One completion request: refused as its quirks say, or answered whole or streamed."""
+    t0 = time.monotonic()  # the request's arrival: every chunk is scheduled from here
+    quirks = _quirks_of(request, config)
+    if isinstance(quirks, Response):
+        return quirks
+    refused = await _refusal(request, config, quirks)
+    if refused is not None:
+        return refused
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        body = None
+    problem = _body_problem(body, chat)
+    if problem:
+        return _error(400, problem, "invalid_request_error", None, quirks)
+    assert isinstance(body, dict)
+    if config.served and body["model"] not in config.served:
+        return JSONResponse(_not_served(body["model"]), 404)
+    if "ignore-max-tokens" in quirks:
+        caps = ("max_tokens", "max_completion_tokens")
+        body = {k: v for k, v in body.items() if k not in caps}
+    reply = _Reply(config, body, chat, t0)
+    if _asks_chinese(body):
+        reply.tokens = _chinese_tokens(len(reply.tokens), "replacement-char" in quirks)
+    if body.get("stream") is not True or "no-stream" in quirks:
+        async with load.slot(reply):
+            await _sleep_until(reply.done_at)
+        return JSONResponse(reply.whole(quirks))
+    return _streamed(load, reply, body, quirks)
+
+
+async def _refusal(
+    request: Request, config: MockModelConfig, quirks: frozenset[str]
+) -> Response | None:
+    """The answer of a request its quirks or its key refuse (before the body is read)."""
+    if "slow" in quirks:
+        await _wait_for_disconnect(request)
+        return Response(status_code=504)
+    if "status-500" in quirks:
+        return _error(500, "the model server failed", "server_error", None, quirks)
+    if "status-429" in quirks:
+        return _error(
+            429,
+            "rate limit reached, retry after 1 s",
+            "rate_limit_error",
+            "rate_limit_exceeded",
+            quirks,
+            headers={"Retry-After": "1"},
+        )
+    if not _key_ok(request, config, quirks):
+        return _error(
+            401,
+            "Incorrect API key provided. Send Authorization: Bearer <api key>.",
+            "invalid_request_error",
+            "invalid_api_key",
+            quirks,
+        )
+    return None
+
+
+def _streamed(
+    load: Load, reply: _Reply, body: dict[str, Any], quirks: frozenset[str]
+) -> StreamingResponse:
+    """The reply as server-sent events, paced by ``load`` (slots, slowdown, interrupts)."""
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    media = "text/plain; charset=utf-8" if "wrong-content-type" in quirks else None
+    events = _stream(reply, quirks, include_usage)
+    return StreamingResponse(
+        load.stream(
+            reply,
+            _split_utf8(events) if "split-utf8" in quirks else events,
+            interrupt="interrupt" in quirks,
+        ),
+        media_type=media or "text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 def _not_served(model: object) -> dict[str, Any]:
