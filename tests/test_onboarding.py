@@ -475,3 +475,15 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
         run.capacity(4)
     assert run.chat("hello") == "hi"
     assert called == [(given, "given-model")] * 3
+
+
+def test_a_registered_model_shows_local_times_as_the_list_does(
+    sandbox: SandboxInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    run = _interactive(sandbox, "Timed School")
+    shown = dict(run.register("timed-model").rows)
+    listed = run.list_models()
+    assert isinstance(listed, Table)
+    assert shown["created"] == listed.rows[0][4] and shown["created"].endswith(" UTC")
+    assert "+00:00" not in repr(shown) and "createTime" not in shown

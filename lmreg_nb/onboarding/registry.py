@@ -244,7 +244,16 @@ def _changes(
 
 
 def _model_outcome(title: str, model: RegisteredModel) -> Outcome:
-    rows = [(k, str(v)) for k, v in model.summary().items() if v is not None]
+    rows = [
+        (k, str(v))
+        for k, v in model.summary().items()
+        if v is not None and k not in ("createTime", "updateTime")
+    ]
+    # Times as the models table shows them: local, with the zone (the record keeps UTC).
+    rows += [
+        (pgettext("column", "created"), _local(model.create_time)),
+        (pgettext("column", "updated"), _local(model.update_time)),
+    ]
     rows += [(_("warning"), w.message) for w in url_warnings(model.registry_url)]
     return Outcome(title, rows, value=model)
 
