@@ -22,7 +22,7 @@ import logging
 import random
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -399,34 +399,16 @@ class RegistryClient:
                 response = self._post(path, body, token)
                 return parse_envelope(response, operation, secrets=self._secrets)
             except (AnswerTooLarge, DeadlineExceeded) as exc:
-                # Never retried: a server that floods or trickles would do it again.
-                error = bounded_error(exc, operation, httpx.URL(self.base_url).host)
-                error.__cause__ = exc
-                if not repeatable:
-                    raise _OutcomeUnknown(error) from exc
-                raise error from exc
+                self._raise_bounded(exc, operation, repeatable=repeatable)
             except NotFoundError as exc:
                 replaced = not_found_error(exc, operation, self.base_url, path)
                 if replaced is exc:
                     raise
                 raise replaced from exc
             except httpx.TransportError as exc:
-                error = transport_error(
-                    exc,
-                    operation,
-                    httpx.URL(self.base_url).host,
-                    timeout=self.settings.timeout,
-                    secrets=self._secrets,
+                delay, reason = self._transport_retry(
+                    exc, operation, repeatable=repeatable, attempt=attempt
                 )
-                error.__cause__ = exc  # kept even when it travels inside _OutcomeUnknown
-                if isinstance(exc, HOPELESS):
-                    raise error from exc
-                if not isinstance(exc, NEVER_SENT) and not repeatable:
-                    raise _OutcomeUnknown(error) from exc
-                if attempt >= self.max_retries:
-                    raise error from exc
-                delay = backoff_delay(attempt)
-                reason = type(exc).__name__
             except AuthenticationError as exc:
                 # 40100/40101: the token is refused; exchange once and resend once.
                 refusable = token is not None and not isinstance(exc, CredentialsError)
@@ -438,18 +420,7 @@ class RegistryClient:
                 self._tokens.refresh(token)
                 continue
             except APIError as exc:
-                status = exc.status or 0
-                transient = isinstance(exc, ServerError | RateLimitError) or status >= 500
-                if not transient:
-                    raise
-                if not repeatable:
-                    if isinstance(exc, RateLimitError):
-                        raise  # a 429 was refused before anything was stored
-                    raise _OutcomeUnknown(exc) from exc
-                if attempt >= self.max_retries:
-                    raise
-                delay = backoff_delay(attempt, getattr(exc, "retry_after", None))
-                reason = f"HTTP {status} code {exc.code}"
+                delay, reason = self._api_retry(exc, repeatable=repeatable, attempt=attempt)
             attempt += 1
             log.info(
                 "%s: retry %d of %d in %.2f s after %s",
@@ -460,6 +431,51 @@ class RegistryClient:
                 reason,
             )
             _sleep(delay)
+
+    def _raise_bounded(
+        self, exc: AnswerTooLarge | DeadlineExceeded, operation: str, *, repeatable: bool
+    ) -> NoReturn:
+        """An answer too large or too slow: never retried (the server would do it again)."""
+        error = bounded_error(exc, operation, httpx.URL(self.base_url).host)
+        error.__cause__ = exc
+        if not repeatable:
+            raise _OutcomeUnknown(error) from exc
+        raise error from exc
+
+    def _transport_retry(
+        self, exc: httpx.TransportError, operation: str, *, repeatable: bool, attempt: int
+    ) -> tuple[float, str]:
+        """The delay and reason of a retry after a transport failure; raises if none is safe."""
+        error = transport_error(
+            exc,
+            operation,
+            httpx.URL(self.base_url).host,
+            timeout=self.settings.timeout,
+            secrets=self._secrets,
+        )
+        error.__cause__ = exc  # kept even when it travels inside _OutcomeUnknown
+        if isinstance(exc, HOPELESS):
+            raise error from exc
+        if not isinstance(exc, NEVER_SENT) and not repeatable:
+            raise _OutcomeUnknown(error) from exc
+        if attempt >= self.max_retries:
+            raise error from exc
+        return backoff_delay(attempt), type(exc).__name__
+
+    def _api_retry(self, exc: APIError, *, repeatable: bool, attempt: int) -> tuple[float, str]:
+        """The delay and reason of a retry after a 5xx or 429; re-raises what is not transient."""
+        status = exc.status or 0
+        transient = isinstance(exc, ServerError | RateLimitError) or status >= 500
+        if not transient:
+            raise exc
+        if not repeatable:
+            if isinstance(exc, RateLimitError):
+                raise exc  # a 429 was refused before anything was stored
+            raise _OutcomeUnknown(exc) from exc
+        if attempt >= self.max_retries:
+            raise exc
+        reason = f"HTTP {status} code {exc.code}"
+        return backoff_delay(attempt, getattr(exc, "retry_after", None)), reason
 
     def _post(self, path: str, body: dict[str, Any], token: Token | None) -> httpx.Response:
         headers = {}
