@@ -487,3 +487,15 @@ def test_a_registered_model_shows_local_times_as_the_list_does(
     assert isinstance(listed, Table)
     assert shown["created"] == listed.rows[0][4] and shown["created"].endswith(" UTC")
     assert "+00:00" not in repr(shown) and "createTime" not in shown
+
+
+def test_register_before_connect_records_the_token_the_client_got(sandbox: SandboxInfo) -> None:
+    # People click Register first; the client exchanges a token on its own, and the
+    # record must not then say the token phase was never done.
+    run = _interactive(sandbox, "Eager School")
+    run.register("eager-model")
+    names = [s.name for s in run.steps]
+    assert names.index("token") < names.index("register")
+    token_step = next(s for s in run.steps if s.name == "token")
+    assert token_step.passed and "env" in token_step.detail
+    assert run.summary().env == run.token.env  # type: ignore[union-attr]

@@ -137,6 +137,9 @@ class Onboarding(RegistrySteps, EndpointSteps):
 
     def note(self, done: Step) -> None:
         """Record a step's outcome; a step run twice (a form clicked again) keeps its latest."""
+        if done.passed and done.name in _USES_TOKEN and self.token is None:
+            # Register clicked before Connect: the client got a token on its own.
+            self._take_token()
         self.steps = [s for s in self.steps if s.name != done.name] + [done]
         if not done.passed and self.headless and self.stopped_by is None:
             self.stopped_by = done.name
@@ -182,11 +185,8 @@ class Onboarding(RegistrySteps, EndpointSteps):
     @step("token")
     def connect(self) -> Outcome:
         """Get a token (cached or exchanged for appId/appSecret)."""
-        token = self.token = self.client.token()
+        token = self._take_token()
         expires = format_local_time(token.expires_at)
-        self.note(
-            Step("token", True, _("env {env}, expires {when}").format(env=token.env, when=expires))
-        )
         return Outcome(
             _("token obtained"),
             [
@@ -197,6 +197,14 @@ class Onboarding(RegistrySteps, EndpointSteps):
             ],
             value=token,
         )
+
+    def _take_token(self) -> Token:
+        token = self.token = self.client.token()
+        expires = format_local_time(token.expires_at)
+        self.note(
+            Step("token", True, _("env {env}, expires {when}").format(env=token.env, when=expires))
+        )
+        return token
 
     def use_credentials(self, app_id: str, app_secret: str | Secret | None) -> None:
         """Use this appId (and appSecret, when given) instead of the environment's.
@@ -214,7 +222,7 @@ class Onboarding(RegistrySteps, EndpointSteps):
         if self._client is not None:
             self._client.close()
         self._client = None
-        self.target = None
+        self.target = self.token = None
 
     def summary(self, *, generated_at: datetime | None = None) -> Summary:
         """The ``summary`` of this run: status and go-live decided from what happened."""
@@ -256,6 +264,10 @@ class Onboarding(RegistrySteps, EndpointSteps):
         from ..records import record
 
         record("summary", self.summary(), display_id=self._live_id, update=update)
+
+
+#: Steps that talk to the platform: once one passed, the client holds a token.
+_USES_TOKEN = frozenset({"register", "modify", "list models"})
 
 
 def _configured_language(settings: Settings | None) -> str | None:
