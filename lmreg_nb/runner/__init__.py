@@ -154,6 +154,40 @@ def _execute(
     return ended
 
 
+def _check_inputs(notebook: Path, timeout: float | None) -> None:
+    """A configuration error for a missing or unreadable notebook, or a timeout not above 0."""
+    if not notebook.is_file():
+        raise ConfigurationError(
+            _("no notebook at {path}: give an existing .ipynb").format(path=notebook)
+        )
+    _check_readable(notebook)
+    if timeout is not None and timeout <= 0:
+        raise ConfigurationError(_("the timeout must be a positive number of seconds"))
+
+
+def _prepare(
+    work: Path, parameters: Mapping[str, Any], run_env: dict[str, str], cwd: Path | None
+) -> Path:
+    """Write the parameters into ``work`` and point the run's files there; the kernel's cwd."""
+    import yaml
+
+    (work / "parameters.yaml").write_text(
+        yaml.safe_dump(to_jsonable(dict(parameters)), allow_unicode=True), encoding="utf-8"
+    )
+    # Each run exchanges its own token (in a cache that dies with the run): the
+    # record then proves these credentials work, and a wrong appSecret cannot
+    # pass on a token another run cached for the same appId.
+    run_env.setdefault("LMREG_TOKEN_CACHE", str(work / "tokens.json"))
+    # The kernel's connection file (its HMAC key), its ipc sockets and any temp
+    # file the notebook makes go here too, so a stopped run leaves nothing behind.
+    (work / "tmp").mkdir()
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        run_env[name] = str(work / "tmp")
+    kernel_cwd = Path(cwd) if cwd else work / "cwd"
+    kernel_cwd.mkdir(exist_ok=True)
+    return kernel_cwd
+
+
 def run_notebook(
     notebook: Path,
     out_dir: Path,
@@ -175,17 +209,9 @@ def run_notebook(
     SecretLeakError (writing nothing) if a secret survives scrubbing; re-raises
     :class:`~lmreg_nb.runs.Interrupted` after writing the interrupted run's record.
     """
-    import yaml
-
     started = time.monotonic()
     notebook = Path(notebook)
-    if not notebook.is_file():
-        raise ConfigurationError(
-            _("no notebook at {path}: give an existing .ipynb").format(path=notebook)
-        )
-    _check_readable(notebook)
-    if timeout is not None and timeout <= 0:
-        raise ConfigurationError(_("the timeout must be a positive number of seconds"))
+    _check_inputs(notebook, timeout)
     run_env = clean_environment(env)
     secrets = run_secrets(run_env)
     check_parameters(parameters, secrets)
@@ -194,20 +220,7 @@ def run_notebook(
     stem = stem or notebook.stem
 
     with interruptible(), run_folder() as work:
-        (work / "parameters.yaml").write_text(
-            yaml.safe_dump(to_jsonable(dict(parameters)), allow_unicode=True), encoding="utf-8"
-        )
-        # Each run exchanges its own token (in a cache that dies with the run): the
-        # record then proves these credentials work, and a wrong appSecret cannot
-        # pass on a token another run cached for the same appId.
-        run_env.setdefault("LMREG_TOKEN_CACHE", str(work / "tokens.json"))
-        # The kernel's connection file (its HMAC key), its ipc sockets and any temp
-        # file the notebook makes go here too, so a stopped run leaves nothing behind.
-        (work / "tmp").mkdir()
-        for name in ("TMPDIR", "TEMP", "TMP"):
-            run_env[name] = str(work / "tmp")
-        kernel_cwd = Path(cwd) if cwd else work / "cwd"
-        kernel_cwd.mkdir(exist_ok=True)
+        kernel_cwd = _prepare(work, parameters, run_env, cwd)
         warm_up()
         ended = _execute(work, notebook, kernel_cwd, run_env, timeout)
         raw, executed = load_output(work / "executed.ipynb", notebook)
