@@ -219,6 +219,52 @@ def _drive(
         bar.close()
 
 
+def _run_all(
+    executor: Executor | None,
+    jobs: int,
+    futures: dict[Future[dict[str, Any]], RunTask],
+    tasks: Sequence[RunTask],
+    results: dict[str, dict[str, Any]],
+    progress: bool,
+) -> Interrupted | None:
+    """Drive the tasks on ``executor`` (else a pool of our own); the interruption, if one came."""
+    own = executor is None
+    pool = executor or ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="lmreg-run")
+    with interruptible():
+        try:
+            _drive(pool, futures, tasks, results, progress)
+        except BaseException as exc:
+            # Stop what has started (their kernels too), cancel what has not.
+            reason = exc.reason if isinstance(exc, Interrupted) else _("interrupted")
+            if own:
+                pool.shutdown(wait=False, cancel_futures=True)
+            stop_all_runs(reason)
+            if not isinstance(exc, Interrupted):
+                raise
+            return exc
+        finally:
+            if own:
+                pool.shutdown(wait=True)  # the stopped runs write their records first
+            resume_runs()
+    return None
+
+
+def _in_plan_order(
+    runs: Sequence[PlannedRun],
+    futures: dict[Future[dict[str, Any]], RunTask],
+    results: dict[str, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Every run's result in plan order, those stopped by an interruption included."""
+    for future, task in futures.items():  # the runs stopped by an interruption
+        if task.run_id not in results and future.done() and not future.cancelled():
+            results[task.run_id] = _result(future, task)
+    return [
+        results.get(r.run_id)
+        or {"run_id": r.run_id, "status": "not run", "school": r.parameters.get("school")}
+        for r in runs
+    ]
+
+
 def run_batch(
     plan: str | Path | Sequence[PlannedRun],
     out_dir: str | Path,
@@ -244,34 +290,9 @@ def run_batch(
     common = load_env_file(env_file, "--env-file") if env_file else {}
     tasks, results = _tasks(runs, out, common, timeout, force)
     skipped = list(results)
-    own = executor is None
-    pool = executor or ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="lmreg-run")
-    interrupted: Interrupted | None = None
     futures: dict[Future[dict[str, Any]], RunTask] = {}
-    with interruptible():
-        try:
-            _drive(pool, futures, tasks, results, progress)
-        except BaseException as exc:
-            # Stop what has started (their kernels too), cancel what has not.
-            reason = exc.reason if isinstance(exc, Interrupted) else _("interrupted")
-            if own:
-                pool.shutdown(wait=False, cancel_futures=True)
-            stop_all_runs(reason)
-            if not isinstance(exc, Interrupted):
-                raise
-            interrupted = exc
-        finally:
-            if own:
-                pool.shutdown(wait=True)  # the stopped runs write their records first
-            resume_runs()
-    for future, task in futures.items():  # the runs stopped by an interruption
-        if task.run_id not in results and future.done() and not future.cancelled():
-            results[task.run_id] = _result(future, task)
-    ordered = [
-        results.get(r.run_id)
-        or {"run_id": r.run_id, "status": "not run", "school": r.parameters.get("school")}
-        for r in runs
-    ]
+    interrupted = _run_all(executor, jobs, futures, tasks, results, progress)
+    ordered = _in_plan_order(runs, futures, results)
     summary_csv, index_html = out / "summary.csv", out / "index.html"
     write_summary_csv(summary_csv, ordered)
     write_index_html(index_html, ordered)
