@@ -281,53 +281,77 @@ async def run_level(
     (:mod:`lmreg_nb.probe.stream_client`), which keeps up on a busy machine;
     else the requests go through ``http`` (httpx).
     """
-    samples: list[Sample] = []
-    start = time.perf_counter()
-    stop_new = start + plan.max_seconds
-    wanted = concurrency * plan.requests_per_worker
-    in_flight: dict[int, float] = {}  # worker -> when its running request was due
-    window = [0.0]  # when the first worker stopped: the end of the steady state
+    run = _LevelRun(http, target, payload, plan, wanted=concurrency * plan.requests_per_worker)
+    # Requests that started before the cut-off may finish; a hung one may not hold us long.
+    grace = max(slo.ttft_ms / 1000, target.timeout) + 1.0
+    now = await run.run(concurrency, timeout=plan.max_seconds + grace)
+    _settle(run.samples, run.unfinished(now), slo, finish_seen)
+    ends = [s.end_s for s in run.samples if s.ok]
+    duration = max(ends) if ends else now - run.start
+    level = Level.measured(concurrency, run.samples, duration, run.window)
+    judge(level, slo)
+    return level
 
-    def enough(now: float) -> bool:
-        done = len(samples)
-        if now >= stop_new or (now - start >= plan.min_seconds and done >= wanted):
-            window[0] = window[0] or now - start
+
+@dataclass
+class _LevelRun:
+    """The state the workers of one level share: its samples and its requests in flight."""
+
+    http: httpx.AsyncClient | None
+    target: Target
+    payload: bytes
+    plan: LevelPlan
+    wanted: int  # requests after which the level may end (once min_seconds have passed)
+    start: float = field(default_factory=time.perf_counter)
+    samples: list[Sample] = field(default_factory=list)
+    in_flight: dict[int, float] = field(default_factory=dict)  # worker -> when its request was due
+    window: float = 0.0  # when the first worker stopped: the end of the steady state
+
+    def enough(self, now: float) -> bool:
+        """Whether a worker should stop (and, for the first to stop, the window's end)."""
+        stop_new = self.start + self.plan.max_seconds
+        if now >= stop_new or (
+            now - self.start >= self.plan.min_seconds and len(self.samples) >= self.wanted
+        ):
+            self.window = self.window or now - self.start
             return True
         return False
 
-    async def worker(index: int) -> None:
-        due = start
-        conn = ChatConnection(target, payload) if http is None else None
+    async def worker(self, index: int) -> None:
+        """One chat in a closed loop until :meth:`enough`."""
+        due = self.start
+        http = self.http
+        conn = ChatConnection(self.target, self.payload) if http is None else None
         try:
-            while not enough(time.perf_counter()):
-                in_flight[index] = due
+            while not self.enough(time.perf_counter()):
+                self.in_flight[index] = due
                 if conn is not None:
                     ex = await conn.send()
                 else:
                     assert http is not None
-                    ex = await send(http, target, payload, stream=True)
-                del in_flight[index]
-                samples.append(_sample(ex, due, start))
+                    ex = await send(http, self.target, self.payload, stream=True)
+                del self.in_flight[index]
+                self.samples.append(_sample(ex, due, self.start))
                 due = ex.t_end  # closed loop: the next request is due when this one ends
         finally:
             if conn is not None:
                 conn.close()
 
-    tasks = [asyncio.ensure_future(worker(i)) for i in range(concurrency)]
-    # Requests that started before the cut-off may finish; a hung one may not hold us long.
-    grace = max(slo.ttft_ms / 1000, target.timeout) + 1.0
-    try:
-        await asyncio.wait(tasks, timeout=plan.max_seconds + grace)
-    finally:  # also when the search is cancelled (Ctrl-C): no request left running
-        now = time.perf_counter()
+    async def run(self, concurrency: int, timeout: float) -> float:
+        """Run ``concurrency`` workers for at most ``timeout`` s; when they were stopped."""
+        tasks = [asyncio.ensure_future(self.worker(i)) for i in range(concurrency)]
+        try:
+            await asyncio.wait(tasks, timeout=timeout)
+        finally:  # also when the search is cancelled (Ctrl-C): no request left running
+            now = time.perf_counter()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
-    _settle(samples, [(now - due, now - start) for due in in_flight.values()], slo, finish_seen)
-    ends = [s.end_s for s in samples if s.ok]
-    level = Level.measured(concurrency, samples, max(ends) if ends else now - start, window[0])
-    judge(level, slo)
-    return level
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
+        return now
+
+    def unfinished(self, now: float) -> list[tuple[float, float]]:
+        """(seconds since due, seconds since the start) of each request still running."""
+        return [(now - due, now - self.start) for due in self.in_flight.values()]
