@@ -14,13 +14,14 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from ..i18n import _
-from .exchange import DEFAULT_PROMPT, Target, chat_body, send
+from .exchange import DEFAULT_PROMPT, Exchange, Target, chat_body, send
 from .levels import CUT, cut_kind
 from .metrics import percentiles, request_metrics
 from .pool import pooled_transport
@@ -105,59 +106,81 @@ async def run_load(
     body = json.dumps(
         chat_body(target.model, prompt or DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
     )
-    payload = body.encode()
     result = LoadResult(concurrency=concurrency)
-    counter = iter(range(requests))
     own = client is None
     http = client or make_client(concurrency, target.timeout)
     bar = _progress_bar(requests, progress)
-    start = time.perf_counter()
-    deadline = start + max_duration
-
-    async def worker() -> None:
-        for index in counter:
-            if time.perf_counter() >= deadline:
-                return
-            t0 = time.perf_counter()
-            try:
-                ex = await send(http, target, payload, stream=True)
-            except asyncio.CancelledError:
-                result.rows.append(_deadline_row(index, t0 - start, time.perf_counter() - start))
-                raise
-            row = request_metrics(ex)
-            row["cut"] = cut_kind(ex)
-            if row["cut"] == "closed" or (row["cut"] == "done" and not ex.ok):
-                row["ok"], row["error"] = False, CUT
-            row["finish"] = ex.finish is not None
-            row["request"] = index
-            row["start_s"] = round(ex.t_start - start, 6)
-            row["end_s"] = round(ex.t_end - start, 6)
-            result.rows.append(row)
-            if ex.ok:
-                times = ex.times
-                result.gaps_ms.extend(
-                    (times[i] - times[i - 1]) * 1000 for i in range(1, len(times))
-                )
-            bar.update(1)
-
-    tasks = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
+    run = _LoadRun(http, target, body.encode(), result, bar, iter(range(requests)), max_duration)
     try:
-        _, pending = await asyncio.wait(tasks, timeout=max_duration)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        for task in tasks:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
+        await run.run(concurrency)
     finally:
         bar.close()
         if own:
             await http.aclose()
     _soft_cuts(result.rows)
     ends = [r["end_s"] for r in result.rows]
-    result.duration_s = max(ends) if ends else time.perf_counter() - start
+    result.duration_s = max(ends) if ends else time.perf_counter() - run.start
     result.rows.sort(key=lambda r: r["request"])
     return result
+
+
+@dataclass
+class _LoadRun:
+    """What the workers of one load test share: the client, the request counter, the result."""
+
+    http: httpx.AsyncClient
+    target: Target
+    payload: bytes
+    result: LoadResult
+    bar: Any  # a tqdm bar, or _NoBar
+    counter: Iterator[int]  # request numbers, taken by whichever worker is free
+    max_duration: float
+    start: float = field(default_factory=time.perf_counter)
+
+    async def run(self, concurrency: int) -> None:
+        """``concurrency`` workers until the requests are sent or the time is up."""
+        tasks = [asyncio.ensure_future(self.worker()) for _ in range(concurrency)]
+        _, pending = await asyncio.wait(tasks, timeout=self.max_duration)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for task in tasks:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
+
+    async def worker(self) -> None:
+        """Send requests one after the other; one cancelled at the deadline is still a row."""
+        deadline = self.start + self.max_duration
+        for index in self.counter:
+            if time.perf_counter() >= deadline:
+                return
+            t0 = time.perf_counter()
+            try:
+                ex = await send(self.http, self.target, self.payload, stream=True)
+            except asyncio.CancelledError:
+                end_s = time.perf_counter() - self.start
+                self.result.rows.append(_deadline_row(index, t0 - self.start, end_s))
+                raise
+            self.result.rows.append(_row(ex, index, self.start))
+            if ex.ok:
+                times = ex.times
+                self.result.gaps_ms.extend(
+                    (times[i] - times[i - 1]) * 1000 for i in range(1, len(times))
+                )
+            self.bar.update(1)
+
+
+def _row(ex: Exchange, index: int, start: float) -> dict[str, Any]:
+    """One finished request's row; a cut stream counts as an error."""
+    row = request_metrics(ex)
+    row["cut"] = cut_kind(ex)
+    if row["cut"] == "closed" or (row["cut"] == "done" and not ex.ok):
+        row["ok"], row["error"] = False, CUT
+    row["finish"] = ex.finish is not None
+    row["request"] = index
+    row["start_s"] = round(ex.t_start - start, 6)
+    row["end_s"] = round(ex.t_end - start, 6)
+    return row
 
 
 def _soft_cuts(rows: list[dict[str, Any]]) -> None:
