@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from ..probe.capacity import CapacityResult
+    from ..probe.levels import Level
     from ..secret import Secret
 
 __all__ = ["COMMANDS", "capacity"]
@@ -86,36 +88,12 @@ def capacity(
     when one chat meets the SLO), 1 otherwise, 2 for a usage or setting error.
     Ctrl-C prints what was measured so far.
     """
-    import json
     import sys
 
-    from ..i18n import _
     from ..probe.capacity import SLO, LevelPlan, find_capacity
-    from ..probe.capacity_text import format_capacity
-    from ..probe.levels import Level
 
-    if need is not None and need > max_concurrency:
-        from ..errors import ValidationError
-
-        # One line and exit 2 (the CLI's handler), like every other usage error of ours.
-        raise ValidationError(
-            "--need",
-            _("{need} is above --max-concurrency {top}: raise --max-concurrency").format(
-                need=need, top=max_concurrency
-            ),
-        )
+    _check_need(need, max_concurrency)
     url, key, model, timeout = _target(registered)
-
-    def progress(level: Level) -> None:
-        if not as_json:
-            mark = _("meets the SLO") if level.meets_slo else _("misses the SLO")
-            click.echo(
-                _("concurrency {c}: {n} requests, {mark}").format(
-                    c=level.concurrency, n=level.requests, mark=mark
-                ),
-                err=True,
-            )
-
     result = find_capacity(
         url,
         key,
@@ -124,19 +102,57 @@ def capacity(
         max_concurrency=max_concurrency,
         need=need,
         timeout=timeout,
-        on_level=progress,
+        on_level=None if as_json else _echo_level,
         plan=LevelPlan(min_seconds=level_seconds, max_seconds=max(15.0, 5 * level_seconds)),
     )
-    if as_json:
-        click.echo(json.dumps(result.to_json()))
-    else:
-        click.echo(format_capacity(result, need))
-        if result.levels:
-            result.figure().savefig(figure_path, dpi=100)
-            click.echo(_("figure: {path}").format(path=figure_path))
+    _show(result, need, as_json, figure_path)
     got = result.capacity.concurrency
     if got < (need or 1) or result.stopped == "interrupted":
         sys.exit(1)
+
+
+def _check_need(need: int | None, max_concurrency: int) -> None:
+    """A usage error when --need is above --max-concurrency (it could never be met)."""
+    if need is not None and need > max_concurrency:
+        from ..errors import ValidationError
+        from ..i18n import _
+
+        # One line and exit 2 (the CLI's handler), like every other usage error of ours.
+        raise ValidationError(
+            "--need",
+            _("{need} is above --max-concurrency {top}: raise --max-concurrency").format(
+                need=need, top=max_concurrency
+            ),
+        )
+
+
+def _echo_level(level: Level) -> None:
+    """One line on stderr per measured level (text output only)."""
+    from ..i18n import _
+
+    mark = _("meets the SLO") if level.meets_slo else _("misses the SLO")
+    click.echo(
+        _("concurrency {c}: {n} requests, {mark}").format(
+            c=level.concurrency, n=level.requests, mark=mark
+        ),
+        err=True,
+    )
+
+
+def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: str) -> None:
+    """The result as one JSON object, or as text with its figure saved to ``figure_path``."""
+    import json
+
+    from ..i18n import _
+    from ..probe.capacity_text import format_capacity
+
+    if as_json:
+        click.echo(json.dumps(result.to_json()))
+        return
+    click.echo(format_capacity(result, need))
+    if result.levels:
+        result.figure().savefig(figure_path, dpi=100)
+        click.echo(_("figure: {path}").format(path=figure_path))
 
 
 def _target(registered: str | None) -> tuple[str, Secret | str, str, float]:
