@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from ..probe.report import EndpointReport
+    from ..secret import Secret
+    from ..settings import Settings
 
 __all__ = ["COMMANDS", "check"]
 
@@ -63,28 +70,14 @@ def check(
     when every check of severity error passed, 1 otherwise, 2 when a setting is
     missing.
     """
-    import json
     import sys
 
     from ..i18n import _
-    from ..probe import check_endpoint, format_report, registered_target
+    from ..probe import check_endpoint
     from ..settings import Settings
 
     settings = Settings.load()
-    also_name = None
-    if registered is not None:
-        target = registered_target(settings, registered)
-        url, key, model, also_name = (
-            target.url,
-            target.api_key,
-            target.model,
-            target.registered_name,
-        )
-    else:
-        # Every missing variable in one message (Settings.require checks them together).
-        url = settings.require("model_url", "model_api_key", "model_name")
-        key = settings.require("model_api_key")
-        model = settings.require("model_name")
+    url, key, model, also_name = _endpoint(settings, registered)
     report = check_endpoint(
         url,
         key,
@@ -96,20 +89,46 @@ def check(
         max_duration=max_duration,
         also_name=also_name,
     )
-    if as_json:
-        click.echo(json.dumps(report.to_json()))
-    else:
-        click.echo(format_report(report))
-        fig = report.figure()
-        if fig is not None:
-            fig.savefig(figure_path, dpi=100)
-            click.echo(_("figure: {path}").format(path=figure_path))
+    _show(report, as_json, figure_path)
     if not report.ok:
         first = report.failed[0]
         click.echo(
             _("error: {name}: {detail}").format(name=first.name, detail=first.detail), err=True
         )
         sys.exit(1)
+
+
+def _endpoint(
+    settings: Settings, registered: str | None
+) -> tuple[str, Secret | str, str, str | None]:
+    """URL, key, body model and the registered name: from the settings, or the registration."""
+    if registered is not None:
+        from ..probe import registered_target
+
+        target = registered_target(settings, registered)
+        return target.url, target.api_key, target.model, target.registered_name
+    # Every missing variable in one message (Settings.require checks them together).
+    url = settings.require("model_url", "model_api_key", "model_name")
+    key = settings.require("model_api_key")
+    model = settings.require("model_name")
+    return url, key, model, None
+
+
+def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:
+    """The report as one JSON object, or as text with its figure saved to ``figure_path``."""
+    import json
+
+    from ..i18n import _
+    from ..probe import format_report
+
+    if as_json:
+        click.echo(json.dumps(report.to_json()))
+        return
+    click.echo(format_report(report))
+    fig = report.figure()
+    if fig is not None:
+        fig.savefig(figure_path, dpi=100)
+        click.echo(_("figure: {path}").format(path=figure_path))
 
 
 COMMANDS: list[click.Command] = [check]
