@@ -34,6 +34,7 @@ IDENTIFIERS = {
     "lmreg-nb",
     "lmreg_nb",
     "zh-cn",
+    "zh",  # what is left of the language tag zh-CN once upper-case names are taken out
     "en",
     "x",
     "apiKey",
