@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,17 @@ from .exchange import Exchange, Target, send
 from .metrics import decode_itl_ms, percentiles
 from .stream_client import ChatConnection
 
-__all__ = ["CUT", "SLO", "Level", "LevelPlan", "Sample", "cut_kind", "judge", "run_level"]
+__all__ = [
+    "CUT",
+    "SLO",
+    "Level",
+    "LevelPlan",
+    "Sample",
+    "cut_kind",
+    "judge",
+    "run_level",
+    "run_workers",
+]
 
 #: Error kinds: a cut stream, and a request still waiting for its first token when a level ends.
 CUT = "cut stream"
@@ -293,6 +304,27 @@ async def run_level(
     return level
 
 
+async def run_workers(workers: list[Coroutine[Any, Any, None]], timeout: float) -> float:
+    """Run ``workers`` at once for at most ``timeout`` s, then cancel what still runs.
+
+    Also when the caller is cancelled (Ctrl-C): no request is left running. A
+    worker's own exception is a bug of ours and is raised. Returns when the
+    workers were stopped (``time.perf_counter()``).
+    """
+    tasks = [asyncio.ensure_future(worker) for worker in workers]
+    try:
+        await asyncio.wait(tasks, timeout=timeout)
+    finally:
+        now = time.perf_counter()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    return now
+
+
 @dataclass
 class _LevelRun:
     """The state the workers of one level share: its samples and its requests in flight."""
@@ -339,18 +371,7 @@ class _LevelRun:
 
     async def run(self, concurrency: int, timeout: float) -> float:
         """Run ``concurrency`` workers for at most ``timeout`` s; when they were stopped."""
-        tasks = [asyncio.ensure_future(self.worker(i)) for i in range(concurrency)]
-        try:
-            await asyncio.wait(tasks, timeout=timeout)
-        finally:  # also when the search is cancelled (Ctrl-C): no request left running
-            now = time.perf_counter()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        for task in tasks:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
-        return now
+        return await run_workers([self.worker(i) for i in range(concurrency)], timeout)
 
     def unfinished(self, now: float) -> list[tuple[float, float]]:
         """(seconds since due, seconds since the start) of each request still running."""

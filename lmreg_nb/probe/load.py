@@ -22,7 +22,7 @@ import httpx
 
 from ..i18n import _
 from .exchange import DEFAULT_PROMPT, Exchange, Target, chat_body, send
-from .levels import CUT, cut_kind
+from .levels import CUT, cut_kind, run_workers
 from .metrics import percentiles, request_metrics
 from .pool import pooled_transport
 
@@ -139,14 +139,7 @@ class _LoadRun:
 
     async def run(self, concurrency: int) -> None:
         """``concurrency`` workers until the requests are sent or the time is up."""
-        tasks = [asyncio.ensure_future(self.worker()) for _ in range(concurrency)]
-        _, pending = await asyncio.wait(tasks, timeout=self.max_duration)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        for task in tasks:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]  # a bug of ours: surface it
+        await run_workers([self.worker() for _ in range(concurrency)], self.max_duration)
 
     async def worker(self) -> None:
         """Send requests one after the other; one cancelled at the deadline is still a row."""
