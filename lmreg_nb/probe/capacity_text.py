@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..i18n import _, ngettext
 from .levels import SLO, Level
+from .reasons import kinds_text
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -171,7 +172,7 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
     for level in result.levels:
         if level.errors_by_kind:
-            kinds = ", ".join(f"{k} ×{n}" for k, n in level.errors_by_kind.items())
+            kinds = kinds_text(level.errors_by_kind)
             lines.append(
                 _("concurrency {c}: errors by kind: {kinds}").format(
                     c=level.concurrency, kinds=kinds

@@ -10,11 +10,33 @@ from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ..i18n import _
+from ..i18n import N_, _
 
-__all__ = ["snippet", "transport_reason"]
+__all__ = ["kinds_text", "snippet", "transport_reason"]
+
+#: Error kinds (stable identifiers, kept as they are in JSON) as people read them.
+_KIND_LABELS = {
+    "connect": N_("cannot connect"),
+    "timeout": N_("timed out"),
+    "transport": N_("connection broke"),
+    "bad stream": N_("malformed stream"),
+    "bad body": N_("malformed reply"),
+    "cut stream": N_("cut stream"),
+}
+
+
+def kinds_text(counts: Mapping[str, int]) -> str:
+    """``timed out ×3, HTTP 500 ×2``: error kinds and their counts, in the reader's language."""
+
+    def label(kind: str) -> str:
+        if kind.startswith("status "):
+            return "HTTP " + kind.removeprefix("status ")
+        return _(_KIND_LABELS[kind]) if kind in _KIND_LABELS else kind
+
+    return ", ".join(f"{label(kind)} ×{n}" for kind, n in counts.items())
 
 
 def snippet(text: str, limit: int = 120) -> str:

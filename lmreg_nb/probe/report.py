@@ -26,6 +26,7 @@ from .checks import SEVERITIES, CheckResult, Conformance
 from .exchange import Exchange, Target, make_target
 from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
 from .metrics import request_metrics
+from .reasons import kinds_text
 from .suite import CHECK_CONNECTIONS, ChatOutcome, run_checks
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
 def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResult:
     summary = load.summary()
     done, errors = summary["requests"], summary["errors"]
-    kinds = ", ".join(f"{k} ×{n}" for k, n in load.errors_by_kind.items())
+    kinds = kinds_text(load.errors_by_kind)
     facts = {
         "done": done,
         "requests": requests,
@@ -313,8 +314,7 @@ def format_report(report: EndpointReport) -> str:
         _("requests {requests}, errors {errors}").format(requests=s["requests"], errors=s["errors"])
     )
     if report.errors_by_kind:
-        kinds = ", ".join(f"{k} ×{n}" for k, n in report.errors_by_kind.items())
-        lines.append(_("errors by kind: {kinds}").format(kinds=kinds))
+        lines.append(_("errors by kind: {kinds}").format(kinds=kinds_text(report.errors_by_kind)))
     lines.append(_("TTFT ms      {figures}").format(figures=pct("ttft_ms")))
     lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
     lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
