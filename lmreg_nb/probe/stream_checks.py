@@ -109,6 +109,11 @@ def stream_rows(ex: Exchange, again: Exchange | None = None) -> list[CheckResult
                 ).format(media=ex.content_type or _("missing")),
             )
         ]
+    return _format_rows(ex) + _delivery_rows(ex, again)
+
+
+def _format_rows(ex: Exchange) -> list[CheckResult]:
+    """stream-is-streamed, stream-content-type, stream-events-json, stream-no-error-object."""
     rows = [_row("stream-is-streamed", True, "error", _("answered as an event stream"))]
     media = ex.content_type.split(";")[0].strip()
     rows.append(
@@ -151,7 +156,7 @@ def stream_rows(ex: Exchange, again: Exchange | None = None) -> list[CheckResult
             ).format(error=snippet(json.dumps(ex.error_events[0]), 100)),
         )
     )
-    return rows + _delivery_rows(ex, again)
+    return rows
 
 
 def _delivery_rows(ex: Exchange, again: Exchange | None) -> list[CheckResult]:
