@@ -46,14 +46,19 @@ def first_choice(obj: Any) -> dict[str, Any] | None:
     return None
 
 
-def reply_text(obj: Any) -> str | None:
-    """The text of a whole reply: ``message.content`` (chat) or ``text`` (completion)."""
+def _choice_text(obj: Any, part: str) -> str | None:
+    """``choices[0][part].content`` (chat), else ``choices[0].text`` (completion)."""
     choice = first_choice(obj)
     if choice is None:
         return None
-    message = choice.get("message")
-    text = message.get("content") if isinstance(message, dict) else choice.get("text")
+    holder = choice.get(part)
+    text = holder.get("content") if isinstance(holder, dict) else choice.get("text")
     return text if isinstance(text, str) else None
+
+
+def reply_text(obj: Any) -> str | None:
+    """The text of a whole reply: ``message.content`` (chat) or ``text`` (completion)."""
+    return _choice_text(obj, "message")
 
 
 def chunk_delta(obj: Any) -> dict[str, Any] | None:
@@ -65,12 +70,7 @@ def chunk_delta(obj: Any) -> dict[str, Any] | None:
 
 def chunk_text(obj: Any) -> str | None:
     """The text piece of a stream chunk: ``delta.content`` (chat) or ``text`` (completion)."""
-    choice = first_choice(obj)
-    if choice is None:
-        return None
-    delta = choice.get("delta")
-    text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-    return text if isinstance(text, str) else None
+    return _choice_text(obj, "delta")
 
 
 def finish_reason(obj: Any) -> str | None:
