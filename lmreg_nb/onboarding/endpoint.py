@@ -16,14 +16,11 @@ from ..display import FigureView, Outcome, Table
 from ..errors import ValidationError
 from ..i18n import _, ngettext
 from ..summary import Check, Step
-from .step import step
+from .step import StepsHost, step
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
-    from ..models import RegisteredModel
     from ..probe import ChatTarget, EndpointReport
     from ..secret import Secret
-    from ..settings import Settings
 
 __all__ = ["EndpointSteps"]
 
@@ -32,25 +29,10 @@ _CAPACITY_HEADROOM = 2
 _MAX_CONCURRENCY = 64
 
 
-class EndpointSteps:
+class EndpointSteps(StepsHost):
     """The chat-endpoint part of :class:`~lmreg_nb.onboarding.Onboarding` (a mixin)."""
 
-    model: RegisteredModel | None
-    headless: bool
-    stopped_by: str | None
     class_size: int
-
-    if TYPE_CHECKING:
-
-        @property
-        def settings(self) -> Settings: ...
-
-        @property
-        def client(self) -> RegistryClient: ...
-
-        def note(self, done: Step) -> None: ...
-
-        def failure_text(self, exc: BaseException) -> str: ...
 
     def __init__(self) -> None:
         self.report: EndpointReport | None = None

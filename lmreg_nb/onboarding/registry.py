@@ -12,39 +12,22 @@ from ..i18n import _, format_local_time, ngettext, pgettext
 from ..secret import Secret
 from ..summary import Step
 from ..validate import url_warnings
-from .step import step
+from .step import StepsHost, step
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
     from ..models import RegisteredModel
     from ..probe import ChatTarget
-    from ..settings import Settings
 
 __all__ = ["RegistrySteps", "secret_of"]
 
 
-class RegistrySteps:
+class RegistrySteps(StepsHost):
     """The registration part of :class:`~lmreg_nb.onboarding.Onboarding` (a mixin)."""
 
-    model: RegisteredModel | None
     models: list[RegisteredModel]
     changes: list[tuple[str, str, str]]
     target: ChatTarget | None
     checked_endpoint: tuple[str, str] | None
-    headless: bool
-    stopped_by: str | None
-
-    if TYPE_CHECKING:
-
-        @property
-        def settings(self) -> Settings: ...
-
-        @property
-        def client(self) -> RegistryClient: ...
-
-        def note(self, done: Step) -> None: ...
-
-        def failure_text(self, exc: BaseException) -> str: ...
 
     @step("register")
     def register(

@@ -5,13 +5,18 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..display import Outcome
 from ..i18n import _
 from ..summary import Step, step_label
 
-__all__ = ["Run", "step"]
+if TYPE_CHECKING:
+    from ..client import RegistryClient
+    from ..models import RegisteredModel
+    from ..settings import Settings
+
+__all__ = ["Run", "StepsHost", "step"]
 
 log = logging.getLogger("lmreg_nb")
 
@@ -25,6 +30,29 @@ class Run(Protocol):
     def note(self, done: Step) -> None: ...
 
     def failure_text(self, exc: BaseException) -> str: ...
+
+
+class StepsHost:
+    """What the steps mixins use of the :class:`~lmreg_nb.onboarding.Onboarding` they make up.
+
+    Declarations for type checkers only; the Onboarding class defines them.
+    """
+
+    model: RegisteredModel | None
+    headless: bool
+    stopped_by: str | None
+
+    if TYPE_CHECKING:
+
+        @property
+        def settings(self) -> Settings: ...
+
+        @property
+        def client(self) -> RegistryClient: ...
+
+        def note(self, done: Step) -> None: ...
+
+        def failure_text(self, exc: BaseException) -> str: ...
 
 
 S = TypeVar("S", bound=Run)
