@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .display import Outcome
@@ -55,10 +54,15 @@ def configuration(settings: Settings | None = None) -> Outcome:
 
 def env_file_line(settings: Settings) -> str:
     """Which .env file was read, or where one was looked for."""
-    used: Path | None = getattr(settings, "env_file", None)
+    used = settings.env_file
+    if used is not None and settings.env_ignored:
+        return _(
+            "read from {path}; not taken from it: {variables} (a .env found by searching "
+            "never sets them: name the file with LMREG_ENV_FILE)"
+        ).format(path=used, variables=", ".join(settings.env_ignored))
     if used is not None:
         return _("read from {path}").format(path=used)
-    searched: tuple[Path, ...] = tuple(getattr(settings, "env_searched", ()) or ())
+    searched = settings.env_searched
     if not searched:
         return _("none found")
     return _("none found; looked in {places}").format(places=", ".join(str(p) for p in searched))

@@ -5,11 +5,21 @@ found in the working directory or its parents (up to the home folder, or the
 filesystem root outside it): a notebook's kernel starts in ``notebooks/`` while
 the README puts ``.env`` beside the repository. :attr:`Settings.env_file` says
 which file was read, :attr:`Settings.env_searched` where it was looked for.
+
+A file found by searching is trusted less than one that is named: the search
+stops at the first folder another user could write in (``/tmp`` and the like,
+where anyone may plant a ``.env``), skips a ``.env`` others could change, and
+never takes from it the variables that decide what runs or whose account is
+used (:data:`NAMED_FILE_ONLY`). ``LMREG_ENV_FILE=/dev/null`` turns the search off;
+a run's kernel gets that, so its environment is decided by the parent only.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -20,7 +30,16 @@ from .errors import ConfigurationError
 from .i18n import _, normalize_language
 from .secret import Secret
 
-__all__ = ["DEFAULT_TOKEN_PATH", "SECRET_VARIABLES", "VARIABLES", "Settings", "find_env_file"]
+log = logging.getLogger("lmreg_nb")
+
+__all__ = [
+    "DEFAULT_TOKEN_PATH",
+    "NAMED_FILE_ONLY",
+    "SECRET_VARIABLES",
+    "VARIABLES",
+    "Settings",
+    "find_env_file",
+]
 
 DEFAULT_TOKEN_PATH = "/openapi/v1/token"
 DEFAULT_TIMEOUT = 10.0
@@ -44,6 +63,11 @@ VARIABLES: dict[str, str] = {
 #: The variables whose values are secrets (never shown, never parameters).
 SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY")
 _SECRET_FIELDS = {"app_secret", "token", "model_api_key"}
+#: Variables a .env found by searching never sets: which notebooks run, and whose token
+#: (and cache) the run uses. Only the environment or a named LMREG_ENV_FILE sets them.
+NAMED_FILE_ONLY = ("LMREG_NOTEBOOKS", "LMREG_TOKEN", "LMREG_ENV", "LMREG_TOKEN_CACHE")
+#: A .env larger than this is not a configuration file.
+_MAX_ENV_FILE = 1 << 20
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
@@ -75,6 +99,8 @@ class Settings:
     env_file: Path | None = None
     #: The places a .env file was looked for, in order (the last one is env_file when found).
     env_searched: tuple[Path, ...] = ()
+    #: Variables of a searched-for .env that were not taken (see NAMED_FILE_ONLY).
+    env_ignored: tuple[str, ...] = ()
 
     @classmethod
     def load(
@@ -94,8 +120,13 @@ class Settings:
         if unknown:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         env = dict(os.environ if environ is None else environ)
-        found, searched = find_env_file(env_file or env.get("LMREG_ENV_FILE"))
-        merged = {**_read_env_file(found), **env}
+        named = env_file or env.get("LMREG_ENV_FILE")
+        found, searched = find_env_file(named)
+        from_file = _read_env_file(found)
+        ignored: tuple[str, ...] = ()
+        if found is not None and not named:
+            ignored = tuple(v for v in NAMED_FILE_ONLY if from_file.pop(v, None))
+        merged = {**from_file, **env}
         values: dict[str, Any] = {}
         for name, var in VARIABLES.items():
             raw = overrides.get(name)
@@ -105,7 +136,7 @@ class Settings:
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
-        return cls(**values, env_file=found, env_searched=searched)
+        return cls(**values, env_file=found, env_searched=searched, env_ignored=ignored)
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
@@ -164,8 +195,12 @@ def find_env_file(
     """The .env file to read and the places looked at: ``named``, else a search upwards.
 
     The search starts in ``start`` (default: the working directory) and stops
-    after the home folder when it is above, else at the filesystem root.
+    after the home folder when it is above, else at the filesystem root, and
+    before the first folder another user could write in. ``named`` equal to
+    ``os.devnull`` means: no file, no search.
     """
+    if named and str(named) == os.devnull:
+        return None, ()
     if named:
         target = Path(named).expanduser()
         if not target.is_file():
@@ -178,13 +213,35 @@ def find_env_file(
     home = Path.home().resolve()
     searched: list[Path] = []
     for folder in (here, *here.parents):
+        if not _only_mine(folder):
+            break  # anyone may have planted a .env here, or above
         candidate = folder / ".env"
         searched.append(candidate)
         if candidate.is_file():
+            if not _only_mine(candidate):
+                log.warning("ignored %s: another user could have written it", candidate)
+                break
             return candidate, tuple(searched)
         if folder == home:
             break
     return None, tuple(searched)
+
+
+def _only_mine(path: Path) -> bool:
+    """Whether only this user can change ``path``: owned by them, writable by no one else.
+
+    Group write is allowed for the user's own group (user-private groups, umask 002).
+    """
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True  # Windows: ACLs, not modes; the search still stops at the home folder
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    others_write = st.st_mode & stat.S_IWOTH
+    group_write = st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid()
+    return st.st_uid == getuid() and not others_write and not group_write
 
 
 def _read_env_file(target: Path | None) -> dict[str, str]:
@@ -192,7 +249,25 @@ def _read_env_file(target: Path | None) -> dict[str, str]:
         return {}
     from dotenv import dotenv_values  # a small import, only when a file exists
 
-    return {k: v for k, v in dotenv_values(target).items() if v is not None}
+    try:
+        with open(target, "rb") as raw:
+            if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                raise OSError("not a regular file")
+            data = raw.read(_MAX_ENV_FILE + 1)
+    except OSError as exc:
+        raise ConfigurationError(
+            _("cannot read {path}: {reason}").format(path=target, reason=exc.strerror or exc),
+            variable="LMREG_ENV_FILE",
+        ) from None
+    if len(data) > _MAX_ENV_FILE:
+        raise ConfigurationError(
+            _("{path} is too large for a .env file (over 1 MiB): name the right file").format(
+                path=target
+            ),
+            variable="LMREG_ENV_FILE",
+        )
+    text = data.decode("utf-8", errors="replace")
+    return {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
 
 
 def _coerce(name: str, raw: Any) -> Any:
