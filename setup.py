@@ -3,7 +3,7 @@
 The top-level ``notebooks/`` folder stays the one source of the notebooks; at
 build time its ``*.ipynb`` files (and language folders such as ``zh-CN/``) are
 copied into the built package as ``lmreg_nb/notebooks/``, where
-``lmreg_nb.shipped`` finds them after ``pip install``.
+``lmreg_nb.runner.shipped`` finds them after ``pip install``.
 """
 
 from __future__ import annotations

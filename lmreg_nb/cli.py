@@ -31,7 +31,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from .i18n import _
-        from .runs import Interrupted
+        from .runner.runs import Interrupted
 
         try:
             return super().invoke(ctx)

@@ -26,7 +26,7 @@ import nbformat
 from nbformat.v4 import new_notebook
 
 from lmreg_nb.i18n import current_language, set_language
-from lmreg_nb.shipped import NOTEBOOKS
+from lmreg_nb.runner.shipped import NOTEBOOKS
 
 HERE = Path(__file__).resolve().parent
 

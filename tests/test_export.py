@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import nbformat
 import pytest
 
-from lmreg_nb.export import render_html
+from lmreg_nb.records.export import render_html
 from lmreg_nb.summary import Step, Summary, build_summary
 
 

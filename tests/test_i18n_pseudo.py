@@ -255,7 +255,7 @@ def sample_summary() -> Any:
 
 
 def test_html_record_comes_from_the_catalog(pseudo: None) -> None:
-    from lmreg_nb.record_html import render_summary_html
+    from lmreg_nb.records.html import render_summary_html
 
     page = render_summary_html(sample_summary())
     text = html.unescape(re.sub(r"<style>.*?</style>", " ", page, flags=re.S))

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from lmreg_nb.batch import RunTask, execute_run, run_batch
 from lmreg_nb.cli import main
-from lmreg_nb.runs import RUN_PREFIX, remove_stale_runs
+from lmreg_nb.runner.runs import RUN_PREFIX, remove_stale_runs
 
 DATA = Path(__file__).parent / "data"
 
@@ -101,7 +101,7 @@ _ONE_RUN = """
 import sys
 from pathlib import Path
 from lmreg_nb.runner import run_notebook
-from lmreg_nb.runs import Interrupted
+from lmreg_nb.runner.runs import Interrupted
 try:
     run_notebook(Path(sys.argv[1]), Path(sys.argv[2]), parameters={}, env={})
 except Interrupted as exc:

@@ -12,7 +12,7 @@ import pytest
 
 from lmreg_nb.errors import SecretLeakError, ValidationError
 from lmreg_nb.runner import check_parameters, clean_environment
-from lmreg_nb.scrub import looks_secret, scrub_notebook, secret_values
+from lmreg_nb.runner.scrub import looks_secret, scrub_notebook, secret_values
 from lmreg_nb.secret import WINDOW, assert_clean, find_leaks, mask_text
 
 # Quotes, a backslash, markup and an ampersand: every escaping scheme changes it.

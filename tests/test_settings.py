@@ -296,7 +296,7 @@ def test_a_searched_dotenv_never_sets_notebooks_or_token_variables(
     assert s.notebooks is None and s.token is None and s.env is None
     assert s.token_cache != Path("/tmp/attacker-cache.json")
     assert s.env_ignored == ("LMREG_NOTEBOOKS", "LMREG_TOKEN", "LMREG_ENV", "LMREG_TOKEN_CACHE")
-    from lmreg_nb.configuration import env_file_line
+    from lmreg_nb.onboarding.configuration import env_file_line
 
     assert "not taken from it: LMREG_NOTEBOOKS, LMREG_TOKEN" in env_file_line(s)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lmreg_nb.records import read_records
-from lmreg_nb.shipped import NOTEBOOKS
+from lmreg_nb.runner.shipped import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,8 +29,8 @@ from typing import Any
 from ..errors import LmregError
 from ..i18n import _
 from ..runner import RunResult, run_notebook, write_atomic
-from ..runs import Interrupted, interruptible, resume_runs, stop_all_runs
-from ..scrub import secret_values
+from ..runner.runs import Interrupted, interruptible, resume_runs, stop_all_runs
+from ..runner.scrub import secret_values
 from ..secret import mask_text
 from .plan import (
     DEFAULT_NOTEBOOK,
@@ -282,7 +282,7 @@ def run_batch(
     ``get_executor()``) is used as given and not shut down; by default a thread
     pool of ``jobs`` workers drives the papermill processes. On SIGINT or SIGTERM
     the runs are stopped (their records name the interruption), summary.csv and
-    index.html are written, then :class:`~lmreg_nb.runs.Interrupted` is raised.
+    index.html are written, then :class:`~lmreg_nb.runner.runs.Interrupted` is raised.
     """
     runs = read_plan(plan, env_file=env_file) if isinstance(plan, str | Path) else list(plan)
     out = Path(out_dir)

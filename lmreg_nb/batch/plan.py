@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..i18n import _
 from ..runner import clean_environment
-from ..scrub import looks_secret, secret_values
+from ..runner.scrub import looks_secret, secret_values
 from ..secret import WINDOW
 
 __all__ = ["DEFAULT_NOTEBOOK", "PlannedRun", "fingerprint", "load_env_file", "read_plan",
@@ -56,7 +56,7 @@ def resolve_notebook(name: str, base: Path | None = None, lang: str | None = Non
         if not path.is_file():
             raise ConfigurationError(_("notebook {path} does not exist").format(path=path))
         return path
-    from ..shipped import notebook_path
+    from ..runner.shipped import notebook_path
 
     return notebook_path(name, lang)
 

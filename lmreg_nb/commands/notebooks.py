@@ -18,7 +18,7 @@ def notebooks(folder: Path, force: bool) -> None:
     A notebook you have changed is kept unless --force is given.
     """
     from ..i18n import _, current_language, ngettext
-    from ..shipped import copy_notebooks
+    from ..runner.shipped import copy_notebooks
 
     result = copy_notebooks(folder, lang=current_language(), force=force)
     for name in result.written:

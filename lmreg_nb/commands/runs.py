@@ -53,7 +53,7 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """``-p NAME VALUE`` pairs as typed onboarding parameters; refuses secrets and unknown names."""
     from ..errors import ValidationError
     from ..i18n import _, normalize_language
-    from ..scrub import looks_secret
+    from ..runner.scrub import looks_secret
 
     out: dict[str, Any] = {}
     for name, raw in pairs:
@@ -166,7 +166,7 @@ def _declared(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:
 def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: float) -> None:
     from ..i18n import current_language
     from ..runner import run_notebook
-    from ..shipped import notebook_path
+    from ..runner.shipped import notebook_path
 
     lang = str(parameters.get("lang") or current_language())
     notebook = notebook_path("onboarding", lang)

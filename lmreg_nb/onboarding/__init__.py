@@ -8,12 +8,12 @@ records every step's outcome. The summary is :mod:`lmreg_nb.summary`.
 
 from __future__ import annotations
 
-from ..configuration import configuration
-from ..contact import Contact, check_contact
-from ..display import FigureView, Outcome, Table
-from ..notebook import notebook_setup
 from ..summary import Step, Summary, build_summary
+from .configuration import configuration
+from .contact import Contact, check_contact
+from .display import FigureView, Outcome, Table
 from .facade import Onboarding
+from .notebook import notebook_setup
 from .step import step
 
 __all__ = [

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..display import FigureView, Outcome, Table
 from ..errors import ValidationError
 from ..i18n import _, ngettext
 from ..summary import Check, Step
+from .display import FigureView, Outcome, Table
 from .step import StepsHost, step
 
 if TYPE_CHECKING:

@@ -14,12 +14,12 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..contact import Contact, check_contact
-from ..display import Outcome
 from ..errors import LmregError, ValidationError
 from ..i18n import _, current_language, format_local_time, set_language
 from ..secret import Secret, mask_text
 from ..summary import Step, Summary, build_summary
+from .contact import Contact, check_contact
+from .display import Outcome
 from .endpoint import EndpointSteps
 from .registry import RegistrySteps, secret_of
 from .step import step

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..display import Outcome, Table
 from ..errors import LmregError
 from ..i18n import _, format_local_time, ngettext, pgettext
 from ..secret import Secret
 from ..summary import Step
 from ..validate import url_warnings
+from .display import Outcome, Table
 from .step import StepsHost, step
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
-from ..display import Outcome
 from ..i18n import _
 from ..summary import Step, step_label
+from .display import Outcome
 
 if TYPE_CHECKING:
     from ..client import RegistryClient

@@ -1,9 +1,9 @@
 """Run one notebook headless and keep a scrubbed record of it: ``run_notebook``.
 
-papermill runs in a child process (:mod:`lmreg_nb.kernels`) whose environment is
+papermill runs in a child process (:mod:`lmreg_nb.runner.kernels`) whose environment is
 a clean base plus the run's own variables, so one school's secrets never reach
 another's run, and the operator's shell (its tokens, its .env) never reaches
-any. The child writes into a private temporary folder (:mod:`lmreg_nb.runs`)
+any. The child writes into a private temporary folder (:mod:`lmreg_nb.runner.runs`)
 that is deleted afterwards, whatever way the run ends; only the scrubbed
 notebook and its HTML copies reach ``out_dir``, each written atomically.
 """
@@ -22,9 +22,12 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..i18n import _
-from ..kernels import KERNEL_START_EXIT, ipc_prefix
 from ..records import to_jsonable
-from ..runs import (
+from ..summary import Summary
+from .environment import BASE_VARIABLES, check_parameters, clean_environment, run_secrets
+from .kernels import KERNEL_START_EXIT, ipc_prefix
+from .record import Ended, load_output, make_record, warm_up, write_atomic, write_record
+from .runs import (
     Interrupted,
     interruptible,
     kill_tree,
@@ -34,9 +37,6 @@ from ..runs import (
     stop_reason,
     tracked,
 )
-from ..summary import Summary
-from .environment import BASE_VARIABLES, check_parameters, clean_environment, run_secrets
-from .record import Ended, load_output, make_record, warm_up, write_atomic, write_record
 
 __all__ = [
     "BASE_VARIABLES",
@@ -138,7 +138,7 @@ def _execute(
 ) -> Ended:
     """Run papermill; a kernel that did not start gets one more try (recorded as such)."""
     out, params = work / "executed.ipynb", work / "parameters.yaml"
-    command = [sys.executable, "-m", "lmreg_nb.kernels", str(notebook.resolve()), str(out),
+    command = [sys.executable, "-m", "lmreg_nb.runner.kernels", str(notebook.resolve()), str(out),
                str(params), str(kernel_cwd)]  # fmt: skip
     prefix = ipc_prefix(work)
     command += ["--ipc", prefix] if prefix else []
@@ -207,7 +207,7 @@ def run_notebook(
     Writes ``out_dir/<stem>.ipynb``, ``<stem>.html`` (the full record) and
     ``<stem>-short.html`` (no code cells), stem: the notebook's. Raises
     SecretLeakError (writing nothing) if a secret survives scrubbing; re-raises
-    :class:`~lmreg_nb.runs.Interrupted` after writing the interrupted run's record.
+    :class:`~lmreg_nb.runner.runs.Interrupted` after writing the interrupted run's record.
     """
     started = time.monotonic()
     notebook = Path(notebook)

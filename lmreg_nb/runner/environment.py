@@ -14,8 +14,8 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..scrub import looks_secret, secret_values
 from ..secret import WINDOW
+from .scrub import looks_secret, secret_values
 
 __all__ = [
     "BASE_PREFIXES",

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..export import render_html
 from ..i18n import _
-from ..kernels import KERNEL_START_EXIT
 from ..records import records_of
-from ..runs import Interrupted
-from ..scrub import scrub_notebook
+from ..records.export import render_html
 from ..secret import assert_clean, mask_text
 from ..summary import Summary
+from .kernels import KERNEL_START_EXIT
+from .runs import Interrupted
+from .scrub import scrub_notebook
 
 __all__ = ["Ended", "load_output", "make_record", "warm_up", "write_atomic", "write_record"]
 

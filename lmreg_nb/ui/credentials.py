@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.display import Outcome
 from ._common import Field, Form, password, required, text
 
 __all__ = ["CredentialsForm"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..display import Table
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.display import Table
 from ..onboarding.registry import models_table
 from ._common import Form, follow
 

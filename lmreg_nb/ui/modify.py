@@ -6,10 +6,10 @@ import html
 
 import ipywidgets as widgets
 
-from ..display import Outcome
 from ..i18n import _, format_local_time
 from ..models import RegisteredModel
 from ..onboarding import Onboarding
+from ..onboarding.display import Outcome
 from ..secret import Secret
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text

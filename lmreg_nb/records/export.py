@@ -17,10 +17,10 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .i18n import _
-from .record_html import render_summary_html
-from .record_text import as_summary
-from .summary import Summary
+from ..i18n import _
+from ..summary import Summary
+from .html import render_summary_html
+from .text import as_summary
 
 if TYPE_CHECKING:
     import nbformat

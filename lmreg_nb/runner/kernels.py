@@ -1,4 +1,4 @@
-"""The papermill child of one run: ``python -m lmreg_nb.kernels NOTEBOOK OUT PARAMS CWD``.
+"""The papermill child of one run: ``python -m lmreg_nb.runner.kernels NOTEBOOK OUT PARAMS CWD``.
 
 What plain ``python -m papermill`` lacks for runs side by side:
 
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .i18n import _
+from ..i18n import _
 
 __all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main"]
 
@@ -105,7 +105,7 @@ def _stop_when_orphaned(parent: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one notebook with papermill; the exit code says how it went."""
-    parser = argparse.ArgumentParser(prog="python -m lmreg_nb.kernels")
+    parser = argparse.ArgumentParser(prog="python -m lmreg_nb.runner.kernels")
     parser.add_argument("notebook")
     parser.add_argument("output")
     parser.add_argument("parameters", help="a YAML file of parameters")

@@ -9,7 +9,7 @@ processes stop:
 - SIGTERM or SIGINT to the CLI: :func:`interruptible` turns the signal into
   :class:`Interrupted`, so the same cleanup runs, and the record names the signal;
 - SIGKILL (no cleanup can run): the papermill child notices its parent is gone
-  and stops its kernel (:mod:`lmreg_nb.kernels`); the next run of any lmreg-nb
+  and stops its kernel (:mod:`lmreg_nb.runner.kernels`); the next run of any lmreg-nb
   command removes the dead run's folder (:func:`remove_stale_runs`).
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .i18n import _
+from ..i18n import _
 
 __all__ = [
     "RUN_PREFIX",

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from .i18n import N_, _, format_local_time, ngettext
-from .summary import Summary, step_label
+from ..i18n import N_, _, format_local_time, ngettext
+from ..summary import Summary, step_label
 
 __all__ = [
     "PERCENTILE_ROWS",

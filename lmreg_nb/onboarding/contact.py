@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ValidationError
-from .i18n import _
-from .validate import check_email, check_mobile
+from ..errors import ValidationError
+from ..i18n import _
+from ..validate import check_email, check_mobile
 
 __all__ = ["Contact", "check_contact"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..i18n import _
 from .display import Outcome
-from .i18n import _
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 __all__ = ["configuration"]
 
@@ -27,7 +27,7 @@ _NEEDED = ("LMREG_BASE_URL", "LMREG_APP_ID")
 
 def configuration(settings: Settings | None = None) -> Outcome:
     """What is configured, secrets masked: the first thing to look at when a step fails."""
-    from .settings import SECRET_VARIABLES, VARIABLES, Settings
+    from ..settings import SECRET_VARIABLES, VARIABLES, Settings
 
     current = settings or Settings.load()
     rows: list[tuple[str, str]] = []

@@ -19,8 +19,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigurationError
-from .i18n import _, normalize_language
+from ..errors import ConfigurationError
+from ..i18n import _, normalize_language
 
 __all__ = [
     "NOTEBOOKS",
@@ -40,12 +40,12 @@ NOTEBOOKS = (
     "05_test_chat_endpoint",
     "onboarding",
 )
-_HERE = Path(__file__).resolve().parent
+_HERE = Path(__file__).resolve().parents[1]  # the package folder
 
 
 def _configured() -> Path | None:
     """LMREG_NOTEBOOKS (through Settings, which reads it and .env in one place)."""
-    from .settings import Settings
+    from ..settings import Settings
 
     folder = Settings.load().notebooks
     return Path(folder).expanduser() if folder else None

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .secret import Masker, Secrets
-from .settings import SECRET_VARIABLES, VARIABLES
+from ..secret import Masker, Secrets
+from ..settings import SECRET_VARIABLES, VARIABLES
 
 if TYPE_CHECKING:
     import nbformat

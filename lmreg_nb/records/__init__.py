@@ -4,7 +4,7 @@ A record is a display output whose bundle holds the MIME type
 ``application/vnd.lmreg.record+json`` with the payload ``{"name": ..., "value": ...}``
 (the name lives in the payload, so the record survives tools that drop output
 metadata), a readable ``text/plain`` fallback, and for the onboarding ``summary``
-a ``text/html`` rendering (:mod:`lmreg_nb.record_html`; text: :mod:`lmreg_nb.record_text`).
+a ``text/html`` rendering (:mod:`lmreg_nb.records.html`; text: :mod:`lmreg_nb.records.text`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from datetime import date, datetime
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from .errors import LmregError
-from .i18n import _
-from .record_html import render_summary_html
-from .record_text import render_summary_text
-from .secret import Secret
+from ..errors import LmregError
+from ..i18n import _
+from ..secret import Secret
+from .html import render_summary_html
+from .text import render_summary_text
 
 if TYPE_CHECKING:
     import nbformat

@@ -6,8 +6,8 @@ import logging
 import os
 from typing import Any
 
-from .errors import LmregError
-from .i18n import _, set_language
+from ..errors import LmregError
+from ..i18n import _, set_language
 
 __all__ = ["notebook_setup"]
 

@@ -11,8 +11,9 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from .i18n import _
-from .record_text import (
+from ..i18n import _
+from ..summary import Summary, step_label
+from .text import (
     PERCENTILE_ROWS,
     as_summary,
     fmt,
@@ -24,7 +25,6 @@ from .record_text import (
     status_label,
     steps_verdict,
 )
-from .summary import Summary, step_label
 
 __all__ = ["render_summary_html"]
 
