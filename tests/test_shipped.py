@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lmreg_nb.runner import shipped
 from lmreg_nb.cli import main
 from lmreg_nb.errors import ConfigurationError
+from lmreg_nb.runner import shipped
 from lmreg_nb.runner.shipped import NOTEBOOKS, copy_notebooks, notebook_path
 
 REPO_NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
