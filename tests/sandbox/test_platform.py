@@ -240,7 +240,12 @@ BAD_BODIES = [
 ]
 
 
-@pytest.mark.parametrize(("content", "field"), BAD_BODIES)
+# Ids by position: the bodies hold random keys, and pytest-xdist's workers must collect alike.
+@pytest.mark.parametrize(
+    ("content", "field"),
+    BAD_BODIES,
+    ids=[f"{i}-{field}" for i, (_, field) in enumerate(BAD_BODIES)],
+)
 def test_register_bad_body_40000(platform: Platform, content: bytes, field: str) -> None:
     headers = {**platform.headers(), "Content-Type": "application/json"}
     r = platform.post("registry-model", content=content, headers=headers)
