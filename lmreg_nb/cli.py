@@ -20,7 +20,18 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class _Group(click.Group):
-    """Turns toolkit errors into one line on stderr and the contract's exit code."""
+    """Turns toolkit errors into one line on stderr and the contract's exit code.
+
+    Everything the command writes goes through :func:`~lmreg_nb.terminal.terminal_streams`:
+    text from a platform or a chat endpoint never steers the terminal, and a
+    character the terminal's encoding lacks is escaped, not a traceback.
+    """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from .terminal import terminal_streams
+
+        with terminal_streams():
+            return super().main(*args, **kwargs)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Help texts in the language of the environment; --lang sets them again.

@@ -27,6 +27,7 @@ LAYER_OF: dict[str, str] = {
     "envelope": "core",
     "tokens": "core",
     "summary": "core",
+    "terminal": "core",
     "i18n": "core",
     "fonts": "core",
     "frames": "core",
