@@ -174,7 +174,7 @@ class TokenCache:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            self._warn_once("token cache %s is unreadable (%s); ignoring it", exc.strerror)
+            self._warn_once("token cache %s is unreadable (%s); ignoring it", str(exc.strerror))
             return []
         if raw is None:
             self._warn_once(
