@@ -13,8 +13,8 @@ replaced by a visible U+FFFD.
 - :func:`terminal_json` escapes the same characters in JSON (``\\u001b``), so a
   program reading the output still gets the exact data;
 - :class:`TerminalStream` applies it to everything a command writes, and
-  writes what the stream's encoding lacks as backslash escapes (a GBK console
-  gets ``\\U0001f600``, not a UnicodeEncodeError).
+  writes what the stream's encoding lacks as JSON's ``\\u`` escapes (a GBK
+  console gets ``\\ud83d\\ude00``, not a UnicodeEncodeError).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class TerminalStream(io.TextIOBase):
     Newlines and tabs pass; a carriage return passes only in a write without a
     newline (a progress bar redrawing its line); a message always ends with a
     newline, so one inside a message is replaced. Characters the stream's
-    encoding cannot write go as backslash escapes.
+    encoding cannot write go as ``\\uXXXX`` escapes (valid in JSON output too).
     """
 
     def __init__(self, inner: TextIO) -> None:
@@ -119,8 +119,9 @@ class TerminalStream(io.TextIOBase):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         keep = "\n\t" if "\n" in text else "\n\t\r"
         shown = _replace(text, keep, lambda _ch: self._placeholder)
-        if self._narrow is not None:
-            shown = shown.encode(self._narrow, "backslashreplace").decode(self._narrow)
+        if self._narrow is not None and not _encodes(shown, self._narrow):
+            # \uXXXX, as JSON writes it: readable in text, and JSON output stays valid.
+            shown = "".join(ch if _encodes(ch, self._narrow) else _json_escape(ch) for ch in shown)
         self._inner.write(shown)
         return len(text)
 

@@ -178,6 +178,8 @@ def test_a_gbk_terminal_gets_replacements_not_a_traceback(
         text = ran.stdout.decode("gbk")  # every byte is valid GBK
         assert "模型-" in text
         assert b"Traceback" not in ran.stderr
+    # The JSON stays valid and exact: what GBK lacks is \u-escaped.
+    assert json.loads(text)[0]["modelName"] == "模型-😀-ǅ"
     # An error line outside GBK too (stderr).
     script.query_error = (400, envelope_error(40000, "名称 😀 不可用"), {})
     ran = run_cli(["models"], env, tmp_path)

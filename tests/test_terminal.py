@@ -113,7 +113,10 @@ def test_stream_escapes_what_a_gbk_terminal_cannot_show() -> None:
     raw, stream = _stream("gbk")
     stream.write("模型-😀 \x1b\n")
     # U+FFFD is not in GBK either: the placeholder there is "?".
-    assert raw.getvalue().decode("gbk") == "模型-\\U0001f600 ?\n"
+    assert raw.getvalue().decode("gbk") == "模型-\\ud83d\\ude00 ?\n"
+    raw, stream = _stream("gbk")
+    stream.write(terminal_json({"modelName": "模型-😀"}) + "\n")
+    assert json.loads(raw.getvalue().decode("gbk")) == {"modelName": "模型-😀"}
 
 
 def test_terminal_streams_wraps_and_restores() -> None:
