@@ -54,9 +54,10 @@ def _shown_models(client: RegistryClient, models: list[RegisteredModel]) -> list
 
     from ..secret import Masker
 
-    secrets: list[str | Secret] = [*client.settings.secret_values(), *(m.api_key for m in models)]
-    secrets.append(client.token().token)  # the one just used: no new exchange
-    masker = Masker(secrets)
+    secrets = [*client.settings.secret_values(), *(m.api_key.reveal() for m in models)]
+    secrets.append(client.token().token.reveal())  # the one just used: no new exchange
+    # Under 4 characters is no real key; masking it would garble every table cell.
+    masker = Masker([s for s in secrets if len(s) >= 4])
     return [
         dataclasses.replace(
             m,
