@@ -7,6 +7,7 @@ failure prints one line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -20,7 +21,24 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class _Group(click.Group):
-    """Turns toolkit errors into one line on stderr and the contract's exit code."""
+    """Turns toolkit errors into one line on stderr and the contract's exit code.
+
+    Everything the command writes goes through :func:`~lmreg_nb.terminal.terminal_streams`:
+    text from a platform or a chat endpoint never steers the terminal, and a
+    character the terminal's encoding lacks is escaped, not a traceback.
+    """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from .terminal import terminal_streams
+
+        try:
+            with terminal_streams():
+                return super().main(*args, **kwargs)
+        except OSError as exc:
+            # A write that failed (output on /dev/full, a full disk, a folder under a
+            # file) that no command turned into its own message: one line, not a traceback.
+            _os_error(exc)
+            sys.exit(EXIT_FAILED)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Help texts in the language of the environment; --lang sets them again.
@@ -44,6 +62,26 @@ class _Group(click.Group):
         except Interrupted as exc:
             click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)
             sys.exit(128 + exc.signum)
+
+
+def _os_error(exc: OSError) -> None:
+    """Say what failed on stderr; stdout, when it is what failed, goes to /dev/null."""
+    import os
+
+    from .i18n import _
+    from .terminal import terminal_text
+
+    reason = exc.strerror or str(exc)
+    message = terminal_text(f"{reason}: {exc.filename}" if exc.filename is not None else reason)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is sys.stderr:
+                stream.write(_("error: {message}").format(message=message) + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            # Python flushes the standard streams at exit: that must not fail again.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:

@@ -5,7 +5,8 @@ Retries are limited to what is safe to repeat:
 
 * a connection that was never made is retried for every operation;
 * timeouts, dropped connections, 5xx and 429 are retried for query and modify
-  (query reads, modify overwrites: sending either twice changes nothing);
+  (query reads, modify overwrites: sending either twice changes nothing); a
+  Retry-After is honoured up to 5 s, a longer one ends the call at once;
 * a register whose outcome is unknown (the request may have reached the
   server) is never resent blindly: the client looks the name up first and
   returns the stored model when it is the one just sent.
@@ -76,8 +77,9 @@ QUERY_PATH = "/openapi/v1/query-models"
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
-#: A server asking for a longer pause than this gets this (a notebook must not hang).
-RETRY_AFTER_CAP_S = 30.0
+#: The longest Retry-After honoured; a server asking for more gets its error at once
+#: (waiting a part of it would only be refused again, and a command must not hang).
+RETRY_AFTER_CAP_S = 5.0
 CONNECT_TIMEOUT_CAP_S = 5.0
 
 # Tests patch this to make backoff instant.
@@ -472,10 +474,11 @@ class RegistryClient:
             if isinstance(exc, RateLimitError):
                 raise exc  # a 429 was refused before anything was stored
             raise _OutcomeUnknown(exc) from exc
-        if attempt >= self.max_retries:
+        retry_after = getattr(exc, "retry_after", None)
+        if attempt >= self.max_retries or (retry_after or 0) > RETRY_AFTER_CAP_S:
             raise exc
         reason = f"HTTP {status} code {exc.code}"
-        return backoff_delay(attempt, getattr(exc, "retry_after", None)), reason
+        return backoff_delay(attempt, retry_after), reason
 
     def _post(self, path: str, body: dict[str, Any], token: Token | None) -> httpx.Response:
         headers = {}

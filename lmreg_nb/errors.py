@@ -26,8 +26,10 @@ LmregError                      base: str(exc) is one line that says what to do
 
 Messages never contain a secret: callers build them from names, codes and
 masked values only, and any text from a server goes through
-:func:`lmreg_nb.secret.mask_text` first. An APIError adds its class's hint
-unless the server's message already says the same (no advice said twice).
+:func:`lmreg_nb.secret.mask_text` first. A message is one line with control
+and bidi characters replaced (:func:`lmreg_nb.terminal.terminal_text`). An
+APIError adds its class's hint unless the server's message already says the
+same (no advice said twice).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import re
 
 from .i18n import N_, _
+from .terminal import terminal_text
 
 __all__ = [
     "APIError",
@@ -65,8 +68,9 @@ class LmregError(Exception):
     """Base of every toolkit error; ``str()`` is a single line."""
 
     def __init__(self, message: str) -> None:
-        # One line, always: notebooks and the CLI print it as it is.
-        super().__init__(" ".join(str(message).split()))
+        # One line, always, and safe on a terminal (a message may quote a server):
+        # notebooks and the CLI print it as it is.
+        super().__init__(terminal_text(" ".join(str(message).split())))
 
     @property
     def message(self) -> str:

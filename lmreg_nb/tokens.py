@@ -46,6 +46,8 @@ log = logging.getLogger("lmreg_nb")
 
 #: Spec section 5: a token is valid for 3 days (assumed when the answer gives no expiry).
 DEFAULT_LIFETIME_MS = 3 * 24 * 3600 * 1000
+#: A cache holds a few entries; a bigger file is not ours and is not read.
+MAX_CACHE_BYTES = 1024 * 1024
 #: Refresh when less than max(MIN_MARGIN_S, MARGIN_FRACTION x lifetime) is left.
 MIN_MARGIN_S = 300.0
 MARGIN_FRACTION = 0.10
@@ -135,6 +137,7 @@ class TokenCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._warned = False
+        self._said: set[str] = set()  # warnings about the file already given (read twice)
 
     # -- reading ---------------------------------------------------------------
 
@@ -167,21 +170,32 @@ class TokenCache:
 
     def _entries(self) -> list[dict[str, Any]]:
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = _read_regular(self.path, MAX_CACHE_BYTES)
         except FileNotFoundError:
             return []
         except OSError as exc:
-            log.warning("token cache %s is unreadable (%s); ignoring it", self.path, exc.strerror)
+            self._warn_once("token cache %s is unreadable (%s); ignoring it", str(exc.strerror))
+            return []
+        if raw is None:
+            self._warn_once(
+                "token cache %s is not a file of at most %s bytes; it will be replaced",
+                str(MAX_CACHE_BYTES),
+            )
             return []
         try:
             doc = json.loads(raw)
-        except ValueError:
-            log.warning("token cache %s is not JSON; it will be rewritten", self.path)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            self._warn_once("token cache %s is not JSON; it will be rewritten")
             return []
         entries = doc.get("tokens") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             return []
         return [e for e in entries if isinstance(e, dict)]
+
+    def _warn_once(self, message: str, *args: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            log.warning(message, self.path, *args)
 
     # -- writing ---------------------------------------------------------------
 
@@ -261,6 +275,28 @@ class TokenCache:
         lock = FileLock(self.path.with_name(self.path.name + ".lock"), mode=0o600)
         with lock:
             yield
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else None.
+
+    Opened without blocking (a FIFO planted there would wait for a writer forever)
+    and checked on the open file, not on its name, so nothing can swap it in between.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks) if size <= limit else None
 
 
 def _entry_token(entry: Mapping[str, Any]) -> Token | None:

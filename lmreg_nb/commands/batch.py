@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ._types import FiniteRange
+
 __all__ = ["COMMANDS"]
 
 
@@ -21,7 +23,7 @@ __all__ = ["COMMANDS"]
     help="Runs at the same time.",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+    "--timeout", type=FiniteRange(min=1), default=600.0, show_default=True,
     help="Seconds per run before it is stopped.",
 )  # fmt: skip
 @click.option("--force", is_flag=True, help="Run again the runs that already succeeded.")
@@ -42,8 +44,10 @@ def batch(
     """
     from ..batch import read_plan, run_batch
     from ..i18n import _, ngettext
+    from ._paths import output_folder
 
     runs = read_plan(plan, env_file=env_file)  # the whole plan is checked before any run
+    output_folder(out_dir)
     result = run_batch(runs, out_dir, jobs=jobs, timeout=timeout, force=force, env_file=env_file)
     for run in result.runs:
         note = _(" (earlier run)") if run["run_id"] in result.skipped else ""

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._types import FiniteRange
+
 if TYPE_CHECKING:
     from ..probe.capacity import CapacityResult
     from ..probe.levels import Level
@@ -17,20 +19,20 @@ __all__ = ["COMMANDS", "capacity"]
 @click.command("capacity")
 @click.option(
     "--slo-ttft-ms",
-    type=click.FloatRange(min=1, max=600_000),
+    type=FiniteRange(min=1, max=600_000),
     default=2000.0,
     show_default=True,
     help="Time to first token (p90) a chat may take, in milliseconds.",
 )
 @click.option(
     "--slo-itl-ms",
-    type=click.FloatRange(min=0.1, max=60_000),
+    type=FiniteRange(min=0.1, max=60_000),
     default=None,
     help="Time between tokens (p90) a chat may take, in milliseconds [default: no limit].",
 )
 @click.option(
     "--max-error-rate",
-    type=click.FloatRange(min=0, max=1, max_open=True),
+    type=FiniteRange(min=0, max=1, max_open=True),
     default=0.01,
     show_default=True,
     help="Share of requests that may fail (errors, timeouts, cut streams).",
@@ -56,7 +58,7 @@ __all__ = ["COMMANDS", "capacity"]
 )
 @click.option(
     "--level-seconds",
-    type=click.FloatRange(min=0.1, max=60),
+    type=FiniteRange(min=0.1, max=60),
     default=3.0,
     show_default=True,
     help="Each level runs at least this long (and two requests per chat).",
@@ -91,8 +93,11 @@ def capacity(
     import sys
 
     from ..probe.capacity import SLO, LevelPlan, find_capacity
+    from ._paths import check_figure_path
 
     _check_need(need, max_concurrency)
+    if not as_json:
+        check_figure_path(figure_path)  # before the search, not minutes after it
     url, key, model, timeout = _target(registered)
     result = find_capacity(
         url,
@@ -151,7 +156,9 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
         return
     click.echo(format_capacity(result, need))
     if result.levels:
-        result.figure().savefig(figure_path, dpi=100)
+        from ._paths import save_figure
+
+        save_figure(result.figure(), figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))
 
 

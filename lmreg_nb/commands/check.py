@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._types import FiniteRange
+
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
     from ..secret import Secret
@@ -35,7 +37,7 @@ __all__ = ["COMMANDS", "check"]
 @click.option(
     "--duration",
     "max_duration",
-    type=click.FloatRange(min=0.1, max=3600),
+    type=FiniteRange(min=0.1, max=3600),
     default=300.0,
     show_default=True,
     help="Stop the load test after this many seconds.",
@@ -75,7 +77,10 @@ def check(
     from ..i18n import _
     from ..probe import check_endpoint
     from ..settings import Settings
+    from ._paths import check_figure_path
 
+    if not as_json:
+        check_figure_path(figure_path)  # before any request, not after the load test
     settings = Settings.load()
     url, key, model, also_name = _endpoint(settings, registered)
     report = check_endpoint(
@@ -127,7 +132,9 @@ def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:
     click.echo(format_report(report))
     fig = report.figure()
     if fig is not None:
-        fig.savefig(figure_path, dpi=100)
+        from ._paths import save_figure
+
+        save_figure(fig, figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))
 
 

@@ -15,7 +15,8 @@ __all__ = ["COMMANDS"]
 def notebooks(folder: Path, force: bool) -> None:
     """Copy the six onboarding notebooks into FOLDER (in the chosen --lang).
 
-    A notebook you have changed is kept unless --force is given.
+    A notebook you have changed is kept unless --force is given. A symbolic link
+    or anything but a regular file in a notebook's place is refused (exit 1).
     """
     from ..i18n import _, current_language, ngettext
     from ..runner.shipped import copy_notebooks
@@ -27,6 +28,14 @@ def notebooks(folder: Path, force: bool) -> None:
         click.echo(_("unchanged {name}").format(name=name))
     for name in result.kept:
         click.echo(_("kept      {name} (changed by you; --force overwrites it)").format(name=name))
+    for name in result.refused:
+        click.echo(
+            _(
+                "error: refused {name}: it is a symbolic link or not a regular file; nothing "
+                "was written through it (remove it and run again)"
+            ).format(name=name),
+            err=True,
+        )
     count = len(result.written) + len(result.unchanged)
     click.echo(
         ngettext(
@@ -35,6 +44,8 @@ def notebooks(folder: Path, force: bool) -> None:
             count,
         ).format(n=count, folder=result.folder)
     )
+    if result.refused:
+        raise SystemExit(1)
 
 
 COMMANDS: list[click.Command] = [notebooks]

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from ._types import FiniteRange
+
 __all__ = [
     "COMMANDS",
     "DEMO_CLASS_SIZE",
@@ -185,7 +187,11 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
     help="Folder for onboarding.ipynb, onboarding.html and onboarding-short.html.",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=float, default=300.0, show_default=True, help="Seconds for the run."
+    "--timeout",
+    type=FiniteRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds for the run.",
 )
 @click.option(
     "--class-size", type=click.IntRange(min=0), default=DEMO_CLASS_SIZE, show_default=True,
@@ -195,7 +201,9 @@ def demo(out: Path, timeout: float, class_size: int) -> None:
     """Run the whole onboarding headless against a sandbox started for it."""
     from ..i18n import _
     from ..sandbox.process import running_sandbox
+    from ._paths import output_folder
 
+    output_folder(out)  # before a sandbox starts
     click.echo(_("starting a sandbox platform on loopback…"))
     with running_sandbox(args=DEMO_SANDBOX_ARGS) as sandbox:
         click.echo(_("sandbox at {url}; running onboarding.ipynb…").format(url=sandbox.base_url))
@@ -214,7 +222,11 @@ def demo(out: Path, timeout: float, class_size: int) -> None:
     help="An onboarding parameter, e.g. -p school 'Example School' (never a secret).",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=float, default=600.0, show_default=True, help="Seconds for the run."
+    "--timeout",
+    type=FiniteRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds for the run.",
 )
 def onboard(out: Path, pairs: tuple[tuple[str, str], ...], timeout: float) -> None:
     """Run the onboarding notebook headless against the configured platform.
@@ -234,6 +246,9 @@ def onboard(out: Path, pairs: tuple[tuple[str, str], ...], timeout: float) -> No
             ),
         )
     env = _settings_env(parameters)
+    from ._paths import output_folder
+
+    output_folder(out)  # before a kernel starts
     _run(out, parameters, env, timeout)
 
 

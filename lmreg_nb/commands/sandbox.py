@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._types import FiniteRange
+
 if TYPE_CHECKING:
     from ..sandbox.app import PlatformConfig
     from ..sandbox.server import SandboxOptions
@@ -53,7 +55,7 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "--token-ttl",
     default=3 * 24 * 3600.0,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Token lifetime in seconds.",
 )
 @click.option(
@@ -67,35 +69,35 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "--fail-rate",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(0, 1),
+    type=FiniteRange(0, 1),
     help="Share of platform requests answered 50300.",
 )
 @click.option(
     "--latency-ms",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Added to every platform request.",
 )
 @click.option(
     "--rate-limit",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Requests per second per account before 42900 (0: off).",
 )
 @click.option(
     "--ttft-ms",
     default=50.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Mock model: time to first token.",
 )
 @click.option(
     "--itl-ms",
     default=10.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Mock model: inter-token latency.",
 )
 @click.option(
@@ -116,7 +118,7 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "--slowdown",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Mock model: each gap between tokens grows by this share per other reply in progress.",
 )
 @click.option(

@@ -152,6 +152,8 @@ def _percentile_panel(ax: Axes, result: CapacityResult, key: str, slo: float | N
     )
     if slo is not None:
         ax.axhline(slo, color="tab:red", linestyle="--", linewidth=1, label=t("SLO"))
+    if all(getattr(lv, key).get("p90") is None for lv in levels):
+        _empty(ax, t("no successful request"))
     _knee(ax, result)
     ax.set_xlabel(t("chats at once (concurrency)"))
     ax.set_ylabel(t("milliseconds"))
@@ -191,8 +193,12 @@ def capacity_figure(result: CapacityResult) -> Figure:
     _percentile_panel(axes[0], result, "ttft_ms", result.slo.ttft_ms)
     _percentile_panel(axes[1], result, "itl_ms", result.slo.itl_ms)
     _throughput_levels(axes[2], result)
+    xs = [lv.concurrency for lv in result.levels]
     for ax in axes:
         ax.set_xscale("log", base=2)
+        # Limits from the levels: when nothing was served no point is drawn, and
+        # matplotlib's default limits (0, 1) cannot be log-scaled.
+        ax.set_xlim(min(xs) / 1.5, max(xs) * 1.5)
         ax.xaxis.set_major_formatter(_int_formatter())
     return fig
 

@@ -14,8 +14,12 @@ the plain file when a language is asked for and such a variant exists.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import shutil
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,30 +102,88 @@ class CopyResult:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # changed by the user, not overwritten
+    #: A symbolic link, a FIFO, a folder... in a notebook's place: never written through.
+    refused: list[str] = field(default_factory=list)
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _target_digest(path: Path) -> str | None:
+    """The digest of the regular file at ``path``; "" when nothing is there; None for
+    anything else (a symbolic link, even a dangling one, a FIFO, a folder).
+
+    Opened without following a link and without blocking, and judged on the
+    open file, so nothing can be swapped in between.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return "" if not os.path.lexists(path) else None
+    except OSError:  # ELOOP: a symbolic link
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _replace_with_copy(source: Path, target: Path) -> None:
+    """Copy ``source`` to a new file beside ``target``, then rename it over ``target``.
+
+    The rename replaces whatever name is there and never writes through it: a
+    link planted meanwhile is replaced, not followed; a hard link keeps its data.
+    """
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh, source.open("rb") as src:
+            shutil.copyfileobj(src, fh)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the notebook from a shared server
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def copy_notebooks(dest: Path, *, lang: str | None = None, force: bool = False) -> CopyResult:
-    """Copy the six notebooks into ``dest``; a changed file is kept unless ``force``."""
+    """Copy the six notebooks into ``dest``; a changed file is kept unless ``force``.
+
+    A notebook's name that holds anything but a regular file (a symbolic link,
+    a FIFO, a folder) is refused (:attr:`CopyResult.refused`), never followed.
+    """
     dest = Path(dest).expanduser()
     if dest.exists() and not dest.is_dir():
         raise ConfigurationError(
             _("{path} is a file: give a folder for the notebooks").format(path=dest)
         )
     sources = shipped_notebooks(lang)  # all found before anything is written
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(
+            _("cannot create the folder {path}: {reason}").format(
+                path=dest, reason=exc.strerror or exc
+            )
+        ) from None
     result = CopyResult(folder=dest)
     for stem, source in sources.items():
         target = dest / f"{stem}.ipynb"
-        if target.is_file() and _digest(target) == _digest(source):
+        there = _target_digest(target)
+        if there is None:
+            result.refused.append(target.name)
+        elif there == _digest(source):
             result.unchanged.append(target.name)
-            continue
-        if target.exists() and not force:
+        elif there and not force:
             result.kept.append(target.name)
-            continue
-        shutil.copyfile(source, target)
-        result.written.append(target.name)
+        else:
+            try:
+                _replace_with_copy(source, target)
+            except IsADirectoryError:  # a folder appeared in its place meanwhile
+                result.refused.append(target.name)
+                continue
+            result.written.append(target.name)
     return result
