@@ -7,6 +7,7 @@ failure prints one line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -44,6 +45,33 @@ class _Group(click.Group):
         except Interrupted as exc:
             click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)
             sys.exit(128 + exc.signum)
+        except Exception as exc:
+            if not _is_invalid_url(exc):
+                raise
+            # A URL our checks let through but httpx cannot parse: a configuration problem.
+            click.echo(_("error: {message}").format(message=_invalid_url_message(exc)), err=True)
+            sys.exit(EXIT_USAGE)
+
+
+def _is_invalid_url(exc: BaseException) -> bool:
+    httpx = sys.modules.get("httpx")  # not imported: the error cannot be one of its own
+    return httpx is not None and isinstance(exc, httpx.InvalidURL)
+
+
+def _invalid_url_message(exc: BaseException) -> str:
+    """One line for an httpx.InvalidURL, masked (a URL may carry a key in its query)."""
+    from .i18n import _
+    from .secret import mask_text
+    from .settings import Settings
+
+    why = " ".join(str(exc).split())[:300]
+    # Broken settings: no secret to mask (the text names a host, not a key).
+    with contextlib.suppress(LmregError):
+        why = mask_text(why, Settings.load().secret_values())
+    return _(
+        "not a usable address ({why}); check LMREG_BASE_URL, LMREG_MODEL_URL or the "
+        "registered registryUrl"
+    ).format(why=why)
 
 
 def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:

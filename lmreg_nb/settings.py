@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from .errors import ConfigurationError
 from .i18n import _, normalize_language
 from .secret import Secret
+from .validate import looks_numeric, numeric_host_reason
 
 __all__ = ["DEFAULT_TOKEN_PATH", "SECRET_VARIABLES", "VARIABLES", "Settings", "find_env_file"]
 
@@ -252,4 +253,9 @@ def _check_base_url(url: str) -> None:
                 "e.g. https://ai.school.example"
             ),
             variable="LMREG_BASE_URL",
+        )
+    if looks_numeric(parts.hostname):
+        # httpx refuses 0177.0.0.1 with a traceback; resolvers read 127.1 as loopback.
+        raise ConfigurationError(
+            "LMREG_BASE_URL: " + numeric_host_reason(parts.hostname), variable="LMREG_BASE_URL"
         )

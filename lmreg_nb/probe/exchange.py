@@ -259,7 +259,7 @@ async def send(
         ex.failure_detail = _(
             "the reply did not finish within {seconds} s (stopped after {n} bytes)"
         ).format(seconds=f"{total:g}", n=ex.size)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL is no HTTPError
         ex.failure, ex.failure_detail = _failure(exc, ex, url or target.url, target.timeout)
     ex.t_end = time.perf_counter()
     if ex.failure is None:
@@ -267,7 +267,9 @@ async def send(
     return ex
 
 
-def _failure(exc: httpx.HTTPError, ex: Exchange, url: str, timeout: float) -> tuple[str, str]:
+def _failure(
+    exc: httpx.HTTPError | httpx.InvalidURL, ex: Exchange, url: str, timeout: float
+) -> tuple[str, str]:
     """The failure kind and its plain reason for a transport error."""
     if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
         return "connect", transport_reason(exc, url)
