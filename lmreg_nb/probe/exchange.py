@@ -23,11 +23,12 @@ from typing import Any
 
 import httpx
 
+from ..envelope import out_of_files
 from ..errors import ValidationError
 from ..i18n import _, ngettext
 from ..secret import Secret
 from ..validate import check_registry_url
-from .reasons import snippet, transport_reason
+from .reasons import LOCAL_LIMIT, snippet, transport_reason
 from .shapes import (
     chunk_delta,
     chunk_text,
@@ -271,6 +272,8 @@ def _failure(
     exc: httpx.HTTPError | httpx.InvalidURL, ex: Exchange, url: str, timeout: float
 ) -> tuple[str, str]:
     """The failure kind and its plain reason for a transport error."""
+    if out_of_files(exc):
+        return LOCAL_LIMIT, transport_reason(exc, url)
     if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
         return "connect", transport_reason(exc, url)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
