@@ -34,6 +34,7 @@ class _Group(click.Group):
         from .i18n import _
         from .runs import Interrupted
 
+        _remove_stale_runs()
         try:
             return super().invoke(ctx)
         except (ConfigurationError, ValidationError) as exc:
@@ -51,6 +52,20 @@ class _Group(click.Group):
             # A URL our checks let through but httpx cannot parse: a configuration problem.
             click.echo(_("error: {message}").format(message=_invalid_url_message(exc)), err=True)
             sys.exit(EXIT_USAGE)
+
+
+def _remove_stale_runs() -> None:
+    """A run or demo killed by SIGKILL left a folder (a token cache, an unscrubbed
+    notebook, a sandbox's pid): the next start of any command clears it, not only
+    the next run. Never stops the command itself."""
+    import logging
+
+    from .runs import remove_stale_runs
+
+    try:
+        remove_stale_runs()
+    except Exception as exc:  # a cleanup of what others left must not fail this command
+        logging.getLogger("lmreg_nb").info("stale run folders not checked: %s", exc)
 
 
 def _is_invalid_url(exc: BaseException) -> bool:
