@@ -241,7 +241,7 @@ class Masker:
         self._folded = [
             (
                 mask(value),
-                [f for f in dict.fromkeys(fold(form) for form in forms) if len(f) >= WINDOW],
+                [f for f in dict.fromkeys(fold(form) for form in forms) if f],
                 list(dict.fromkeys(p for f in _readable(value) for p in _windows(fold(f)))),
             )
             for (_label, value, forms) in self.items
@@ -263,12 +263,14 @@ class Masker:
             for form in forms:
                 if form in text:
                     text = text.replace(form, masked)
-        if binary or len(text) < WINDOW:
+        if binary:
             return text
-        for _label, pieces in self.pieces:
-            for piece in pieces:
-                if piece in text:
-                    text = text.replace(piece, "…")
+        if len(text) >= WINDOW:
+            for _label, pieces in self.pieces:
+                for piece in pieces:
+                    if piece in text:
+                        text = text.replace(piece, "…")
+        # Folding may lengthen a text (a ligature "ﬃ" reads "ffi"): no length shortcut here.
         if not text.isascii() and self._hidden(fold(text)):
             text = self._mask_folded(text)
         return text

@@ -82,6 +82,14 @@ def test_a_disguised_key_is_masked_and_found(name: str) -> None:
     assert clean.startswith("the model said: ") and clean.endswith(" (end)")
 
 
+def test_short_texts_and_short_secrets_are_read_folded_too() -> None:
+    # Ligatures read as several letters: a 5-character text can spell a 7-character piece.
+    key = "sk-ffiffl-0123456789"
+    assert find_leaks("x\ufb00i\ufb00l-0", [key]) == ["secret #1"]
+    assert readable(mask_text("x\ufb00i\ufb00l-0", [key]), key) == []
+    assert mask_text("token: \uff54\uff10\uff4b", ["t0k"]) == "token: …"
+
+
 def test_a_whole_disguised_key_shows_its_masked_form() -> None:
     clean = mask_text(f"key {DISGUISES['fullwidth'](KEY)}.", [KEY])
     assert clean == f"key …{KEY[-4:]}."
