@@ -98,6 +98,7 @@ def test_threads_of_one_client_share_one_exchange_while_the_platform_hangs(
     with RegistryClient(settings, max_retries=1) as shared:
         total, outcomes = _timed([shared.token] * THREADS)
     _one_line_errors(outcomes)
+    print(f"{THREADS} threads of one client: {total:.1f} s (one call alone: {single:.1f} s)")
     # Before: one exchange after another, THREADS x single.
     assert total < 2 * single + 3, f"{THREADS} threads took {total:.1f} s, one {single:.1f} s"
 
@@ -116,6 +117,7 @@ def test_clients_sharing_a_cache_file_stop_waiting_for_its_lock(
         for c in clients:
             c.close()
     _one_line_errors(outcomes)
+    print(f"{THREADS} clients, one cache file: {total:.1f} s (one call alone: {single:.1f} s)")
     # Each waits for the lock at most LMREG_TIMEOUT, then exchanges on its own.
     bound = 2 * single + TIMEOUT_S + 2
     assert total < bound, f"{THREADS} clients took {total:.1f} s, one {single:.1f} s"
