@@ -51,6 +51,7 @@ class _Group(click.Group):
         from .i18n import _
         from .runner.runs import Interrupted
 
+        _remove_stale_runs()
         try:
             return super().invoke(ctx)
         except (ConfigurationError, ValidationError) as exc:
@@ -62,6 +63,47 @@ class _Group(click.Group):
         except Interrupted as exc:
             click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)
             sys.exit(128 + exc.signum)
+        except Exception as exc:
+            if not _is_invalid_url(exc):
+                raise
+            # A URL our checks let through but httpx cannot parse: a configuration problem.
+            click.echo(_("error: {message}").format(message=_invalid_url_message(exc)), err=True)
+            sys.exit(EXIT_USAGE)
+
+
+def _remove_stale_runs() -> None:
+    """A run or demo killed by SIGKILL left a folder (a token cache, an unscrubbed
+    notebook, a sandbox's pid): the next start of any command clears it, not only
+    the next run. Never stops the command itself."""
+    import logging
+
+    from .runner.runs import remove_stale_runs
+
+    try:
+        remove_stale_runs()
+    except Exception as exc:  # a cleanup of what others left must not fail this command
+        logging.getLogger("lmreg_nb").info("stale run folders not checked: %s", exc)
+
+
+def _is_invalid_url(exc: BaseException) -> bool:
+    httpx = sys.modules.get("httpx")  # not imported: the error cannot be one of its own
+    return httpx is not None and isinstance(exc, httpx.InvalidURL)
+
+
+def _invalid_url_message(exc: BaseException) -> str:
+    """One line for an httpx.InvalidURL, masked (a URL may carry a key in its query)."""
+    from .i18n import _
+    from .secret import mask_text
+    from .settings import Settings
+
+    why = " ".join(str(exc).split())[:300]
+    # Broken settings: no secret to mask (the text names a host, not a key).
+    with contextlib.suppress(LmregError):
+        why = mask_text(why, Settings.load().secret_values())
+    return _(
+        "not a usable address ({why}); check LMREG_BASE_URL, LMREG_MODEL_URL or the "
+        "registered registryUrl"
+    ).format(why=why)
 
 
 def _os_error(exc: OSError) -> None:

@@ -4,9 +4,12 @@
 last 4 characters (:func:`mask`). :func:`mask_text` is the one place that
 hides known secrets inside a text that may come from a server, a notebook or a
 log: their raw, JSON-escaped, HTML-escaped, URL-encoded, unicode-escaped and
-base64 forms, and any 8-character piece of them (a truncated repr or a pandas
-cell shows a secret's head). :func:`find_leaks` and :func:`assert_clean` are
-the checks built on the same rules. Nothing here reads the configuration.
+base64 forms, and any 7-character piece of them (a truncated repr or a pandas
+cell shows a secret's head; a hostile server may echo a key in pieces). Text
+is also read as a person reads it (:func:`fold`): invisible marks between the
+characters, fullwidth letters and added accents do not hide a secret.
+:func:`find_leaks` and :func:`assert_clean` are the checks built on the same
+rules. Nothing here reads the configuration.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ from __future__ import annotations
 import base64
 import html
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
 from .errors import SecretLeakError
 from .i18n import _
+from .validate import is_ignorable
 
 __all__ = [
     "WINDOW",
@@ -26,12 +31,68 @@ __all__ = [
     "Secrets",
     "assert_clean",
     "find_leaks",
+    "fold",
     "mask",
     "mask_text",
 ]
 
-#: A piece of a secret this long, found anywhere, counts as a leak.
-WINDOW = 8
+#: A piece of a secret this long, found anywhere, counts as a leak. 7, not 8: a
+#: hostile server echoed keys in 7-character pieces. Not less: a piece of a random
+#: key (62 symbols) is one of 62**7 = 3.5e12 strings, so a megabyte of record text
+#: holds one by chance with odds of about 1e-6 per piece (hex keys: 1e-3 at worst);
+#: at 6 a short human-chosen key's pieces ("passwo") start to be common words.
+WINDOW = 7
+
+
+def _fold_char(ch: str) -> str:
+    """What a person reads of one character: "" for an invisible mark or an accent,
+    the compatibility form otherwise (fullwidth "Ａ" is "A", "é" is "e")."""
+    if is_ignorable(ch) or unicodedata.category(ch) in ("Cf", "Mn", "Me"):
+        return ""
+    return "".join(
+        c
+        for c in unicodedata.normalize("NFKD", ch)
+        if unicodedata.category(c) not in ("Cf", "Mn", "Me") and not is_ignorable(c)
+    )
+
+
+class _FoldTable(dict[int, str]):
+    """A ``str.translate`` table of :func:`_fold_char`, filled as characters are met."""
+
+    def __missing__(self, code: int) -> str:
+        folded = _fold_char(chr(code))
+        if len(self) < 1 << 16:  # bounded: a text of every code point cannot grow it forever
+            self[code] = folded
+        return folded
+
+
+_FOLD = _FoldTable()
+
+
+def fold(text: str) -> str:
+    """``text`` as a person reads it: invisible marks out, fullwidth and accented letters plain.
+
+    ASCII text is returned as it is (the fast and common case).
+    """
+    return text if text.isascii() else text.translate(_FOLD)
+
+
+def _folded_view(text: str) -> tuple[str, list[int]]:
+    """:func:`fold` of ``text`` and, for each character of it, its index in ``text``."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        for c in ch if ch.isascii() else _FOLD[ord(ch)]:
+            chars.append(c)
+            origin.append(i)
+    return "".join(chars), origin
+
+
+def _occurrences(needle: str, haystack: str) -> Iterable[int]:
+    start = haystack.find(needle)
+    while start >= 0:
+        yield start
+        start = haystack.find(needle, start + 1)
 
 
 def mask(value: str | None) -> str:
@@ -176,9 +237,24 @@ class Masker:
             (label, list(dict.fromkeys(w for f in _readable(value) for w in _windows(f))))
             for label, value, _forms in self.items
         ]
+        # The same, as a person reads them: matched against fold(text).
+        self._folded = [
+            (
+                mask(value),
+                [f for f in dict.fromkeys(fold(form) for form in forms) if f],
+                list(dict.fromkeys(p for f in _readable(value) for p in _windows(fold(f)))),
+            )
+            for (_label, value, forms) in self.items
+        ]
+        self.alphabet = frozenset("".join(f for _l, _v, forms in self.items for f in forms))
 
     def __bool__(self) -> bool:
         return bool(self.items)
+
+    def holds(self, ch: str) -> bool:
+        """Whether ``ch`` may be part of a secret as written or as read (an invisible
+        mark, a fullwidth letter): a stream holds such characters back."""
+        return ch in self.alphabet or all(c in self.alphabet for c in fold(ch))
 
     def __call__(self, text: str, *, binary: bool = False) -> str:
         """``text`` with every secret masked; ``binary`` (base64 data) skips the pieces."""
@@ -187,25 +263,67 @@ class Masker:
             for form in forms:
                 if form in text:
                     text = text.replace(form, masked)
-        if binary or len(text) < WINDOW:
+        if binary:
             return text
-        for _label, pieces in self.pieces:
-            for piece in pieces:
-                if piece in text:
-                    text = text.replace(piece, "…")
+        if len(text) >= WINDOW:
+            for _label, pieces in self.pieces:
+                for piece in pieces:
+                    if piece in text:
+                        text = text.replace(piece, "…")
+        # Folding may lengthen a text (a ligature "ﬃ" reads "ffi"): no length shortcut here.
+        if not text.isascii() and self._hidden(fold(text)):
+            text = self._mask_folded(text)
         return text
+
+    def _hidden(self, folded: str) -> bool:
+        """Whether a secret or a piece shows in the folded text (it hid behind marks)."""
+        return any(
+            any(f in folded for f in forms) or any(p in folded for p in pieces)
+            for _masked, forms, pieces in self._folded
+        )
+
+    def _mask_folded(self, text: str) -> str:
+        """Mask what only the folded text shows: each match covers the original
+        characters it was read from, invisible marks between them included."""
+        view, origin = _folded_view(text)
+        spans: list[tuple[int, int, str]] = []
+        for masked, forms, pieces in self._folded:
+            for needle, shown in [(f, masked) for f in forms] + [(p, "…") for p in pieces]:
+                for at in _occurrences(needle, view):
+                    spans.append((origin[at], origin[at + len(needle) - 1] + 1, shown))
+        merged: list[tuple[int, int, str]] = []
+        for start, end, shown in sorted(spans, key=lambda s: (s[0], -s[1])):
+            if merged and start < merged[-1][1]:
+                if end > merged[-1][1]:  # overlaps the one before: one piece-mark for both
+                    merged[-1] = (merged[-1][0], end, "…")
+                continue  # inside the one before (a piece of a whole form)
+            merged.append((start, end, shown))
+        out: list[str] = []
+        last = 0
+        for start, end, shown in merged:
+            out += [text[last:start], shown]
+            last = end
+        return "".join([*out, text[last:]])
 
     def leaks(self, text: str) -> list[str]:
         """The labels of the secrets (or pieces of them) still present in ``text``."""
         found = []
-        for (label, _value, forms), (_l, pieces) in zip(self.items, self.pieces, strict=True):
-            if any(form in text for form in forms) or any(p in text for p in pieces):
+        folded = fold(text)
+        for (label, _value, forms), (_l, pieces), (_m, folded_forms, folded_pieces) in zip(
+            self.items, self.pieces, self._folded, strict=True
+        ):
+            seen = any(form in text for form in forms) or any(p in text for p in pieces)
+            if not seen and folded is not text:  # behind invisible marks, or fullwidth
+                seen = any(f in folded for f in folded_forms) or any(
+                    p in folded for p in folded_pieces
+                )
+            if seen:
                 found.append(label)
         return found
 
 
 def mask_text(text: str, secrets: Secrets) -> str:
-    """``text`` with every secret (in any encoding, and every 8-character piece) masked."""
+    """``text`` with every secret (in any encoding, and every 7-character piece) masked."""
     return Masker(secrets)(text)
 
 

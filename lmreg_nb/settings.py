@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from .errors import ConfigurationError
 from .i18n import _, normalize_language
 from .secret import Secret
+from .validate import looks_numeric, numeric_host_reason
 
 log = logging.getLogger("lmreg_nb")
 
@@ -327,4 +328,9 @@ def _check_base_url(url: str) -> None:
                 "e.g. https://ai.school.example"
             ),
             variable="LMREG_BASE_URL",
+        )
+    if looks_numeric(parts.hostname):
+        # httpx refuses 0177.0.0.1 with a traceback; resolvers read 127.1 as loopback.
+        raise ConfigurationError(
+            "LMREG_BASE_URL: " + numeric_host_reason(parts.hostname), variable="LMREG_BASE_URL"
         )

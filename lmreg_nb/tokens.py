@@ -5,6 +5,8 @@ is created 0600 inside a 0700 folder and holds, per (base_url, appId, env), the
 token, its env and its expiry: never the appSecret. Writes are atomic (a temp
 file created 0600, then ``os.replace``) under a ``filelock`` lock (fcntl on
 POSIX, msvcrt on Windows), so two processes never corrupt it and exchange once.
+Nobody waits for that lock longer than LMREG_TIMEOUT: past it (a platform that
+hangs during the holder's exchange) a caller exchanges on its own.
 No HTTP here: :class:`TokenProvider` is handed the function that performs an
 exchange.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+from filelock import Timeout as FileLockTimeout
 
 from .errors import ConfigurationError, MalformedResponseError
 from .i18n import _
@@ -267,13 +270,16 @@ class TokenCache:
             raise
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """An exclusive lock shared by every thread and process using this cache file."""
+    def locked(self, timeout: float = -1) -> Iterator[None]:
+        """An exclusive lock shared by every thread and process using this cache file.
+
+        ``timeout`` seconds at most (negative: no limit), then ``filelock.Timeout``.
+        """
         self._ensure_folder()
         # A new FileLock each time: each holds its own open file, so threads of one
         # process exclude each other as processes do (a shared instance is reentrant).
         lock = FileLock(self.path.with_name(self.path.name + ".lock"), mode=0o600)
-        with lock:
+        with lock.acquire(timeout=timeout):
             yield
 
 
@@ -315,8 +321,9 @@ class TokenProvider:
     """Hands out a valid token: LMREG_TOKEN, the memory, the cache file or an exchange.
 
     Thread-safe: threads that need a new token at once cause one exchange (a lock
-    and a re-check); processes share the cache file under its lock, so they too
-    exchange once.
+    and a re-check), and when it fails every thread that waited gets its error
+    (not an exchange of its own, one after another); processes share the cache
+    file under its lock, so they too exchange once.
     """
 
     def __init__(
@@ -333,6 +340,10 @@ class TokenProvider:
         self._lock = threading.Lock()
         self._current: Token | None = None
         self.exchanges = 0  # how many exchanges this provider made (tests, diagnostics)
+        # Threads that waited while an attempt failed get its error, not an attempt of
+        # their own: N callers wait for one exchange, not for N in a row.
+        self._attempts = 0
+        self._failure: Exception | None = None
 
     @property
     def fixed(self) -> bool:
@@ -350,16 +361,17 @@ class TokenProvider:
         current = self._current
         if current is not None and not needs_refresh(current):
             return current
+        seen = self._attempts
         with self._lock:
             # Re-check: another thread may have refreshed while this one waited.
             current = self._current
             if current is not None and not needs_refresh(current):
                 return current
-            self._current = self._obtain(refused=None)
-            return self._current
+            return self._attempt(seen, refused=None)
 
     def refresh(self, refused: Token) -> Token:
         """A new token after the server refused ``refused`` (40100/40101)."""
+        seen = self._attempts
         with self._lock:
             current = self._current
             if (
@@ -368,8 +380,23 @@ class TokenProvider:
                 and not needs_refresh(current)
             ):
                 return current  # another thread already replaced it
+            return self._attempt(seen, refused=refused)
+
+    def _attempt(self, seen: int, *, refused: Token | None) -> Token:
+        """Obtain a token (under ``self._lock``), or re-raise the failure of an attempt
+        that ended while this caller waited (``seen``: the attempt count it saw)."""
+        if self._attempts != seen and self._failure is not None:
+            raise self._failure
+        try:
             self._current = self._obtain(refused=refused)
+        except Exception as exc:
+            self._failure = exc
+            raise
+        else:
+            self._failure = None
             return self._current
+        finally:
+            self._attempts += 1
 
     def _obtain(self, refused: Token | None) -> Token:
         settings = self.settings
@@ -405,22 +432,45 @@ class TokenProvider:
         self, base_url: str, app_id: str, refused: Token | None, cache: TokenCache
     ) -> Token:
         settings = self.settings
-        with cache.locked():
-            # Another process may have exchanged while this one waited for the lock.
-            credential = credential_id(base_url, app_id, settings.require("app_secret"))
-            cached = cache.load(base_url, app_id, settings.env, credential=credential)
-            if refused is not None and cached is not None and cached.token == refused.token:
-                cached = None
-            if cached is not None and not needs_refresh(cached):
-                log.debug("token from cache %s (env %s)", cache.path, cached.env)
-                return cached
-            token = self._do_exchange()
-            try:
-                cache._store_unlocked(base_url, app_id, token, credential=credential)
-            except OSError as exc:
-                # A full disk must not stop the work: the token is still good.
-                log.warning("could not write token cache %s: %s", cache.path, exc.strerror)
-            return token
+        credential = credential_id(base_url, app_id, settings.require("app_secret"))
+        # The lock is held through the exchange, so processes sharing the cache exchange
+        # once; but nobody waits for it longer than one request may take (a platform
+        # that hangs, a holder stopped with Ctrl-Z): then this caller exchanges itself.
+        wait = settings.timeout
+        try:
+            with cache.locked(timeout=wait):
+                # Another process may have exchanged while this one waited for the lock.
+                cached = cache.load(base_url, app_id, settings.env, credential=credential)
+                if refused is not None and cached is not None and cached.token == refused.token:
+                    cached = None
+                if cached is not None and not needs_refresh(cached):
+                    log.debug("token from cache %s (env %s)", cache.path, cached.env)
+                    return cached
+                token = self._do_exchange()
+                self._store(cache, base_url, app_id, token, credential)
+                return token
+        except FileLockTimeout:
+            log.warning(
+                "token cache %s stayed locked by another call for %s s; exchanging without it",
+                cache.path,
+                f"{wait:g}",
+            )
+        token = self._do_exchange()
+        # Still locked, or unusable: the token is good all the same (OSError covers both).
+        with contextlib.suppress(OSError), cache.locked(timeout=wait):
+            self._store(cache, base_url, app_id, token, credential)
+        return token
+
+    @staticmethod
+    def _store(
+        cache: TokenCache, base_url: str, app_id: str, token: Token, credential: str
+    ) -> None:
+        """Write the token into the cache (its lock held); a write error is only logged."""
+        try:
+            cache._store_unlocked(base_url, app_id, token, credential=credential)
+        except OSError as exc:
+            # A full disk must not stop the work: the token is still good.
+            log.warning("could not write token cache %s: %s", cache.path, exc.strerror)
 
     def _do_exchange(self) -> Token:
         token = self._exchange()

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from failing_endpoint import answering_500
-from lmreg_nb.runner.shipped import NOTEBOOKS
 
 from lmreg_nb.cli import main
+from lmreg_nb.runner.shipped import NOTEBOOKS
 
 pytestmark = pytest.mark.timeout(120)
 

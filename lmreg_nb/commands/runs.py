@@ -200,12 +200,20 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
 def demo(out: Path, timeout: float, class_size: int) -> None:
     """Run the whole onboarding headless against a sandbox started for it."""
     from ..i18n import _
+    from ..runner.runs import note_child, run_folder
     from ..sandbox.process import running_sandbox
     from ._paths import output_folder
 
     output_folder(out)  # before a sandbox starts
     click.echo(_("starting a sandbox platform on loopback…"))
-    with running_sandbox(args=DEMO_SANDBOX_ARGS) as sandbox:
+    # The sandbox's database and pid live in a private run folder: if this process is
+    # SIGKILLed, the next start of any command stops the sandbox and removes both.
+    with (
+        run_folder() as state,
+        running_sandbox(args=DEMO_SANDBOX_ARGS, db=state / "sandbox.sqlite3") as sandbox,
+    ):
+        if sandbox.pid is not None:
+            note_child(state, sandbox.pid)
         click.echo(_("sandbox at {url}; running onboarding.ipynb…").format(url=sandbox.base_url))
         parameters = {**DEMO_PARAMETERS, "class_size": class_size}
         _run(out, parameters, sandbox.env(), timeout)

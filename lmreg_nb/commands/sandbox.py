@@ -141,6 +141,7 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     is_flag=True,
     help="Allow a non-loopback --host (the sandbox has demo credentials and no TLS).",
 )
+@click.option("--parent-pid", type=int, default=None, hidden=True)  # stop when it dies
 @click.pass_context
 def sandbox(
     ctx: click.Context,
@@ -161,6 +162,7 @@ def sandbox(
     quirks: tuple[str, ...],
     served: tuple[str, ...],
     allow_remote: bool,
+    parent_pid: int | None,
 ) -> None:
     """Run the platform and a mock school model on loopback until Ctrl-C.
 
@@ -186,6 +188,7 @@ def sandbox(
         slots=slots,
         slowdown=slowdown,
         served=tuple(name.strip() for name in served if name.strip()),
+        parent_pid=parent_pid,
     )
     _serve(options)
 

@@ -60,14 +60,14 @@ class StreamMasker:
     """Masks secrets in text that arrives in pieces, holding back what might be one.
 
     A secret in any of its forms is made only of the characters of those forms
-    (no whitespace, no CJK text unless the key has it), so text is released up
-    to the last character that cannot be part of a form: an echoed key split
-    over two pieces is still masked whole.
+    (no whitespace, no CJK text unless the key has it), or of characters read as
+    them (invisible marks, fullwidth letters: :meth:`Masker.holds`), so text is
+    released up to the last character that cannot be part of a form: an echoed
+    key split over two pieces is still masked whole.
     """
 
     def __init__(self, secrets: Iterable[str | Secret]) -> None:
         self._mask = Masker(list(secrets))
-        self._chars = frozenset("".join(f for _l, _v, forms in self._mask.items for f in forms))
         self._pending = ""
 
     def push(self, text: str) -> str:
@@ -76,7 +76,7 @@ class StreamMasker:
             return text
         self._pending += text
         cut = len(self._pending)
-        while cut > 0 and self._pending[cut - 1] in self._chars:
+        while cut > 0 and self._mask.holds(self._pending[cut - 1]):
             cut -= 1
         ready, self._pending = self._pending[:cut], self._pending[cut:]
         return self._mask(ready) if ready else ""

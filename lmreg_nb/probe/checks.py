@@ -55,6 +55,7 @@ from typing import Any
 from ..i18n import _
 from ..validate import url_warnings
 from .exchange import Exchange, snippet
+from .reasons import LOCAL_LIMIT
 from .shapes import completion_tokens, reply_shape, reply_text
 
 __all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "row", "url_checks"]
@@ -195,7 +196,7 @@ def status_advice(ex: Exchange) -> str:
 
 def transport_row(ex: Exchange, url: str) -> CheckResult:
     """``reachable`` failed: the plain reason of :mod:`.reasons` (DNS, refused, TLS...)."""
-    if ex.failure == "connect":
+    if ex.failure in ("connect", LOCAL_LIMIT):
         advice = ex.failure_detail or _("could not connect to {url}").format(url=url)
     elif ex.failure == "timeout":
         advice = _(
@@ -257,7 +258,7 @@ def chat_rows(ex: Exchange) -> list[CheckResult]:
 
 
 def wrong_key_row(ex: Exchange) -> CheckResult:
-    if ex.failure in ("connect", "timeout", "transport"):
+    if ex.failure in ("connect", "timeout", "transport", LOCAL_LIMIT):
         return _row(
             "wrong-key-rejected",
             False,
@@ -314,7 +315,7 @@ def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
                 url=url, n=len(text)
             ),
         )
-    if ex.failure in ("connect", "timeout", "transport"):
+    if ex.failure in ("connect", "timeout", "transport", LOCAL_LIMIT):
         seen = ex.failure_detail
     elif (ex.status or 0) // 100 == 2:
         seen = _("HTTP {status} without choices[0].text").format(status=ex.status)

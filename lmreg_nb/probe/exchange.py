@@ -23,11 +23,12 @@ from typing import Any
 
 import httpx
 
+from ..envelope import out_of_files
 from ..errors import ValidationError
 from ..i18n import _, ngettext
 from ..secret import Secret
 from ..validate import check_registry_url
-from .reasons import snippet, transport_reason
+from .reasons import LOCAL_LIMIT, snippet, transport_reason
 from .shapes import (
     chunk_delta,
     chunk_text,
@@ -259,7 +260,7 @@ async def send(
         ex.failure_detail = _(
             "the reply did not finish within {seconds} s (stopped after {n} bytes)"
         ).format(seconds=f"{total:g}", n=ex.size)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL is no HTTPError
         ex.failure, ex.failure_detail = _failure(exc, ex, url or target.url, target.timeout)
     ex.t_end = time.perf_counter()
     if ex.failure is None:
@@ -267,8 +268,12 @@ async def send(
     return ex
 
 
-def _failure(exc: httpx.HTTPError, ex: Exchange, url: str, timeout: float) -> tuple[str, str]:
+def _failure(
+    exc: httpx.HTTPError | httpx.InvalidURL, ex: Exchange, url: str, timeout: float
+) -> tuple[str, str]:
     """The failure kind and its plain reason for a transport error."""
+    if out_of_files(exc):
+        return LOCAL_LIMIT, transport_reason(exc, url)
     if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
         return "connect", transport_reason(exc, url)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):

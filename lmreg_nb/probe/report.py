@@ -26,7 +26,7 @@ from .checks import SEVERITIES, CheckResult, Conformance
 from .exchange import Exchange, Target, make_target
 from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
 from .metrics import request_metrics
-from .reasons import kinds_text
+from .reasons import LOCAL_LIMIT, kinds_text
 from .suite import CHECK_CONNECTIONS, ChatOutcome, run_checks
 
 if TYPE_CHECKING:
@@ -137,6 +137,14 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
     if not errors:
         return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
     severity = "error" if errors == done else "warning"
+    if LOCAL_LIMIT in load.errors_by_kind:
+        # Requests this computer could not even send say nothing about the server.
+        detail = _(
+            "{head}: {errors} failed ({kinds}). This computer ran out of open files "
+            "(ulimit -n), so some requests were never sent: raise the limit or lower the "
+            "concurrency, then run the load test again"
+        ).format(head=head, errors=errors, kinds=kinds)
+        return CheckResult("load-test", False, severity, detail)
     detail = _(
         "{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
         "check the server's capacity, rate limits and timeouts"

@@ -27,8 +27,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._tls import tls_context
+from ..envelope import out_of_files
 from ..i18n import _, ngettext
 from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, Target, snippet
+from .reasons import LOCAL_LIMIT, transport_reason
 from .shapes import chunk_text, finish_reason, first_choice, is_error_object, usage_of
 
 __all__ = ["ChatConnection"]
@@ -144,6 +146,9 @@ class ChatConnection:
         except OSError as exc:
             ex.failure = "connect" if not ex.status else "transport"
             ex.failure_detail = snippet(str(exc) or type(exc).__name__, 200)
+            if out_of_files(exc):  # out of file descriptors here: not the server's fault
+                ex.failure = LOCAL_LIMIT
+                ex.failure_detail = transport_reason(exc, self.target.url)
             self.close()
         except _Broken as exc:
             ex.failure, ex.failure_detail = exc.kind, str(exc)

@@ -9,8 +9,9 @@ What plain ``python -m papermill`` lacks for runs side by side:
   (``TMPDIR``, set by the runner);
 - a kernel that fails to start ends the child with :data:`KERNEL_START_EXIT`,
   so the runner can tell it from a failing cell and retry the run once;
-- when the runner dies (even by SIGKILL) the child stops its kernel and exits,
-  so no papermill or kernel outlives the run.
+- when the runner dies (even by SIGKILL) the child stops its kernel, removes the
+  run's private folder (token cache, unscrubbed notebook) and exits, so no
+  papermill, kernel or secret outlives the run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import functools
 import inspect
 import os
+import shutil
 import sys
 import threading
 import time
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import _
+from .runs import RUN_PREFIX
 
 __all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main"]
 
@@ -90,17 +93,31 @@ def _guard_kernel_start() -> None:
         setattr(NotebookClient, name, guarded(getattr(NotebookClient, name)))
 
 
-def _stop_when_orphaned(parent: int) -> None:
-    """If the runner dies, stop this child's kernel and exit (no orphan keeps running)."""
+def _stop_when_orphaned(parent: int, run_folder: Path | None) -> None:
+    """If the runner dies, stop this child's kernel, remove the run's private folder
+    (its token cache and the unscrubbed notebook) and exit: a SIGKILLed run leaves
+    neither a process nor a secret behind for longer than a second or so."""
     import psutil
 
     while os.getppid() == parent:
         time.sleep(_WATCH_INTERVAL_S)
+    kernels: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
-        for child in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                child.kill()
+        kernels = psutil.Process().children(recursive=True)
+    for child in kernels:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(kernels, timeout=3)  # dead before their folder goes
+    if run_folder is not None:
+        shutil.rmtree(run_folder, ignore_errors=True)
     os._exit(1)
+
+
+def _run_folder(output: str) -> Path | None:
+    """The runner's private folder holding ``output``, or None when it is not one (the
+    child removes it when orphaned; nothing else is ever removed)."""
+    folder = Path(output).resolve().parent
+    return folder if folder.name.startswith(RUN_PREFIX) else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ipc", default=None, help="socket prefix for the ipc transport")
     args = parser.parse_args(argv)
     threading.Thread(
-        target=_stop_when_orphaned, args=(os.getppid(),), name="lmreg-orphan", daemon=True
+        target=_stop_when_orphaned,
+        args=(os.getppid(), _run_folder(args.output)),
+        name="lmreg-orphan",
+        daemon=True,
     ).start()
 
     import papermill

@@ -9,8 +9,11 @@ processes stop:
 - SIGTERM or SIGINT to the CLI: :func:`interruptible` turns the signal into
   :class:`Interrupted`, so the same cleanup runs, and the record names the signal;
 - SIGKILL (no cleanup can run): the papermill child notices its parent is gone
-  and stops its kernel (:mod:`lmreg_nb.runner.kernels`); the next run of any lmreg-nb
-  command removes the dead run's folder (:func:`remove_stale_runs`).
+  within a second, stops its kernel and removes the run's folder, token cache and
+  unscrubbed notebook included (:mod:`lmreg_nb.runner.kernels`); should the child die too,
+  the next start of any lmreg-nb command removes the dead run's folder and stops
+  the child it names (:func:`remove_stale_runs`, called by the CLI). `lmreg-nb demo`
+  names its sandbox in such a folder the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "Interrupted",
     "interruptible",
     "kill_tree",
+    "note_child",
     "remove_stale_runs",
     "resume_runs",
     "run_folder",
@@ -133,12 +137,14 @@ def run_folder() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def note_child(folder: Path, proc: subprocess.Popen[bytes]) -> None:
-    """Write the papermill child's pid into the run's folder (for stale-run cleanup)."""
+def note_child(folder: Path, proc: subprocess.Popen[Any] | int) -> None:
+    """Write a child's pid (papermill's, a demo's sandbox's) into the run's folder, so the
+    next start of any command stops it if this process dies without cleaning up."""
+    pid = proc if isinstance(proc, int) else proc.pid
     path = folder / _OWNER
     with contextlib.suppress(OSError, ValueError):
         data = json.loads(path.read_text(encoding="utf-8"))
-        data["child"] = {"pid": proc.pid, "started": _start_time(proc.pid)}
+        data["child"] = {"pid": pid, "started": _start_time(pid)}
         path.write_text(json.dumps(data), encoding="utf-8")
 
 
