@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Token": "models",
     "ValidationError": "errors",
     "Summary": "summary",
+    "Target": "probe",
     "build_summary": "summary",
     "check_contact": "contact",
     "check_endpoint": "probe",
@@ -49,6 +50,7 @@ __all__ = [
     "Secret",
     "Settings",
     "Summary",
+    "Target",
     "Token",
     "ValidationError",
     "__version__",
@@ -86,7 +88,7 @@ if TYPE_CHECKING:
     from .models import ModelDraft, RegisteredModel, Token
     from .notebook import notebook_setup
     from .onboarding import Onboarding
-    from .probe import check_endpoint, stream_chat
+    from .probe import Target, check_endpoint, stream_chat
     from .records import read_records, record
     from .secret import Secret
     from .settings import Settings

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from .errors import ConfigurationError
 from .i18n import _, normalize_language
 from .secret import Secret
+from .validate import is_header_value
 
 __all__ = ["DEFAULT_TOKEN_PATH", "SECRET_VARIABLES", "VARIABLES", "Settings", "find_env_file"]
 
@@ -232,7 +233,7 @@ def _coerce(name: str, raw: Any) -> Any:
 def _check_header_value(variable: str, value: str) -> None:
     # Sent as "Authorization: Bearer <value>": anything but visible ASCII cannot be
     # sent at all (before: a UnicodeEncodeError traceback in the middle of a check).
-    if not all("!" <= ch <= "~" for ch in value):
+    if not is_header_value(value):
         raise ConfigurationError(
             _(
                 "{variable} must be visible ASCII characters only (letters, digits, "

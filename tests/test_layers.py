@@ -31,6 +31,7 @@ LAYER_OF: dict[str, str] = {
     "fonts": "core",
     "frames": "core",
     "_tls": "core",
+    "_decode": "core",
     # the school's chat endpoint
     "probe": "probe",
     # the notebook layer: facade, display objects, records
