@@ -142,8 +142,10 @@ class Target:
         if client is None:
             from ..client import RegistryClient
 
-            client = RegistryClient(settings)
-        found = _find(client, name.strip())
+            with RegistryClient(settings) as own:
+                found = _find(own, name.strip())
+        else:
+            found = _find(client, name.strip())
         return cls.from_model(found, model=settings.model_name or "", timeout=settings.timeout)
 
     @classmethod

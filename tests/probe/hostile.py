@@ -9,6 +9,7 @@
 ``/echo/...``     a reply (stream or not) that echoes the Authorization header, split
 ``/e500/...``     HTTP 500 with the Authorization header in a JSON error body
 ``/vllm-err/...`` HTTP 200 stream with vLLM's ``{"object": "error"}`` midway
+``/reasoning/...`` a reasoning model's stream: reasoning_content deltas, then content
 ``/gzipbomb/...``  every answer (stream, JSON, GET) gzip-encoded: 1 KiB on the wire is 1 MiB
 
 Every loop is bounded (a cap on bytes and on time), and a server stops with
@@ -155,6 +156,20 @@ class _Handler(socketserver.BaseRequestHandler):
         err = {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError",
                "param": None, "code": 500}  # fmt: skip
         sock.sendall(_head() + _chunk("par") + f"data: {json.dumps(err)}\n\n".encode())
+
+    def do_reasoning(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        def delta(**fields: str) -> bytes:
+            chunk = {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 4}}  # fmt: skip
+        sock.sendall(_head() + delta(role="assistant", content=""))
+        for piece in (delta(reasoning_content="Let me "), delta(reasoning_content="think."),
+                      delta(content="Hello"), delta(content=" there")):  # fmt: skip
+            time.sleep(0.02)  # each piece in its own read, at its own time
+            sock.sendall(piece)
+        sock.sendall(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
 
     def do_gzipbomb(self, sock: socket.socket, headers: dict, body: dict) -> None:
         ctype = "text/event-stream" if body.get("stream") else "application/json"
