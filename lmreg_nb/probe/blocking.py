@@ -43,7 +43,7 @@ def blocking(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         return run_blocking(fn(*args, **kwargs))
 
-    return run
+    return _named(run)
 
 
 class Interrupt:
@@ -101,4 +101,11 @@ def interruptible(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
                 interrupt.fire()
                 return future.result()
 
-    return run
+    return _named(run)
+
+
+def _named(twin: Callable[P, R]) -> Callable[P, R]:
+    """``check_endpoint`` for the twin of ``check_endpoint_async`` (wraps copied the name)."""
+    for attr in ("__name__", "__qualname__"):
+        setattr(twin, attr, getattr(twin, attr).removesuffix("_async"))
+    return twin
