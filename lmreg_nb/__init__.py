@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "ServerError": "errors",
     "Settings": "settings",
     "Summary": "summary",
+    "Target": "probe",
     "Token": "models",
     "TokenExpiredError": "errors",
     "TransportError": "errors",
@@ -83,6 +84,7 @@ __all__ = [
     "ServerError",
     "Settings",
     "Summary",
+    "Target",
     "Token",
     "TokenExpiredError",
     "TransportError",
@@ -143,7 +145,7 @@ if TYPE_CHECKING:
     from .onboarding import Onboarding
     from .onboarding.contact import Contact, check_contact
     from .onboarding.notebook import notebook_setup
-    from .probe import ChatEndpointError, check_endpoint, stream_chat
+    from .probe import ChatEndpointError, Target, check_endpoint, stream_chat
     from .records import read_records, record
     from .sandbox.process import SandboxError
     from .secret import Secret

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ._decode import IDENTITY, DecodingError, inflated
 from .errors import (
     ConfigurationError,
     ConnectError,
@@ -174,7 +175,11 @@ def _read(
     with _Watchdog(ends) as watchdog:
         try:
             with http.stream(
-                "POST", path, json=body, headers=headers, extensions={"trace": watchdog.trace}
+                "POST",
+                path,
+                json=body,
+                headers={**headers, **IDENTITY},
+                extensions={"trace": watchdog.trace},
             ) as response:
                 content = _body(response, ends, deadline_s, limit)
         except httpx.TransportError as exc:
@@ -197,14 +202,18 @@ def _body(response: httpx.Response, ends: float, deadline_s: float, limit: int) 
         raise AnswerTooLarge(limit)
     chunks: list[bytes] = []
     size = 0
-    # iter_bytes decodes gzip/deflate: the cap counts what would sit in memory.
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise AnswerTooLarge(limit)
-        chunks.append(chunk)
-        if time.monotonic() > ends:
-            raise DeadlineExceeded(deadline_s, size)
+    try:
+        # Inflated with a bound: httpx's iter_bytes inflates a whole network read
+        # (64 KiB of a gzip bomb is 64 MiB) before the cap could count it.
+        for chunk in inflated(response, limit):
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(limit)
+            chunks.append(chunk)
+            if time.monotonic() > ends:
+                raise DeadlineExceeded(deadline_s, size)
+    except DecodingError as exc:  # as httpx said it before
+        raise httpx.DecodingError(str(exc), request=response.request) from exc
     if time.monotonic() > ends:
         raise DeadlineExceeded(deadline_s, size)
     return b"".join(chunks)

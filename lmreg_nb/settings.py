@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from .errors import ConfigurationError
 from .i18n import _, normalize_language
 from .secret import Secret
-from .validate import looks_numeric, numeric_host_reason
+from .validate import is_header_value, looks_numeric, numeric_host_reason
 
 log = logging.getLogger("lmreg_nb")
 
@@ -308,7 +308,7 @@ def _coerce(name: str, raw: Any) -> Any:
 def _check_header_value(variable: str, value: str) -> None:
     # Sent as "Authorization: Bearer <value>": anything but visible ASCII cannot be
     # sent at all (before: a UnicodeEncodeError traceback in the middle of a check).
-    if not all("!" <= ch <= "~" for ch in value):
+    if not is_header_value(value):
         raise ConfigurationError(
             _(
                 "{variable} must be visible ASCII characters only (letters, digits, "

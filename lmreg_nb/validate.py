@@ -31,6 +31,7 @@ __all__ = [
     "check_model_name",
     "check_registry_url",
     "check_reserved",
+    "is_header_value",
     "is_ignorable",
     "is_visible",
     "looks_numeric",
@@ -104,6 +105,15 @@ def is_visible(ch: str) -> bool:
     if ch in _BLANK_GLYPHS or ch.isspace():
         return False
     return unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zs", "Mn", "Me")
+
+
+def is_header_value(text: str) -> bool:
+    """Whether ``text`` can be sent as ``Authorization: Bearer <text>``: visible ASCII only.
+
+    RFC 6750's b64token: no space, no control character (a CR LF would end the
+    header and start another), no other script (not encodable at all).
+    """
+    return bool(text) and all("!" <= ch <= "~" for ch in text)
 
 
 def check_model_name(value: object) -> str:
@@ -268,9 +278,8 @@ def check_api_key(value: object) -> str:
         raise ValidationError(
             "apiKey", _("is {n} characters; use at most {max}").format(n=len(text), max=MAX_API_KEY)
         )
-    if not all("!" <= ch <= "~" for ch in text):
-        # The platform sends it as "Authorization: Bearer <apiKey>": a header carries
-        # visible ASCII only (RFC 6750 b64token), no spaces, no other script.
+    if not is_header_value(text):
+        # The platform sends it as "Authorization: Bearer <apiKey>".
         raise ValidationError(
             "apiKey",
             _("must be visible ASCII characters only (letters, digits, punctuation), no spaces"),

@@ -437,6 +437,7 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
 ) -> None:
     import lmreg_nb.probe
     import lmreg_nb.probe.capacity
+    from lmreg_nb.probe import Target
 
     called: list[tuple[str, str]] = []
 
@@ -448,16 +449,16 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
         def figure(self) -> None:
             return None
 
-    def fake_check(url: str, key: object, model: str, **kw: object) -> _Report:
-        called.append((url, model))
+    def fake_check(target: Target, **kw: object) -> _Report:
+        called.append((target.url, target.model))
         return _Report()
 
-    def fake_capacity(url: str, key: object, model: str, **kw: object) -> None:
-        called.append((url, model))
+    def fake_capacity(target: Target, **kw: object) -> None:
+        called.append((target.url, target.model))
         raise LmregError("stop here")
 
-    def fake_chat(url: str, key: object, model: str, prompt: str, **kw: object) -> list[str]:
-        called.append((url, model))
+    def fake_chat(target: Target, prompt: str) -> list[str]:
+        called.append((target.url, target.model))
         return ["hi"]
 
     monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", fake_check)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 import nbformat
 import pytest
 
-from lmreg_nb.probe import stream_chat
+from lmreg_nb.probe import Target, stream_chat
 from lmreg_nb.runner.scrub import scrub_notebook
 from lmreg_nb.secret import WINDOW, Masker, assert_clean, find_leaks, mask_text
 
@@ -183,7 +183,8 @@ def echo_server() -> Iterator[str]:
 def test_a_disguised_echo_is_not_readable_in_the_reply_or_the_record(
     echo_server: str, name: str
 ) -> None:
-    pieces = list(stream_chat(f"{echo_server}/{name}{CHAT}", KEY, "m", "hi", timeout=5))
+    target = Target(f"{echo_server}/{name}{CHAT}", KEY, "m", timeout=5)
+    pieces = list(stream_chat(target, "hi"))
     reply = "".join(pieces)
     assert reply.startswith("echo: ") and reply.endswith(" done")
     assert readable(reply) == [], reply

@@ -11,7 +11,7 @@ from ._types import FiniteRange
 if TYPE_CHECKING:
     from ..probe.capacity import CapacityResult
     from ..probe.levels import Level
-    from ..secret import Secret
+    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "capacity"]
 
@@ -98,15 +98,11 @@ def capacity(
     _check_need(need, max_concurrency)
     if not as_json:
         check_figure_path(figure_path)  # before the search, not minutes after it
-    url, key, model, timeout = _target(registered)
     result = find_capacity(
-        url,
-        key,
-        model,
+        _target(registered),
         slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, max_error_rate=max_error_rate),
         max_concurrency=max_concurrency,
         need=need,
-        timeout=timeout,
         on_level=None if as_json else _echo_level,
         plan=LevelPlan(min_seconds=level_seconds, max_seconds=max(15.0, 5 * level_seconds)),
     )
@@ -162,22 +158,15 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
         click.echo(_("figure: {path}").format(path=figure_path))
 
 
-def _target(registered: str | None) -> tuple[str, Secret | str, str, float]:
-    """URL, key, body model and timeout: from the settings, or from the registration."""
+def _target(registered: str | None) -> Target:
+    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
+    from ..probe.target import Target
     from ..settings import Settings
 
     settings = Settings.load()
     if registered is not None:
-        from ..probe.registered import registered_target
-
-        target = registered_target(settings, registered)
-        return target.url, target.api_key, target.model, settings.timeout
-    return (
-        settings.require("model_url"),
-        settings.require("model_api_key"),
-        settings.require("model_name"),
-        settings.timeout,
-    )
+        return Target.from_registered(settings, registered)
+    return Target.from_settings(settings)
 
 
 COMMANDS: list[click.Command] = [capacity]

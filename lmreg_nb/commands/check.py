@@ -10,8 +10,7 @@ from ._types import FiniteRange
 
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
-    from ..secret import Secret
-    from ..settings import Settings
+    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "check"]
 
@@ -76,23 +75,16 @@ def check(
 
     from ..i18n import _
     from ..probe import check_endpoint
-    from ..settings import Settings
     from ._paths import check_figure_path
 
     if not as_json:
         check_figure_path(figure_path)  # before any request, not after the load test
-    settings = Settings.load()
-    url, key, model, also_name = _endpoint(settings, registered)
     report = check_endpoint(
-        url,
-        key,
-        model,
+        _target(registered),
         requests=requests,
         concurrency=concurrency,
-        timeout=settings.timeout,
         progress=not as_json and sys.stderr.isatty(),
         max_duration=max_duration,
-        also_name=also_name,
     )
     _show(report, as_json, figure_path)
     if not report.ok:
@@ -103,20 +95,16 @@ def check(
         sys.exit(1)
 
 
-def _endpoint(
-    settings: Settings, registered: str | None
-) -> tuple[str, Secret | str, str, str | None]:
-    """URL, key, body model and the registered name: from the settings, or the registration."""
-    if registered is not None:
-        from ..probe import registered_target
+def _target(registered: str | None) -> Target:
+    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
+    from ..probe import Target
+    from ..settings import Settings
 
-        target = registered_target(settings, registered)
-        return target.url, target.api_key, target.model, target.registered_name
+    settings = Settings.load()
+    if registered is not None:
+        return Target.from_registered(settings, registered)
     # Every missing variable in one message (Settings.require checks them together).
-    url = settings.require("model_url", "model_api_key", "model_name")
-    key = settings.require("model_api_key")
-    model = settings.require("model_name")
-    return url, key, model, None
+    return Target.from_settings(settings)
 
 
 def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:

@@ -2,13 +2,14 @@
 
 Once a model is registered, these call it the way the platform will: the
 registryUrl and apiKey registered under its modelName
-(:func:`lmreg_nb.probe.registered_target`), never LMREG_MODEL_URL behind the
+(:meth:`lmreg_nb.probe.Target.from_registered`), never LMREG_MODEL_URL behind the
 registration's back. Before that (notebook 05), a ``model_url`` given or the
 settings' endpoint.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +20,7 @@ from .display import FigureView, Outcome, Table
 from .step import StepsHost, step
 
 if TYPE_CHECKING:
-    from ..probe import ChatTarget, EndpointReport
-    from ..secret import Secret
+    from ..probe import EndpointReport, Target
 
 __all__ = ["EndpointSteps"]
 
@@ -38,7 +38,7 @@ class EndpointSteps(StepsHost):
         self.report: EndpointReport | None = None
         self.checks: list[Check] = []
         #: The registered model as the platform will call it (resolved on first use).
-        self.target: ChatTarget | None = None
+        self.target: Target | None = None
         self.chat_prompt: str | None = None
         self.chat_reply: str | None = None
         self.chat_error: str | None = None
@@ -48,39 +48,34 @@ class EndpointSteps(StepsHost):
         self.checked_endpoint: tuple[str, str] | None = None
 
     # -- the endpoint --------------------------------------------------------
-    def endpoint(self, model_url: str = "", model: str = "") -> tuple[str, Secret, str]:
-        """(url, apiKey, body model) to call: given, else the registered model's, else settings."""
+    def endpoint(self, model_url: str = "", model: str = "") -> Target:
+        """The endpoint to call: given, else the registered model's, else the settings'.
+
+        A given ``model_url`` that is the registered one keeps the registered
+        apiKey and name; another is called with LMREG_MODEL_API_KEY.
+        """
+        from ..probe import Target
+
         if not model_url.strip() and self.checked_endpoint is not None:
             model_url, model = self.checked_endpoint[0], model or self.checked_endpoint[1]
         registered = self._registered()
-        if model_url.strip():
-            same = registered is not None and registered.url == model_url.strip()
-            key = registered.api_key if same and registered else self._key()
-            return model_url.strip(), key, model.strip() or self._name(registered)
-        if registered is not None:
-            return registered.url, registered.api_key, model.strip() or registered.model
-        return self.settings.require("model_url"), self._key(), model.strip() or self._name(None)
+        url, model = model_url.strip(), model.strip()
+        if registered is not None and url in ("", registered.url):
+            return dataclasses.replace(registered, model=model) if model else registered
+        if url and registered is not None:
+            return Target.from_settings(self.settings, url=url, model=model or registered.model)
+        return Target.from_settings(self.settings, url=url, model=model)
 
-    def _registered(self) -> ChatTarget | None:
+    def _registered(self) -> Target | None:
         if self.model is None:
             return None
-        if self.target is None or self.target.registered_name != self.model.model_name:
-            from ..probe import registered_target
+        if self.target is None or self.target.registered_name != self.model.model_name.strip():
+            from ..probe import Target
 
-            self.target = registered_target(
+            self.target = Target.from_registered(
                 self.settings, self.model.model_name, client=self.client
             )
         return self.target
-
-    def _key(self) -> Secret:
-        key: Secret = self.settings.require("model_api_key")
-        return key
-
-    def _name(self, registered: ChatTarget | None) -> str:
-        if registered is not None:
-            return registered.model
-        name: str = self.settings.require("model_name")
-        return name
 
     # -- checks --------------------------------------------------------------
     @step("chat endpoint checks")
@@ -100,22 +95,17 @@ class EndpointSteps(StepsHost):
         """
         from ..probe import check_endpoint
 
-        url, key, name = self.endpoint(model_url, model)
+        target = self.endpoint(model_url, model)
         if model_url.strip():
-            self.checked_endpoint = (url, model.strip())
+            self.checked_endpoint = (target.url, model.strip())
         self.report = None
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         kwargs: dict[str, Any] = {"chat_prompt": self.chat_prompt} if self.chat_prompt else {}
-        target = self.target
-        if target is not None and target.url == url and target.registered_name != name:
-            kwargs["also_name"] = target.registered_name  # model-name-served tries both names
+        # A registered target's name is tried as `model` too (model-name-served).
         report = check_endpoint(
-            url,
-            key,
-            name,
+            target,
             requests=max(0, int(requests or 0)),
             concurrency=max(1, int(concurrency or 1)),
-            timeout=self.settings.timeout,
             **kwargs,
         )
         self.report = report
@@ -204,9 +194,8 @@ class EndpointSteps(StepsHost):
 
         if not prompt.strip():
             raise ValidationError("prompt", _("type a question for the model first"))
-        url, key, name = self.endpoint(model_url, model)
         pieces: list[str] = []
-        for piece in stream_chat(url, key, name, prompt, timeout=self.settings.timeout):
+        for piece in stream_chat(self.endpoint(model_url, model), prompt):
             pieces.append(piece)
             if on_piece is not None:
                 on_piece(piece)
@@ -233,15 +222,11 @@ class EndpointSteps(StepsHost):
         if size <= 0:
             return Outcome(_("capacity test skipped: class_size is 0"))
         self.class_size = size
-        url, key, name = self.endpoint(model_url, model)
         result = find_capacity(
-            url,
-            key,
-            name,
+            self.endpoint(model_url, model),
             slo=SLO(ttft_ms=float(slo_ttft_ms)),
             max_concurrency=min(_MAX_CONCURRENCY, max(2, size * _CAPACITY_HEADROOM)),
             need=size,
-            timeout=self.settings.timeout,
         )
         self.capacity_result, self._capacity_size = result, size
         sentence = result.verdict(size)

@@ -16,7 +16,7 @@ from .step import StepsHost, step
 
 if TYPE_CHECKING:
     from ..models import RegisteredModel
-    from ..probe import ChatTarget
+    from ..probe import Target
 
 __all__ = ["RegistrySteps", "secret_of"]
 
@@ -26,7 +26,7 @@ class RegistrySteps(StepsHost):
 
     models: list[RegisteredModel]
     changes: list[tuple[str, str, str]]
-    target: ChatTarget | None
+    target: Target | None
     checked_endpoint: tuple[str, str] | None
 
     @step("register")

@@ -1,7 +1,7 @@
 """How many students can chat at once: the largest concurrency served within an SLO.
 
 ```python
-result = find_capacity(url, api_key, model, slo=SLO(ttft_ms=2000), need=40)
+result = find_capacity(Target.from_settings(settings), slo=SLO(ttft_ms=2000), need=40)
 result.capacity.concurrency; result.verdict(class_size=40); result.figure()
 ```
 
@@ -19,8 +19,6 @@ while latency kept rising), ``"max-concurrency"``, or ``"time"`` /
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import itertools
 import json
 import threading
@@ -31,10 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..secret import Secret, mask_text
-from .exchange import DEFAULT_PROMPT, Target, chat_body, make_target
+from ..secret import mask_text
+from .blocking import current_interrupt, interruptible
+from .exchange import DEFAULT_PROMPT, chat_body
 from .levels import SLO, Level, LevelPlan, run_level
 from .stream_client import ChatConnection
+from .target import Target
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -207,9 +207,7 @@ def saturation_point(levels: list[Level]) -> int | None:
     return None
 
 
-def _check(
-    slo: SLO, max_concurrency: int, need: int | None, timeout: float, budget_s: float
-) -> None:
+def _check(slo: SLO, max_concurrency: int, need: int | None, budget_s: float) -> None:
     if not 0 < slo.ttft_ms <= 600_000:
         raise ValidationError("slo.ttft_ms", _("must be between 0 and 600000 ms"))
     if slo.itl_ms is not None and not 0 < slo.itl_ms <= 60_000:
@@ -225,8 +223,6 @@ def _check(
                 n=max_concurrency
             ),
         )
-    if not 0 < timeout <= 600:
-        raise ValidationError("timeout", _("must be between 0 and 600 seconds"))
     if budget_s <= 0:
         raise ValidationError("budget_s", _("must be a positive number of seconds"))
 
@@ -237,21 +233,14 @@ class _Search:
     def __init__(self, result: CapacityResult, on_level: Callable[[Level], None] | None) -> None:
         self.result = result
         self.on_level = on_level
-        self.task: asyncio.Task[Any] | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.interrupted = threading.Event()
+        # Ctrl-C of the blocking find_capacity (see .blocking); set from another thread.
+        self.interrupt = current_interrupt()
+        self.interrupted = self.interrupt.fired if self.interrupt else threading.Event()
 
     def add(self, level: Level) -> None:
         self.result.levels.append(level)
         if self.on_level is not None:
             self.on_level(level)
-
-    def interrupt(self) -> None:
-        """Stop from another thread (Ctrl-C): the levels so far stay."""
-        self.interrupted.set()
-        if self.loop is not None and self.task is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: the search is over
-                self.loop.call_soon_threadsafe(self.task.cancel)
 
 
 async def _search(
@@ -281,10 +270,7 @@ async def _search(
             result.stopped = "time"
             return None
         level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
-        # http None: each chat gets a connection of its own from the lean client.
-        level = await run_level(
-            None, target, payload, c, result.slo, level_plan, finish_seen=finish_seen
-        )
+        level = await run_level(target, payload, c, result.slo, level_plan, finish_seen=finish_seen)
         finish_seen = finish_seen or level.finish_seen
         search.add(level)
         return level
@@ -310,30 +296,32 @@ async def _search(
 
 
 async def find_capacity_async(
-    url: str,
-    api_key: str | Secret,
-    model: str,
+    target: Target,
     *,
     slo: SLO = DEFAULT_SLO,
     max_concurrency: int = 64,
     need: int | None = None,
-    timeout: float = 10.0,
     on_level: Callable[[Level], None] | None = None,
     plan: LevelPlan = DEFAULT_PLAN,
     budget_s: float = BUDGET_S,
     max_tokens: int | None = 256,
 ) -> CapacityResult:
-    """:func:`find_capacity` for code already inside an event loop (``await`` it)."""
-    _check(slo, max_concurrency, need, timeout, budget_s)
+    """Find how many chats at once ``target`` serves within ``slo`` (see the module docstring).
+
+    ``await find_capacity_async(...)`` inside a loop; :func:`find_capacity`, its
+    blocking twin, is safe inside Jupyter's running loop (the search runs in a
+    thread with its own loop), and Ctrl-C (KeyboardInterrupt) there stops the
+    search and returns what was measured so far, with ``stopped ==
+    "interrupted"``. A server that fails gives levels with errors, not an
+    exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
+    ``on_level(level)`` is called after each level, from the search's thread (a
+    progress display). ``plan`` sets how long each level runs; ``budget_s``
+    bounds the whole search.
+    """
+    _check(slo, max_concurrency, need, budget_s)
     search = _Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level)
-    return await _run(search, make_target(url, api_key, model, timeout), plan, budget_s, max_tokens)
-
-
-async def _run(
-    search: _Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
-) -> CapacityResult:
-    search.loop = asyncio.get_running_loop()
-    search.task = asyncio.current_task()
+    if search.interrupt is not None:
+        search.interrupt.attach()
     try:
         await _search(search, target, plan, budget_s, max_tokens)
     except asyncio.CancelledError:
@@ -346,39 +334,5 @@ async def _run(
     return search.result
 
 
-def find_capacity(
-    url: str,
-    api_key: str | Secret,
-    model: str,
-    *,
-    slo: SLO = DEFAULT_SLO,
-    max_concurrency: int = 64,
-    need: int | None = None,
-    timeout: float = 10.0,
-    on_level: Callable[[Level], None] | None = None,
-    plan: LevelPlan = DEFAULT_PLAN,
-    budget_s: float = BUDGET_S,
-    max_tokens: int | None = 256,
-) -> CapacityResult:
-    """Find how many chats at once ``url`` serves within ``slo`` (see the module docstring).
-
-    Safe inside Jupyter's running loop (the search runs in a thread with its
-    own loop). Ctrl-C (KeyboardInterrupt) stops the search and returns what
-    was measured so far, with ``stopped == "interrupted"``. A server that
-    fails gives levels with errors, not an exception; a bad argument raises
-    :class:`~lmreg_nb.errors.ValidationError`. ``on_level(level)`` is called
-    after each level, from the search's thread (a progress display). ``plan``
-    sets how long each level runs; ``budget_s`` bounds the whole search.
-    """
-    _check(slo, max_concurrency, need, timeout, budget_s)
-    target = make_target(url, api_key, model, timeout)
-    search = _Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level)
-    coro = _run(search, target, plan, budget_s, max_tokens)
-    # Always a thread of our own: the loop may be Jupyter's, and Ctrl-C lands here.
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lmreg-capacity") as pool:
-        future = pool.submit(asyncio.run, coro)
-        try:
-            return future.result()
-        except KeyboardInterrupt:
-            search.interrupt()
-            return future.result()
+#: The blocking twin of :func:`find_capacity_async` (same parameters).
+find_capacity = interruptible(find_capacity_async)

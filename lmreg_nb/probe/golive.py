@@ -32,11 +32,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .._decode import DecodingError, ainflated
 from ..i18n import _
 from .checks import CheckResult
-from .exchange import Exchange, Target
+from .exchange import Exchange
 from .reasons import snippet
 from .shapes import error_message, model_ids
+from .target import Target
 from .tls import EXPIRY_WARNING_DAYS, Certificate
 
 __all__ = [
@@ -178,11 +180,12 @@ async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | 
         ):
             status = reply.status_code
             if status // 100 == 2:
-                async for chunk in reply.aiter_bytes():  # capped: an answer may never end
+                # Inflated with a bound, capped: an answer may be a gzip bomb, or never end.
+                async for chunk in ainflated(reply, MAX_MODEL_LIST_BYTES):
                     raw += chunk
                     if len(raw) > MAX_MODEL_LIST_BYTES:
                         return ModelList(status, None, _("too large"))
-    except (httpx.HTTPError, TimeoutError) as exc:
+    except (httpx.HTTPError, TimeoutError, DecodingError) as exc:
         return ModelList(None, None, snippet(str(exc), 120) or type(exc).__name__)
     body: Any = None
     if status // 100 == 2:

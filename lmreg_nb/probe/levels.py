@@ -28,12 +28,11 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from ..i18n import _, ngettext
-from .exchange import Exchange, Target, send
+from .exchange import Exchange
 from .metrics import decode_itl_ms, percentiles
 from .stream_client import ChatConnection
+from .target import Target
 
 __all__ = [
     "CUT",
@@ -277,7 +276,6 @@ def _settle(
 
 
 async def run_level(
-    http: httpx.AsyncClient | None,
     target: Target,
     payload: bytes,
     concurrency: int,
@@ -288,11 +286,10 @@ async def run_level(
 ) -> Level:
     """Measure ``concurrency`` closed-loop chats, then judge them against ``slo``.
 
-    ``http`` None: each chat has a connection of its own from the lean client
-    (:mod:`lmreg_nb.probe.stream_client`), which keeps up on a busy machine;
-    else the requests go through ``http`` (httpx).
+    Each chat has a connection of its own from the lean client
+    (:mod:`lmreg_nb.probe.stream_client`), which keeps up on a busy machine.
     """
-    run = _LevelRun(http, target, payload, plan, wanted=concurrency * plan.requests_per_worker)
+    run = _LevelRun(target, payload, plan, wanted=concurrency * plan.requests_per_worker)
     # Requests that started before the cut-off may finish; a hung one may not hold us long.
     grace = max(slo.ttft_ms / 1000, target.timeout) + 1.0
     now = await run.run(concurrency, timeout=plan.max_seconds + grace)
@@ -329,7 +326,6 @@ async def run_workers(workers: list[Coroutine[Any, Any, None]], timeout: float) 
 class _LevelRun:
     """The state the workers of one level share: its samples and its requests in flight."""
 
-    http: httpx.AsyncClient | None
     target: Target
     payload: bytes
     plan: LevelPlan
@@ -352,22 +348,16 @@ class _LevelRun:
     async def worker(self, index: int) -> None:
         """One chat in a closed loop until :meth:`enough`."""
         due = self.start
-        http = self.http
-        conn = ChatConnection(self.target, self.payload) if http is None else None
+        conn = ChatConnection(self.target, self.payload)
         try:
             while not self.enough(time.perf_counter()):
                 self.in_flight[index] = due
-                if conn is not None:
-                    ex = await conn.send()
-                else:
-                    assert http is not None
-                    ex = await send(http, self.target, self.payload, stream=True)
+                ex = await conn.send()
                 del self.in_flight[index]
                 self.samples.append(_sample(ex, due, self.start))
                 due = ex.t_end  # closed loop: the next request is due when this one ends
         finally:
-            if conn is not None:
-                conn.close()
+            conn.close()
 
     async def run(self, concurrency: int, timeout: float) -> float:
         """Run ``concurrency`` workers for at most ``timeout`` s; when they were stopped."""

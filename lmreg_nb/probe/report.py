@@ -10,24 +10,23 @@ an HTTP answer, it counts that one failed request.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..secret import Masker, Secret
+from ..secret import Masker
+from .blocking import blocking
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
-from .exchange import Exchange, Target, make_target
-from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
+from .exchange import Exchange
+from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .metrics import request_metrics
 from .reasons import LOCAL_LIMIT, kinds_text
-from .suite import CHECK_CONNECTIONS, ChatOutcome, run_checks
+from .suite import ChatOutcome, make_client, run_checks
+from .target import Target
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +41,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("lmreg_nb")
-T = TypeVar("T")
 
 
 @dataclass
@@ -155,54 +153,58 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
 
 
 async def check_endpoint_async(
-    url: str,
-    api_key: str | Secret,
-    model: str,
+    target: Target,
     *,
     requests: int = 0,
     concurrency: int = 1,
-    timeout: float = 10.0,
     progress: bool = False,
     max_duration: float = 300.0,
     max_tokens: int = 256,
     chat_prompt: str | None = None,
-    also_name: str | None = None,
 ) -> EndpointReport:
-    """:func:`check_endpoint` for code already inside an event loop (``await`` it)."""
-    target = make_target(url, api_key, model, timeout)
+    """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
+
+    ``requests`` > 0 runs a load test of that many streamed requests,
+    ``concurrency`` at a time, stopped after ``max_duration`` seconds.
+    ``chat_prompt``: one streamed chat reply made concurrently with the checks
+    (``report.chat_reply`` / ``report.chat_error``). A ``target`` with a
+    registered name (:meth:`Target.from_registered`) has that name tried as
+    ``model`` too when it differs. A server that fails gives failed check rows,
+    not an exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
+    :func:`check_endpoint` is the blocking twin (also inside Jupyter's loop).
+    """
     _check_load_args(requests, concurrency, max_duration)
-    async with make_client(max(concurrency, CHECK_CONNECTIONS), timeout) as client:
+    async with make_client(target.timeout) as client:
         conf, chat = await run_checks(
-            client,
-            target,
-            max_tokens=min(max_tokens, 64),
-            also_name=also_name.strip() if also_name else None,
-            chat_prompt=chat_prompt,
+            client, target, max_tokens=min(max_tokens, 64), chat_prompt=chat_prompt
         )
-        checks = list(conf.checks)
-        load: LoadResult | None = None
-        if requests > 0 and conf.answered_stream:
-            log.info("load test: %d requests at concurrency %d", requests, concurrency)
-            load = await run_load(
-                target,
-                requests,
-                concurrency,
-                max_duration=max_duration,
-                max_tokens=max_tokens,
-                progress=progress,
-                client=client,
+    checks = list(conf.checks)
+    load: LoadResult | None = None
+    if requests > 0 and conf.answered_stream:
+        log.info("load test: %d requests at concurrency %d", requests, concurrency)
+        load = await run_load(
+            target,
+            requests,
+            concurrency,
+            max_duration=max_duration,
+            max_tokens=max_tokens,
+            progress=progress,
+        )
+        checks.append(_load_row(load, requests, max_duration))
+    elif requests > 0:
+        checks.append(
+            CheckResult(
+                "load-test",
+                False,
+                "info",
+                _("not run: the streamed check request failed (see the rows above)"),
             )
-            checks.append(_load_row(load, requests, max_duration))
-        elif requests > 0:
-            checks.append(
-                CheckResult(
-                    "load-test",
-                    False,
-                    "info",
-                    _("not run: the streamed check request failed (see the rows above)"),
-                )
-            )
+        )
     return _report(target, checks, conf, chat, load)
+
+
+#: The blocking twin of :func:`check_endpoint_async` (same parameters).
+check_endpoint = blocking(check_endpoint_async)
 
 
 def _report(
@@ -248,58 +250,6 @@ def _check_load_args(requests: int, concurrency: int, max_duration: float) -> No
         )
     if max_duration <= 0:
         raise ValidationError("max_duration", _("must be a positive number of seconds"))
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion, also from a notebook whose loop is running."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    # Jupyter runs cells inside an event loop: use a thread with its own loop.
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lmreg-probe") as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-def check_endpoint(
-    url: str,
-    api_key: str | Secret,
-    model: str,
-    *,
-    requests: int = 0,
-    concurrency: int = 1,
-    timeout: float = 10.0,
-    progress: bool = False,
-    max_duration: float = 300.0,
-    max_tokens: int = 256,
-    chat_prompt: str | None = None,
-    also_name: str | None = None,
-) -> EndpointReport:
-    """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
-
-    ``requests`` > 0 runs a load test of that many streamed requests,
-    ``concurrency`` at a time, stopped after ``max_duration`` seconds.
-    ``chat_prompt``: one streamed chat reply made concurrently with the checks
-    (``report.chat_reply`` / ``report.chat_error``). ``also_name``: the
-    registered modelName, tried as ``model`` too when it differs (see
-    :func:`registered_target`). A server that fails gives failed check rows,
-    not an exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
-    """
-    return _run(
-        check_endpoint_async(
-            url,
-            api_key,
-            model,
-            requests=requests,
-            concurrency=concurrency,
-            timeout=timeout,
-            progress=progress,
-            max_duration=max_duration,
-            max_tokens=max_tokens,
-            chat_prompt=chat_prompt,
-            also_name=also_name,
-        )
-    )
 
 
 def format_report(report: EndpointReport) -> str:

@@ -3,7 +3,7 @@
 The requests do not depend on each other: a plain chat reply, the same with a
 made-up key, a streamed reply, the text-completion form, a streamed Chinese
 reply, a small-max_tokens reply, GET /v1/models, a chat with the registered
-name (``also_name``), the TLS handshake, the DNS lookup and the onboarding's
+name (``target.alias``), the TLS handshake, the DNS lookup and the onboarding's
 chat reply (``chat_prompt``). So the checks take about as long as the slowest
 request, not their sum. The rows are then judged as before: when the server
 cannot be reached, refuses the key or fails, the rows stop there and say why
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .._tls import tls_context
 from ..errors import LmregError
 from ..i18n import _
 from .chat import chat_reply
@@ -36,7 +37,7 @@ from .checks import (
     url_checks,
     wrong_key_row,
 )
-from .exchange import Exchange, Target, chat_body, completion_body, completions_url, send
+from .exchange import Exchange, chat_body, completion_body, completions_url, send
 from .golive import (
     CHINESE_PROMPT,
     MAX_TOKENS_PROBE,
@@ -50,13 +51,23 @@ from .golive import (
     utf8_row,
 )
 from .stream_checks import looks_buffered, stream_rows
+from .target import Target
 from .tls import Certificate, inspect_certificate
 
-__all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "run_checks"]
+__all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "make_client", "run_checks"]
 
 #: Connections the checks use at once (one per concurrent request).
 CHECK_CONNECTIONS = 11
 T = TypeVar("T")
+
+
+def make_client(timeout: float) -> httpx.AsyncClient:
+    """The checks' client: a connection for each of their concurrent requests."""
+    limits = httpx.Limits(
+        max_connections=CHECK_CONNECTIONS, max_keepalive_connections=CHECK_CONNECTIONS
+    )
+    transport = httpx.AsyncHTTPTransport(limits=limits, verify=tls_context())
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
 
 
 @dataclass
@@ -109,17 +120,14 @@ def _opt(job: Awaitable[T] | None) -> Awaitable[T | None]:
 
 
 async def _gather(
-    client: httpx.AsyncClient,
-    target: Target,
-    max_tokens: int,
-    also_name: str | None,
-    chat_prompt: str | None,
+    client: httpx.AsyncClient, target: Target, max_tokens: int, chat_prompt: str | None
 ) -> _Seen:
     url = completions_url(target.url)
     wrong_key = "lmreg-probe-wrong-" + secrets.token_hex(8)
     alias = None
-    if also_name and also_name != target.model:
-        alias = send(client, target, chat_body(also_name, stream=False, max_tokens=1), stream=False)
+    if target.alias is not None:
+        body = chat_body(target.alias, stream=False, max_tokens=1)
+        alias = send(client, target, body, stream=False)
     jobs: list[Awaitable[Any]] = [
         send(client, target, chat_body(target.model, stream=False, max_tokens=max_tokens),
              stream=False),
@@ -147,10 +155,10 @@ async def _gather(
     )  # fmt: skip
 
 
-def _names(target: Target, seen: _Seen, also_name: str | None) -> list[tuple[str, Exchange | None]]:
+def _names(target: Target, seen: _Seen) -> list[tuple[str, Exchange | None]]:
     names: list[tuple[str, Exchange | None]] = [(target.model, seen.plain)]
-    if seen.alias is not None and also_name:
-        names.append((also_name, seen.alias))
+    if seen.alias is not None and target.alias is not None:
+        names.append((target.alias, seen.alias))
     return names
 
 
@@ -159,16 +167,15 @@ async def run_checks(
     target: Target,
     *,
     max_tokens: int = 64,
-    also_name: str | None = None,
     chat_prompt: str | None = None,
 ) -> tuple[Conformance, ChatOutcome]:
     """Every check against ``target``; never raises for the server.
 
-    ``also_name``: the registered modelName, tried as ``model`` too when it
-    differs from ``target.model``. ``chat_prompt``: one streamed chat reply
-    made beside the checks (the onboarding's chat step).
+    The registered modelName (``target.registered_name``) is tried as
+    ``model`` too when it differs from ``target.model``. ``chat_prompt``: one
+    streamed chat reply made beside the checks (the onboarding's chat step).
     """
-    seen = await _gather(client, target, max_tokens, also_name, chat_prompt)
+    seen = await _gather(client, target, max_tokens, chat_prompt)
     checks = url_checks(target.url)
     checks[-1] = resolve_row(checks[-1], target.url, seen.addresses)
     result = Conformance(checks, first=seen.plain)
@@ -181,9 +188,9 @@ async def run_checks(
         return result, seen.chat
     checks.extend(certificate)
     checks.append(_reachable_row(plain))
-    name_row = model_name_row(_names(target, seen, also_name), seen.models)
+    name_row = model_name_row(_names(target, seen), seen.models)
     # When the checks stop early, the name row is kept only where the name may be the cause.
-    name_rows = [name_row] if _name_suspect(plain, also_name, seen.models) else []
+    name_rows = [name_row] if _name_suspect(plain, target, seen.models) else []
     if plain.status in (401, 403):
         checks.append(_refused_row(plain))
         checks.extend([*name_rows, errors_json_row([plain])])
@@ -232,9 +239,9 @@ def _refused_row(plain: Exchange) -> CheckResult:
     )
 
 
-def _name_suspect(plain: Exchange, also_name: str | None, models: ModelList | None) -> bool:
+def _name_suspect(plain: Exchange, target: Target, models: ModelList | None) -> bool:
     """The model name may be why the plain request failed (or will fail for the platform)."""
-    if plain.status in (400, 404) or also_name:
+    if plain.status in (400, 404) or target.registered_name:
         return True
     return models is not None and models.served is not None
 

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks import CheckResult
-from lmreg_nb.probe.exchange import Target
 from lmreg_nb.probe.suite import run_checks
 
 URL = "http://127.0.0.1:9/v1/chat/completions"

@@ -17,6 +17,7 @@ from failing_endpoint import answering_500
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe.capacity import SLO, CapacityResult, find_capacity
+from lmreg_nb.probe.target import Target
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -58,10 +59,8 @@ def test_capacity_text_output_with_no_level_served(unserved: str, tmp_path: Path
 
 
 def test_capacity_figure_of_levels_without_any_figure_draws(unserved: str) -> None:
-    result = find_capacity(
-        unserved, "sk-unserved-0123456789", "m", slo=SLO(ttft_ms=2000), max_concurrency=2,
-        timeout=2,
-    )  # fmt: skip
+    target = Target(unserved, "sk-unserved-0123456789", "m", timeout=2)
+    result = find_capacity(target, slo=SLO(ttft_ms=2000), max_concurrency=2)
     assert isinstance(result, CapacityResult) and result.levels
     assert all(lv.ttft_ms.get("p90") is None for lv in result.levels)
     result.figure().savefig(Path("unserved.png"), dpi=50)  # the test's own cwd (a tmp home)
