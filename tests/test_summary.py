@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmreg_nb.summary import Check, Step, Summary, build_summary
+from lmreg_nb.summary import CapacityRecord, Check, ModelRecord, Step, Summary, build_summary
 
 ALL_STEPS = ["contact card", "token", "register", "list models", "chat endpoint checks"]
 PUBLIC = "https://llm.school.example/v1/chat/completions"
 
 
 def _summary(steps: list[Step], checks: list[Check] | None = None, **kw: Any) -> Summary:
-    kw.setdefault("models", [{"modelName": "m", "modelId": "1", "registryUrl": PUBLIC}])
+    kw.setdefault("models", [ModelRecord("m", "1", PUBLIC)])
     return build_summary(
         school="S",
         contact=None,
@@ -58,7 +58,7 @@ def test_a_failed_step_or_required_check_is_failed_with_reason() -> None:
 
 def test_loopback_model_blocks_go_live_naming_the_host() -> None:
     url = "http://127.0.0.1:8766/v1/chat/completions"
-    s = _summary(_ok_steps(), models=[{"modelName": "m", "registryUrl": url}])
+    s = _summary(_ok_steps(), models=[ModelRecord("m", registry_url=url)])
     assert s.status == "ok"
     assert not s.go_live.ready
     assert any("127.0.0.1" in b and "cannot reach" in b for b in s.go_live.blockers)
@@ -68,12 +68,12 @@ def test_loopback_model_blocks_go_live_naming_the_host() -> None:
 def test_bad_certificate_and_low_capacity_block_go_live() -> None:
     tls = Check("tls-certificate", False, "error", "self-signed certificate")
     steps = [*_ok_steps(), Step("capacity", True, "done")]
-    cap = {"capacity": {"concurrency": 4}}
+    cap = CapacityRecord(concurrency=4)
     s = _summary(steps, [tls], capacity=cap, class_size=40)
     assert s.status == "failed"
     assert any("certificate" in b for b in s.go_live.blockers)
     assert any("40" in b and "4" in b for b in s.go_live.blockers)
-    enough = _summary(steps, capacity={"capacity": {"concurrency": 64}}, class_size=40)
+    enough = _summary(steps, capacity=CapacityRecord(concurrency=64), class_size=40)
     assert enough.go_live.ready, enough.go_live.blockers
 
 
@@ -82,7 +82,8 @@ def test_class_size_without_capacity_step_is_incomplete() -> None:
 
 
 def test_json_round_trip_and_no_api_key() -> None:
-    s = _summary(_ok_steps(), models=[{"modelName": "m", "registryUrl": PUBLIC, "apiKey": "sk"}])
+    model = ModelRecord.from_json({"modelName": "m", "registryUrl": PUBLIC, "apiKey": "sk"})
+    s = _summary(_ok_steps(), models=[model])
     data = s.to_json()
     assert "apiKey" not in data["models"][0]
     back = Summary.from_json(data)
@@ -116,6 +117,6 @@ def test_a_public_name_the_check_finds_unreachable_blocks_go_live() -> None:
 
 def test_an_unreachable_host_comes_before_plain_http() -> None:
     url = "http://192.168.1.20:8000/v1/chat/completions"
-    s = _summary(_ok_steps(), models=[{"modelName": "m", "registryUrl": url}])
+    s = _summary(_ok_steps(), models=[ModelRecord("m", registry_url=url)])
     assert "cannot reach 192.168.1.20" in s.go_live.blockers[0]
     assert "plain http" in s.go_live.blockers[1]

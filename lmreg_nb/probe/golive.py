@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..i18n import _
+from ..summary import Severity
 from .checks import CheckResult
 from .exchange import Exchange, Target
 from .reasons import snippet
@@ -61,7 +62,7 @@ MAX_TOKENS_PROBE = 4
 MAX_MODEL_LIST_BYTES = 1024 * 1024
 
 
-def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+def _row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
     return CheckResult(name, passed, severity, detail)
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker, Secret
+from ..summary import Severity
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
 from .exchange import Exchange, Target, make_target
@@ -136,7 +137,7 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
         head = _("{done} of {requests} requests at concurrency {c} in {seconds} s").format(**facts)
     if not errors:
         return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
-    severity = "error" if errors == done else "warning"
+    severity: Severity = "error" if errors == done else "warning"
     detail = _(
         "{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
         "check the server's capacity, rate limits and timeouts"
