@@ -475,7 +475,8 @@ class RegistryClient:
         if attempt >= self.max_retries:
             raise exc
         reason = f"HTTP {status} code {exc.code}"
-        return backoff_delay(attempt, getattr(exc, "retry_after", None)), reason
+        retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
+        return backoff_delay(attempt, retry_after), reason
 
     def _post(self, path: str, body: dict[str, Any], token: Token | None) -> httpx.Response:
         headers = {}
