@@ -249,3 +249,49 @@ def test_a_summary_object_is_recorded_as_its_json() -> None:
     )
     assert to_jsonable(summary) == summary.to_json()
     assert to_jsonable(summary)["status"] == "incomplete"
+
+
+def _no_json_reading(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Count the summaries read from JSON (the real reader still runs)."""
+    read: list[object] = []
+    real = Summary.from_json.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Summary], data: Any) -> Summary:
+        read.append(data)
+        return real(cls, data)
+
+    monkeypatch.setattr(Summary, "from_json", classmethod(counted))
+    return read
+
+
+def test_recording_a_summary_renders_the_object_and_reads_no_json(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = Summary.from_json(SUMMARY)
+    read = _no_json_reading(monkeypatch)
+    (output,) = _displayed(shell, "summary", summary)
+    assert read == []  # the typed object travels: no renderer parses it again
+    assert output.data[RECORD_MIME]["value"] == summary.to_json()
+    assert "Example Middle School" in output.data["text/plain"]
+    assert "lmreg-summary" in output.data["text/html"]
+    _displayed(shell, "summary", SUMMARY)  # a plain dict recorded: read once, at the edge
+    assert len(read) == 1
+
+
+def test_a_run_reads_its_summary_record_once(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from lmreg_nb.runner.record import Ended, make_record, write_record
+
+    outputs = _displayed(shell, "summary", Summary.from_json(SUMMARY))
+    nb = _notebook_with([{"data": o.data, "metadata": o.metadata} for o in outputs])
+    read = _no_json_reading(monkeypatch)
+    clean, records, summary, error = make_record(
+        tmp_path / "onboarding.ipynb", Ended(0), nb, True, {}
+    )
+    paths = write_record(clean, summary, tmp_path, "onboarding", {}, "onboarding.ipynb")
+    assert len(read) == 1 and error is None
+    assert summary is not None and summary.school == "Example Middle School"
+    assert records["summary"] == summary.to_json()
+    assert all(p.is_file() for p in paths)
+    assert "Example Middle School" in paths[1].read_text(encoding="utf-8")

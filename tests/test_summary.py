@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from lmreg_nb.summary import CapacityRecord, Check, ModelRecord, Step, Summary, build_summary
 
@@ -12,9 +15,9 @@ PUBLIC = "https://llm.school.example/v1/chat/completions"
 
 def _summary(steps: list[Step], checks: list[Check] | None = None, **kw: Any) -> Summary:
     kw.setdefault("models", [ModelRecord("m", "1", PUBLIC)])
+    kw.setdefault("contact", None)
     return build_summary(
         school="S",
-        contact=None,
         base_url="https://p",
         env="e",
         steps=steps,
@@ -120,3 +123,102 @@ def test_an_unreachable_host_comes_before_plain_http() -> None:
     s = _summary(_ok_steps(), models=[ModelRecord("m", registry_url=url)])
     assert "cannot reach 192.168.1.20" in s.go_live.blockers[0]
     assert "plain http" in s.go_live.blockers[1]
+
+
+# -- the typed summary: one type per value, JSON at the edges ----------------------------------
+
+
+def test_step_names_are_an_enum_that_keeps_the_json_strings() -> None:
+    import json
+
+    from lmreg_nb.summary import EXPECTED_STEPS, StepName
+
+    assert [str(n) for n in EXPECTED_STEPS] == ALL_STEPS
+    step = Step(StepName.CHECKS, True, "ok")
+    assert json.dumps(step.to_json()) == (
+        '{"name": "chat endpoint checks", "passed": true, "detail": "ok"}'
+    )
+    assert Step("chat endpoint checks", True, "ok") == step  # a plain string is taken
+    with pytest.raises(ValueError, match="chat endpoint check"):
+        Step("chat endpoint check", True, "a typo")  # type: ignore[arg-type]
+
+
+def test_the_probe_and_the_summary_share_one_check_type() -> None:
+    from lmreg_nb.probe import CheckResult
+
+    assert CheckResult is Check
+
+
+def test_a_recorded_summary_is_read_without_deciding_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import lmreg_nb.summary.summary as module
+
+    recorded = _summary(_ok_steps()).to_json()  # decided once, when it was made
+    calls: list[object] = []
+    real = module.decide
+    monkeypatch.setattr(module, "decide", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    again = Summary.from_json(recorded)
+    assert calls == [] and again.to_json() == recorded
+    older = {k: v for k, v in recorded.items() if k not in ("status", "go_live")}
+    assert Summary.from_json(older).status == "ok" and len(calls) == 1
+
+
+def test_rules_import_the_parts_and_no_part_imports_the_rules() -> None:
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "lmreg_nb" / "summary"
+    for part in ("model", "capacity", "fields"):
+        tree = ast.parse((folder / f"{part}.py").read_text(encoding="utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not imported & {"rules", "summary"}, (part, imported)
+    rules = ast.parse((folder / "rules.py").read_text(encoding="utf-8"))
+    assert "model" in {n.module for n in ast.walk(rules) if isinstance(n, ast.ImportFrom)}
+
+
+def test_odd_records_still_read_as_typed_values() -> None:
+    s = Summary.from_json(
+        {
+            "steps": [{"name": "watch", "passed": True}, {"name": "token", "passed": True}],
+            "checks": [{"name": "x", "passed": False, "severity": "critical"}, {"passed": True}],
+            "models": [{"modelName": "m", "createTime": 1_700_000_000_000, "apiKey": "sk-1"}],
+            "contact": {"name": "Li Hua"},
+            "capacity": {"capacity": {"concurrency": "8"}, "levels": [{"concurrency": 8}, 3]},
+        }
+    )
+    assert [st.name for st in s.steps] == ["token"]  # a step this version does not know
+    assert [c.severity for c in s.checks] == ["error", "error"]  # unknown: the safe side
+    assert s.models[0].create_time is not None and s.models[0].create_time.year == 2023
+    assert "apiKey" not in s.models[0].to_json()
+    assert s.contact is not None and (s.contact.name, s.contact.mobile) == ("Li Hua", "")
+    assert s.capacity is not None and s.capacity.concurrency == 8
+    assert [lv.concurrency for lv in s.capacity.levels] == [8]
+
+
+def test_a_full_record_round_trips_through_its_json() -> None:
+    from lmreg_nb.summary import CapacityLevel, Contact, Percentiles
+
+    level = CapacityLevel(4, 8, 0, Percentiles(10.5, 20.0, 30.0), Percentiles(), Percentiles(1.0))
+    capacity = CapacityRecord(4, 2.5, 80.0, "need-met", levels=[level], need=4, verdict="ok")
+    s = _summary(
+        [*_ok_steps(), Step("capacity", True, "done")],
+        [Check("chat-answers", True, "error", "200")],
+        capacity=capacity,
+        class_size=4,
+        contact=Contact("Li Hua", "13812345678", "a@school.example"),
+        performance={"requests": 3, "ttft_ms": {"p50": 1.0}},
+        generated_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+    )
+    data = s.to_json()
+    assert data["capacity"]["capacity"] == {
+        "concurrency": 4, "requests_per_s": 2.5, "output_tokens_per_s": 80.0,
+        "limited_by": "need-met",
+    }  # fmt: skip
+    assert data["contact"] == {
+        "name": "Li Hua",
+        "mobile": "13812345678",
+        "email": "a@school.example",
+    }
+    back = Summary.from_json(data)
+    assert back == s and back.to_json() == data
