@@ -13,10 +13,11 @@ that take the client and settings explicitly; the class keeps the run's state.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import LmregError, ValidationError
 from ..i18n import _, current_language, set_language
@@ -137,14 +138,9 @@ class Onboarding:
 
     def failure_text(self, exc: BaseException) -> str:
         """One line for a failed step, with every known secret masked."""
-        try:
-            current = self.settings
-        except LmregError:
-            current = None
-        secrets: list[Secret] = []
-        if current is not None:
-            found = (current.app_secret, current.token, current.model_api_key)
-            secrets = [s for s in found if s]
+        secrets: list[str | Secret] = []
+        with contextlib.suppress(LmregError):  # settings that do not load hold no secret
+            secrets += self.settings.secret_values()
         if self.target is not None:
             secrets.append(self.target.api_key)  # the registered key may differ from ours
         return failure_line(exc, secrets)
@@ -206,16 +202,14 @@ class Onboarding:
         api_key: str | Secret | None = None,
         *,
         update_existing: bool = True,
-        req_params: list[str] | None = None,
-        req_example: str | None = None,
-        res_example: str | None = None,
+        **extra: Unpack[registry_.Examples],
     ) -> Outcome:
         """Register the model (``update_existing``: update the one of that name); empty
-        ``registry_url``/``api_key``: LMREG_MODEL_URL/LMREG_MODEL_API_KEY."""
+        ``registry_url``/``api_key``: LMREG_MODEL_URL/LMREG_MODEL_API_KEY. ``extra``:
+        reqParams, reqExample, resExample (``req_params=[...]`` and so on)."""
         model, action = registry_.register(
             self.client, self.settings, model_name, registry_url, api_key,
-            update_existing=update_existing, req_params=req_params,
-            req_example=req_example, res_example=res_example,
+            update_existing=update_existing, **extra,
         )  # fmt: skip
         self._use_model(model)
         self.note(Step(StepName.REGISTER, True, registry_.registered_detail(model, action)))
@@ -235,13 +229,9 @@ class Onboarding:
         return registry_.modify_outcome(model, self.changes)
 
     def update(
-        self,
-        model_name: str,
-        *,
-        new_model_name: str = "",
-        new_registry_url: str = "",
+        self, model_name: str, *, new_model_name: str = "", new_registry_url: str = "",
         api_key_from_env: bool = False,
-    ) -> Outcome:
+    ) -> Outcome:  # fmt: skip
         """Modify the model called ``model_name``; empty new values keep the current ones
         (the apiKey too, or LMREG_MODEL_API_KEY with ``api_key_from_env``)."""
         current = self.client.find_model(name=model_name)
@@ -299,14 +289,9 @@ class Onboarding:
 
     @step(StepName.CHECKS)
     def check_endpoint(
-        self,
-        requests: int = 0,
-        concurrency: int = 1,
-        *,
-        model_url: str = "",
-        model: str = "",
+        self, requests: int = 0, concurrency: int = 1, *, model_url: str = "", model: str = "",
         chat_prompt: str | None = None,
-    ) -> Table:
+    ) -> Table:  # fmt: skip
         """Run the chat-endpoint checks (a load test when ``requests`` > 0): one row each.
         With ``chat_prompt``, a streamed chat reply runs with them (:meth:`reply` shows it)."""
         url, key, name = self.endpoint(model_url, model)
@@ -342,13 +327,9 @@ class Onboarding:
         return endpoint_.reply_outcome(self.chat_prompt, self.chat_reply, self.chat_error)
 
     def chat(
-        self,
-        prompt: str,
-        on_piece: Callable[[str], None] | None = None,
-        *,
-        model_url: str = "",
-        model: str = "",
-    ) -> str:
+        self, prompt: str, on_piece: Callable[[str], None] | None = None, *,
+        model_url: str = "", model: str = "",
+    ) -> str:  # fmt: skip
         """Send one prompt to the school's model; the reply (streamed to ``on_piece``) is
         untrusted text: callers show it escaped, never as HTML."""
         if not prompt.strip():
@@ -358,13 +339,9 @@ class Onboarding:
 
     @step(StepName.CAPACITY)
     def capacity(
-        self,
-        class_size: int | None = None,
-        slo_ttft_ms: float = 2000,
-        *,
-        model_url: str = "",
-        model: str = "",
-    ) -> Outcome:
+        self, class_size: int | None = None, slo_ttft_ms: float = 2000, *,
+        model_url: str = "", model: str = "",
+    ) -> Outcome:  # fmt: skip
         """Measure how many chats at once the model serves within the SLO, against the class
         (``class_size``, default the run's; 0 skips it); the endpoint as for the checks."""
         size = self.class_size if class_size is None else max(0, int(class_size))
@@ -395,22 +372,16 @@ class Onboarding:
             base_url = self.settings.base_url
         except LmregError:
             base_url = None
+        # performance: the probe's figures (the load test's, or its one streamed request's).
         return build_summary(
-            school=self.school,
-            contact=self.contact,
-            base_url=base_url,
-            env=self.token.env if self.token else None,
-            steps=self.steps,
-            models=self.models or ([self.model] if self.model else []),
-            checks=self.checks,
-            # The probe's figures: the load test's, or those of its single streamed request.
+            school=self.school, contact=self.contact, base_url=base_url,
+            env=self.token.env if self.token else None, steps=self.steps,
+            models=self.models or ([self.model] if self.model else []), checks=self.checks,
             performance=report.summary if report is not None else None,
-            capacity=self.capacity_record(),
-            class_size=self.class_size or None,
-            lang=current_language(),
-            generated_at=generated_at,
+            capacity=self.capacity_record(), class_size=self.class_size or None,
+            lang=current_language(), generated_at=generated_at,
             target_urls=[self.model.registry_url] if self.model else [],
-        )
+        )  # fmt: skip
 
     def finish(self) -> None:
         """Record the ``summary``: always, also when steps failed or never ran. Interactive,

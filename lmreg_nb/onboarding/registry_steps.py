@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..errors import LmregError
 from ..i18n import _, format_local_time, ngettext, pgettext
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Change",
+    "Examples",
     "check_listed",
     "listed_detail",
     "model_outcome",
@@ -43,6 +44,14 @@ __all__ = [
 
 #: One field a modify changed: (field, old value, new value); the apiKey never shown.
 Change = tuple[str, str, str]
+
+
+class Examples(TypedDict, total=False):
+    """What a registration may carry besides name, URL and key (stored, never returned)."""
+
+    req_params: list[str] | None
+    req_example: str | None
+    res_example: str | None
 
 
 def token_detail(token: Token) -> str:
@@ -73,9 +82,7 @@ def register(
     api_key: str | Secret | None = None,
     *,
     update_existing: bool = True,
-    req_params: list[str] | None = None,
-    req_example: str | None = None,
-    res_example: str | None = None,
+    **extra: Unpack[Examples],
 ) -> tuple[RegisteredModel, str]:
     """Register the model (with ``update_existing``: update the one of that name).
 
@@ -86,9 +93,7 @@ def register(
         model_name=model_name,
         registry_url=registry_url.strip() or settings.require("model_url"),
         api_key=secret_of(api_key) if api_key else settings.require("model_api_key"),
-        req_params=req_params,
-        req_example=req_example,
-        res_example=res_example,
+        **extra,
     )
     if update_existing:
         return client.register_or_update(draft)

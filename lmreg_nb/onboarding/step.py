@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from ..errors import LmregError
 from ..i18n import _
-from ..secret import Secret, mask_text
+from ..secret import Secrets, mask_text
 from ..summary import Step, StepName, step_label
 from .display import Outcome
 
@@ -64,7 +64,7 @@ def step(name: StepName) -> Callable[[Method[P, R]], Method[P, R | Outcome]]:
     return wrap
 
 
-def failure_line(exc: BaseException, secrets: list[Secret]) -> str:
+def failure_line(exc: BaseException, secrets: Secrets) -> str:
     """One line for a failed step, with ``secrets`` masked (a toolkit error: its message)."""
     text = str(exc) if isinstance(exc, LmregError) else f"{type(exc).__name__}: {exc}"
     return " ".join(mask_text(text, secrets).split()) or type(exc).__name__
