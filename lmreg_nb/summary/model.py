@@ -93,7 +93,7 @@ def step_label(name: str) -> str:
     return _(STEP_LABELS[known]) if known is not None else name
 
 
-def severity_of(value: Any) -> Severity:
+def _severity_of(value: Any) -> Severity:
     """A recorded severity; a missing or unknown one counts as ``error`` (the safe side)."""
     for severity in SEVERITIES:
         if value == severity:
@@ -125,7 +125,7 @@ class Check:
         return cls(
             name=str(data.get("name") or ""),
             passed=bool(data.get("passed")),
-            severity=severity_of(data.get("severity")),
+            severity=_severity_of(data.get("severity")),
             detail=str(data.get("detail") or ""),
         )
 
