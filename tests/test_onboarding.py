@@ -500,3 +500,22 @@ def test_register_before_connect_records_the_token_the_client_got(sandbox: Sandb
     token_step = next(s for s in run.steps if s.name == "token")
     assert token_step.passed and "env" in token_step.detail
     assert run.summary().env == run.token.env  # type: ignore[union-attr]
+
+
+def test_the_recorded_capacity_is_the_probe_json_with_verdict_and_class_size() -> None:
+    from lmreg_nb.onboarding.endpoint_steps import capacity_record
+    from lmreg_nb.probe.capacity import SLO, CapacityResult, Level
+
+    pct = {"p50": 100.0, "p90": 150.5, "p99": 200.0}
+    levels = [
+        Level(c, requests=2 * c, errors=0, ttft_ms=pct, itl_ms=pct, latency_ms=pct,
+              requests_per_s=1.5 * c, output_tokens_per_s=40.0 * c, meets_slo=c <= 4)
+        for c in (1, 2, 4, 8)
+    ]  # fmt: skip
+    levels[-1].failed = "ttft"
+    result = CapacityResult(SLO(ttft_ms=2000), levels, need=40)
+    recorded = capacity_record(result, 40)
+    # What the summary recorded before it was typed: the probe's JSON plus two keys.
+    expected = {**result.to_json(), "verdict": result.verdict(40), "class_size": 40}
+    assert recorded.to_json() == expected
+    assert (recorded.concurrency, recorded.limited_by) == (4, "ttft")

@@ -9,7 +9,6 @@ line naming the line and the column.
 
 from __future__ import annotations
 
-import ast
 import csv
 import hashlib
 import io
@@ -22,6 +21,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..i18n import _
 from ..runner import clean_environment
+from ..runner.parameters import convert, declared_types
 from ..runner.scrub import looks_secret, secret_values
 from ..secret import WINDOW
 
@@ -31,8 +31,6 @@ __all__ = ["DEFAULT_NOTEBOOK", "PlannedRun", "fingerprint", "load_env_file", "re
 DEFAULT_NOTEBOOK = "onboarding"
 _RESERVED = ("run_id", "notebook", "env_file")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_TRUE = {"true", "yes", "y", "1", "on"}
-_FALSE = {"false", "no", "n", "0", "off"}
 
 
 @dataclass(frozen=True)
@@ -59,44 +57,6 @@ def resolve_notebook(name: str, base: Path | None = None, lang: str | None = Non
     from ..runner.shipped import notebook_path
 
     return notebook_path(name, lang)
-
-
-def _declared_types(notebook: Path) -> dict[str, str]:
-    """Parameter name -> type name, from the notebook's parameters cell."""
-    import papermill
-
-    types: dict[str, str] = {}
-    for name, info in papermill.inspect_notebook(str(notebook)).items():
-        kind = info.get("inferred_type_name") or "None"
-        if kind == "None":
-            # papermill reads only annotations; an unannotated default tells the type.
-            try:
-                kind = type(ast.literal_eval(info.get("default") or "None")).__name__
-            except (ValueError, SyntaxError):
-                kind = "str"
-        types[name] = kind
-    return types
-
-
-def _convert(raw: str, kind: str) -> Any:
-    kind = kind.lower()
-    if kind == "int":
-        return int(raw)
-    if kind == "float":
-        return float(raw)
-    if kind == "bool":
-        low = raw.lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-        raise ValueError("not a bool")
-    if kind in ("list", "dict", "tuple"):
-        value = json.loads(raw)
-        if not isinstance(value, list | dict):
-            raise ValueError(f"not a {kind}")
-        return value
-    return raw  # str, NoneType and anything papermill could not name
 
 
 def load_env_file(path: Path, where: str) -> dict[str, str]:
@@ -207,7 +167,7 @@ def _parameters(
                 )
             )
         try:
-            parameters[name] = _convert(raw, types[name])
+            parameters[name] = convert(raw, types[name])
         except ValueError:
             raise ConfigurationError(
                 _("{column}: {value} is not a {kind}").format(
@@ -225,7 +185,7 @@ def _parameters(
 def _types(where: str, notebook: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]:
     if notebook not in cache:
         try:
-            cache[notebook] = _declared_types(notebook)
+            cache[notebook] = declared_types(notebook)
         except Exception as exc:  # papermill raises several types for a bad notebook
             raise ConfigurationError(
                 _("{where}, column notebook: {path} has no readable parameters ({kind})").format(

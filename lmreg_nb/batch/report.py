@@ -43,8 +43,7 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
         value = perf.get(key)
         return value.get("p50") if isinstance(value, Mapping) else None
 
-    found = (summary.capacity or {}).get("capacity")
-    capacity = found.get("concurrency") if isinstance(found, Mapping) else None
+    capacity = summary.capacity.concurrency if summary.capacity is not None else None
     return {
         "school": summary.school or None,
         "summary_status": summary.status,

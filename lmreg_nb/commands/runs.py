@@ -14,24 +14,9 @@ __all__ = [
     "DEMO_CLASS_SIZE",
     "DEMO_PARAMETERS",
     "DEMO_SANDBOX_ARGS",
-    "ONBOARDING_PARAMETERS",
     "parse_parameters",
 ]
 
-#: The onboarding notebook's parameters and their types (DESIGN.md, onboarding contract).
-ONBOARDING_PARAMETERS: dict[str, type] = {
-    "school": str,
-    "contact_name": str,
-    "contact_mobile": str,
-    "contact_email": str,
-    "model_name": str,
-    "registry_url": str,
-    "check_requests": int,
-    "check_concurrency": int,
-    "chat_prompt": str,
-    "class_size": int,
-    "lang": str,
-}
 _REQUIRED = ("school", "contact_name", "contact_mobile", "contact_email", "model_name")
 
 #: What `lmreg-nb demo` fills in (a made-up school; the sandbox is the platform).
@@ -51,12 +36,17 @@ DEMO_CLASS_SIZE = 4
 DEMO_SANDBOX_ARGS = ("--slots", "2")
 
 
-def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs as typed onboarding parameters; refuses secrets and unknown names."""
+def parse_parameters(
+    pairs: tuple[tuple[str, str], ...], notebook: Path | None = None
+) -> dict[str, Any]:
+    """``-p NAME VALUE`` pairs typed as the notebook declares them (default: the onboarding
+    notebook); refuses secrets and names the notebook does not declare."""
     from ..errors import ValidationError
     from ..i18n import _, normalize_language
+    from ..runner.parameters import convert
     from ..runner.scrub import looks_secret
 
+    types = _parameter_types(notebook) if pairs else {}
     out: dict[str, Any] = {}
     for name, raw in pairs:
         if looks_secret(name):
@@ -67,15 +57,15 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
                     "never with -p"
                 ),
             )
-        kind = ONBOARDING_PARAMETERS.get(name)
+        kind = types.get(name)
         if kind is None:
             raise ValidationError(
                 name,
                 _("is not a parameter of onboarding; use one of {names}").format(
-                    names=", ".join(ONBOARDING_PARAMETERS)
+                    names=", ".join(types)
                 ),
             )
-        if kind is int:
+        if kind == "int":
             try:
                 out[name] = int(raw)
             except ValueError:
@@ -89,8 +79,32 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
                 raise ValidationError(name, _("must be zh-CN or en"))
             out[name] = normalize_language(raw)
         else:
-            out[name] = raw
+            try:
+                out[name] = convert(raw, kind)
+            except ValueError:
+                raise ValidationError(
+                    name,
+                    _("must be of type {kind}, got {value}").format(kind=kind, value=repr(raw)),
+                ) from None
     return out
+
+
+def _parameter_types(notebook: Path | None) -> dict[str, str]:
+    """The parameters ``notebook`` declares (default: the onboarding notebook), by type."""
+    from ..errors import ConfigurationError
+    from ..i18n import _
+    from ..runner.parameters import declared_types
+    from ..runner.shipped import notebook_path
+
+    path = notebook or notebook_path("onboarding")
+    try:
+        return declared_types(path)
+    except Exception as exc:  # papermill raises several unrelated types for a bad notebook
+        raise ConfigurationError(
+            _("{path} is not a readable notebook ({kind}): give an .ipynb file").format(
+                path=path, kind=type(exc).__name__
+            )
+        ) from None
 
 
 def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
@@ -112,7 +126,7 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
         settings.require(name)
     env: dict[str, str] = {}
     for name, var in VARIABLES.items():
-        value = getattr(settings, name, None)
+        value = getattr(settings, name)  # every key of VARIABLES is a Settings field
         if name in ("token_cache", "notebooks", "env_file") or value is None or value == "":
             continue
         env[var] = value.reveal() if isinstance(value, Secret) else str(value)
@@ -159,9 +173,7 @@ def _report(result: Any) -> None:
 
 def _declared(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:
     """Only the parameters the notebook declares (an older notebook lacks lang, class_size)."""
-    import papermill
-
-    names = set(papermill.inspect_notebook(str(notebook)))
+    names = set(_parameter_types(notebook))
     return {k: v for k, v in parameters.items() if k in names}
 
 

@@ -1,29 +1,19 @@
-"""The school's contact card (spec section 1, phase 2): monitoring alerts go here."""
+"""The school's contact card (spec section 1, phase 2): monitoring alerts go here.
+
+:class:`Contact` is the summary's (a value of the core); this module checks one.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import ValidationError
 from ..i18n import _
+from ..summary import Contact, Step
 from ..validate import check_email, check_mobile
+from .display import Outcome
 
-__all__ = ["Contact", "check_contact"]
+__all__ = ["Contact", "card_outcome", "check_contact"]
 
 _MAX_NAME = 64
-
-
-@dataclass(frozen=True)
-class Contact:
-    """The school's contact for the local model: alerts about the model go here."""
-
-    name: str
-    mobile: str
-    email: str
-
-    def to_dict(self) -> dict[str, str]:
-        """The record's ``contact`` object."""
-        return {"name": self.name, "mobile": self.mobile, "email": self.email}
 
 
 def check_contact(name: object, mobile: object, email: object) -> Contact:
@@ -36,3 +26,16 @@ def check_contact(name: object, mobile: object, email: object) -> Contact:
             "contact_name", _("must be at most {n} printable characters").format(n=_MAX_NAME)
         )
     return Contact(name=clean, mobile=check_mobile(mobile), email=check_email(email))
+
+
+def card_outcome(school: str, contact: Contact | None, failed: Step | None = None) -> Outcome:
+    """The contact card as the notebook shows it, or why there is none (``failed``: its step)."""
+    if contact is None:
+        if failed is not None and not failed.passed:
+            return Outcome(_("contact card: failed"), [(_("error"), failed.detail)], ok=False)
+        return Outcome(_("no contact card yet: fill in the form below"), ok=False, pending=True)
+    return Outcome(
+        _("contact for {school}").format(school=school or _("the school")),
+        [(_("name"), contact.name), (_("mobile"), contact.mobile), (_("e-mail"), contact.email)],
+        value=contact,
+    )

@@ -50,9 +50,9 @@ model name may be the cause).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..i18n import _
+from ..summary import SEVERITIES, Check, Severity
 from ..validate import url_warnings
 from .exchange import Exchange, snippet
 from .reasons import LOCAL_LIMIT
@@ -60,27 +60,9 @@ from .shapes import completion_tokens, reply_shape, reply_text
 
 __all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "row", "url_checks"]
 
-#: Severities, most serious first.
-SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check: its name, whether it passed, its severity and what to do."""
-
-    name: str
-    passed: bool
-    severity: str  # "error" | "warning" | "info"
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "passed", "severity", "detail"}``."""
-        return {
-            "name": self.name,
-            "passed": self.passed,
-            "severity": self.severity,
-            "detail": self.detail,
-        }
+#: The probe's name for a check row: the summary's :class:`~lmreg_nb.summary.Check` itself
+#: (one type from the probe to the record; the name stays for the probe's many rows).
+CheckResult = Check
 
 
 @dataclass
@@ -102,7 +84,7 @@ class Conformance:
         return self.streamed is not None and (self.streamed.status or 0) // 100 == 2
 
 
-def row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+def row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
     """One check row."""
     return CheckResult(name, passed, severity, detail)
 
@@ -114,9 +96,7 @@ def _url_warning_codes(url: str) -> dict[str, str]:
     """url_warnings as {code: message}; codes, never the wording, decide the rows."""
     found: dict[str, str] = {}
     for warning in url_warnings(url):
-        code = getattr(warning, "code", None)
-        if isinstance(code, str):
-            found.setdefault(code, str(getattr(warning, "message", "")))
+        found.setdefault(warning.code, warning.message)
     return found
 
 

@@ -34,6 +34,7 @@ import httpx
 
 from .._decode import DecodingError, ainflated
 from ..i18n import _
+from ..summary import Severity
 from .checks import CheckResult
 from .exchange import Exchange
 from .reasons import snippet
@@ -63,7 +64,7 @@ MAX_TOKENS_PROBE = 4
 MAX_MODEL_LIST_BYTES = 1024 * 1024
 
 
-def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+def _row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
     return CheckResult(name, passed, severity, detail)
 
 

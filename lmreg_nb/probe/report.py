@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker
+from ..summary import Severity
 from .blocking import blocking
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
@@ -134,7 +135,7 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
         head = _("{done} of {requests} requests at concurrency {c} in {seconds} s").format(**facts)
     if not errors:
         return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
-    severity = "error" if errors == done else "warning"
+    severity: Severity = "error" if errors == done else "warning"
     if LOCAL_LIMIT in load.errors_by_kind:
         # Requests this computer could not even send say nothing about the server.
         detail = _(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LmregError
 from ..i18n import _
 from ..secret import Secret
+from ..summary import Summary
 from .html import render_summary_html
 from .text import render_summary_text
 
@@ -88,12 +89,13 @@ def record(name: str, value: Any, *, display_id: str | None = None, update: bool
     if not isinstance(name, str) or not name.strip():
         raise ValueError("a record needs a non-empty name")
     data = to_jsonable(value)
+    summary = _summary_of(value, data) if name == "summary" else None
     bundle: dict[str, Any] = {
         RECORD_MIME: {"name": name, "value": data},
-        "text/plain": _text_fallback(name, data),
+        "text/plain": _text_fallback(name, data, summary),
     }
-    if name == "summary" and isinstance(data, Mapping):
-        bundle["text/html"] = render_summary_html(data)
+    if summary is not None:
+        bundle["text/html"] = render_summary_html(summary)
     try:
         from IPython import get_ipython
         from IPython.display import display
@@ -153,9 +155,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _text_fallback(name: str, data: Any) -> str:
-    if name == "summary" and isinstance(data, Mapping):
-        return render_summary_text(data)
+def _summary_of(value: Any, data: Any) -> Summary | None:
+    """The Summary recorded: the object given, or (a plain dict recorded) its JSON read once."""
+    if isinstance(value, Summary):
+        return value
+    return Summary.from_json(data) if isinstance(data, Mapping) else None
+
+
+def _text_fallback(name: str, data: Any, summary: Summary | None) -> str:
+    if summary is not None:
+        return render_summary_text(summary)
     text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
     if len(text) > _TEXT_LIMIT:
         text = text[:_TEXT_LIMIT] + "\n… " + _("(cut; the record holds the whole value)")

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from ..i18n import _
 from ..summary import Summary
 from .html import render_summary_html
-from .text import as_summary
 
 if TYPE_CHECKING:
     import nbformat
@@ -62,7 +61,7 @@ def _exporter(short: bool) -> Any:
 
 def render_html(
     nb: nbformat.NotebookNode,
-    summary: Summary | Mapping[str, Any] | None = None,
+    summary: Summary | None = None,
     *,
     title: str | None = None,
     short: bool = False,
@@ -71,11 +70,10 @@ def render_html(
 
     ``short``: the principal's view, the summary and the charts only (no code cells).
     """
-    record = as_summary(summary) if summary is not None else None
     if title is None:
         title = (
-            _("Onboarding record: {school}").format(school=record.school)
-            if record is not None and record.school
+            _("Onboarding record: {school}").format(school=summary.school)
+            if summary is not None and summary.school
             else _("Notebook record")
         )
     page_nb = _charts_only(nb) if short else _readable_parameters(nb)
@@ -83,12 +81,12 @@ def render_html(
         body, _resources = _exporter(short).from_notebook_node(
             page_nb, resources={"metadata": {"name": title}}
         )
-    lang = record.lang if record is not None and record.lang else None
+    lang = summary.lang if summary is not None and summary.lang else None
     if lang:
         body = re.sub(r"<html(\s|>)", f'<html lang="{lang}"\\1', body, count=1)
-    if record is None:
+    if summary is None:
         return body
-    top = render_summary_html(record)
+    top = render_summary_html(summary)
     match = re.search(r"<main[^>]*>", body) or re.search(r"<body[^>]*>", body)
     if match is None:
         return top + body

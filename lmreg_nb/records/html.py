@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..i18n import _
-from ..summary import Summary, step_label
+from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from .text import (
     PERCENTILE_ROWS,
-    as_summary,
     fmt,
     go_live_verdict,
     local_time,
@@ -72,10 +71,9 @@ def _mark(flag: bool) -> str:
     return '<span class="lmreg-fail">✘</span>'
 
 
-def render_summary_html(summary: Summary | Mapping[str, Any]) -> str:
+def render_summary_html(s: Summary) -> str:
     """The onboarding summary as a self-contained, escaped HTML block."""
-    s = as_summary(summary)
-    css = s.status if s.status in ("ok", "failed", "incomplete") else "failed"
+    css = s.status
     parts = [
         f'<div class="lmreg-summary"><style>{_CSS}</style>',
         "<h2>"
@@ -110,7 +108,8 @@ def _verdicts(s: Summary) -> list[str]:
 def _facts(s: Summary) -> str:
     facts = []
     if s.contact:
-        contact = ", ".join(_e(s.contact.get(k)) for k in ("name", "mobile", "email"))
+        card = s.contact
+        contact = ", ".join(_e(v) for v in (card.name, card.mobile, card.email))
         facts.append([html.escape(_("Contact")), contact])
     generated = local_time(s.generated_at, s.lang) if s.generated_at else None
     for label, value in (
@@ -128,9 +127,8 @@ def _steps(s: Summary) -> list[str]:
     if s.phases:
         parts.append(_h3(_("Onboarding phases")) + "<ul>")
         for p in s.phases:
-            box = "☑" if p.get("done") else "☐"
-            name = phase_label(str(p.get("name")))
-            parts.append(f"<li>{box} <b>{_e(name)}</b> — {_e(p.get('detail'))}</li>")
+            box = "☑" if p.done else "☐"
+            parts.append(f"<li>{box} <b>{_e(phase_label(p.name))}</b> — {_e(p.detail)}</li>")
         parts.append("</ul>")
     if s.steps:
         parts.append(_h3(_("Steps")) + "<ul>")
@@ -146,7 +144,13 @@ def _models(s: Summary) -> list[str]:
         return []
     keys = ["modelName", "modelId", "registryUrl", "createTime", "updateTime"]
     rows = [
-        [_e(local_time(m.get(k), s.lang) if k.endswith("Time") else m.get(k)) for k in keys]
+        [
+            _e(m.model_name),
+            _e(m.model_id),
+            _e(m.registry_url),
+            _e(local_time(m.create_time, s.lang)),
+            _e(local_time(m.update_time, s.lang)),
+        ]
         for m in s.models
     ]
     return [_h3(_("Models")), _table(keys, rows)]
@@ -163,19 +167,18 @@ def _checks(s: Summary) -> list[str]:
     return [_h3(_("Checks")), _table(header, rows)]
 
 
-def _p90(level: Mapping[str, Any], key: str) -> str:
-    value = level.get(key)
-    return _e(value.get("p90") if isinstance(value, Mapping) else None)
+def _p90(value: Percentiles) -> str:
+    return _e(value.p90)
 
 
-def _capacity(capacity: Mapping[str, Any] | None) -> list[str]:
-    if not capacity:
+def _capacity(capacity: CapacityRecord | None) -> list[str]:
+    if capacity is None:
         return []
     parts = [
         _h3(_("Capacity")),
-        f'<p class="lmreg-capacity-verdict">{_e(capacity.get("verdict"))}</p>',
+        f'<p class="lmreg-capacity-verdict">{_e(capacity.verdict)}</p>',
     ]
-    levels = [lv for lv in capacity.get("levels") or [] if isinstance(lv, Mapping)]
+    levels = capacity.levels
     if levels:
         header = [
             _("chats at once"),
@@ -188,13 +191,13 @@ def _capacity(capacity: Mapping[str, Any] | None) -> list[str]:
         ]
         rows = [
             [
-                _e(lv.get("concurrency")),
-                _e(lv.get("requests")),
-                _e(lv.get("errors")),
-                _p90(lv, "ttft_ms"),
-                _p90(lv, "itl_ms"),
-                _e(lv.get("requests_per_s")),
-                _mark(bool(lv.get("meets_slo"))),
+                _e(lv.concurrency),
+                _e(lv.requests),
+                _e(lv.errors),
+                _p90(lv.ttft_ms),
+                _p90(lv.itl_ms),
+                _e(lv.requests_per_s),
+                _mark(lv.meets_slo),
             ]
             for lv in levels
         ]
@@ -205,7 +208,7 @@ def _capacity(capacity: Mapping[str, Any] | None) -> list[str]:
 def _performance(s: Summary) -> list[str]:
     perf = s.performance
     if not perf:
-        ran = any(st.name == "chat endpoint checks" for st in s.steps)
+        ran = any(st.name == StepName.CHECKS for st in s.steps)
         return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
     rows = []
     for key, label in PERCENTILE_ROWS:

@@ -12,7 +12,6 @@ from ..summary import Summary, step_label
 
 __all__ = [
     "PERCENTILE_ROWS",
-    "as_summary",
     "fmt",
     "go_live_verdict",
     "local_time",
@@ -36,11 +35,6 @@ _PHASES = {
     "technical integration": N_("technical integration"),
     "go-live": N_("go-live"),
 }
-
-
-def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
-    """A Summary from a Summary or its recorded JSON (of any version)."""
-    return summary if isinstance(summary, Summary) else Summary.from_json(summary)
 
 
 def status_label(status: str) -> str:
@@ -114,9 +108,8 @@ def perf_sentence(perf: Mapping[str, Any]) -> str:
     )
 
 
-def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
+def render_summary_text(s: Summary) -> str:
     """The onboarding summary as plain text, the two verdicts first."""
-    s = as_summary(summary)
     mark = {True: "[x]", False: "[ ]"}
     lines = [
         _("Onboarding record: {school} — {status}").format(
@@ -129,11 +122,9 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
     lines.append(f"{mark[ok]} {text}")
     lines += [f"    - {b}" for b in s.go_live.blockers]
     if s.contact:
-        lines.append(
-            _("Contact: {contact}").format(
-                contact=", ".join(fmt(s.contact.get(k)) for k in ("name", "mobile", "email"))
-            )
-        )
+        card = s.contact
+        contact = ", ".join(fmt(v) for v in (card.name, card.mobile, card.email))
+        lines.append(_("Contact: {contact}").format(contact=contact))
     for label, value in (
         (_("Platform"), s.base_url),
         (_("Env"), s.env),
@@ -144,16 +135,14 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
     if s.phases:
         lines.append(_("Phases:"))
         for p in s.phases:
-            name = phase_label(str(p.get("name")))
-            lines.append(f"  {mark[bool(p.get('done'))]} {name} — {fmt(p.get('detail'))}")
+            lines.append(f"  {mark[p.done]} {phase_label(p.name)} — {fmt(p.detail)}")
     if s.steps:
         lines.append(_("Steps:"))
         lines += [f"  {mark[st.passed]} {step_label(st.name)} — {st.detail}" for st in s.steps]
     if s.models:
         lines.append(_("Models:"))
         lines += [
-            f"  {fmt(m.get('modelName'))} ({fmt(m.get('modelId'))}) {fmt(m.get('registryUrl'))}"
-            for m in s.models
+            f"  {fmt(m.model_name)} ({fmt(m.model_id)}) {fmt(m.registry_url)}" for m in s.models
         ]
     if s.checks:
         lines.append(_("Checks:"))
@@ -161,7 +150,7 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
             ok_word = _("PASS") if c.passed else _("FAIL")
             lines.append(f"  {ok_word} {c.name} [{severity_label(c.severity)}] {c.detail}")
     if s.capacity:
-        lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.get("verdict"))))
+        lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.verdict)))
     if s.performance:
         lines.append(_("Performance: {figures}").format(figures=perf_sentence(s.performance)))
         for key, label in PERCENTILE_ROWS:

@@ -63,17 +63,13 @@ class RunResult:
     duration_s: float = 0.0
     short_html: Path | None = None  # the principal's view: no code cells
     kernel_retried: bool = False  # the kernel failed to start once and the run was retried
+    #: The recorded onboarding summary, read once (None when the notebook recorded none).
+    summary: Summary | None = None
 
     @property
     def ok(self) -> bool:
         """Whether the run succeeded."""
         return self.status == "ok"
-
-    @property
-    def summary(self) -> Summary | None:
-        """The recorded onboarding summary, typed (None when the notebook recorded none)."""
-        data = self.records.get("summary")
-        return Summary.from_json(data) if isinstance(data, Mapping) else None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON data (paths as strings)."""
@@ -224,15 +220,15 @@ def run_notebook(
         warm_up()
         ended = _execute(work, notebook, kernel_cwd, run_env, timeout)
         raw, executed = load_output(work / "executed.ipynb", notebook)
-        clean, records, error = make_record(notebook, ended, raw, executed, secrets)
+        clean, records, summary, error = make_record(notebook, ended, raw, executed, secrets)
         nb_path, html_path, short_path = write_record(
-            clean, records, error, out_dir, stem, secrets, notebook.name
+            clean, summary, out_dir, stem, secrets, notebook.name
         )
 
     result = RunResult(
         status="ok" if error is None else "failed", notebook=nb_path, html=html_path,
         records=records, error=error, duration_s=time.monotonic() - started,
-        short_html=short_path, kernel_retried=ended.retried,
+        short_html=short_path, kernel_retried=ended.retried, summary=summary,
     )  # fmt: skip
     log.info("ran %s: %s in %.1f s", notebook.name, result.status, result.duration_s)
     if ended.interrupt is not None:

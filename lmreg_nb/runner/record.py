@@ -129,8 +129,8 @@ def _describe(ended: Ended, clean: Any, secrets: Mapping[str, str]) -> str | Non
 
 def make_record(
     notebook: Path, ended: Ended, raw: Any, executed: bool, secrets: Mapping[str, str]
-) -> tuple[Any, dict[str, Any], str | None]:
-    """The scrubbed notebook, its records, and the run's error (None: ok)."""
+) -> tuple[Any, dict[str, Any], Summary | None, str | None]:
+    """The scrubbed notebook, its records, its summary (read once), the error (None: ok)."""
     clean = scrub_notebook(raw, secrets)
     # papermill's "An Exception was encountered" banner: the summary card says it better.
     clean.cells = [
@@ -152,17 +152,16 @@ def make_record(
         error = _one_line(
             _("summary status {status}: {reason}").format(status=summary.status, reason=reason)
         )
-    return clean, records, error
+    return clean, records, summary, error
 
 
 def write_record(
-    clean: Any, records: Mapping[str, Any], error: str | None, out_dir: Path, stem: str,
-    secrets: Mapping[str, str], what: str,
+    clean: Any, summary: Summary | None, out_dir: Path, stem: str, secrets: Mapping[str, str],
+    what: str,
 ) -> tuple[Path, Path, Path]:  # fmt: skip
+    """Write the notebook and its two HTML copies (full, short), each checked for secrets."""
     import nbformat
 
-    data = records.get("summary")
-    summary = Summary.from_json(data) if isinstance(data, Mapping) else None
     nb_text = nbformat.writes(clean)
     full = render_html(clean, summary)
     short = render_html(clean, summary, short=True)

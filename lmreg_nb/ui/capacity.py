@@ -9,6 +9,7 @@ import ipywidgets as widgets
 from ..errors import ValidationError
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..summary import StepName
 from ._common import LABEL_WIDTH, Field, Form
 
 __all__ = ["CLASS_SIZES", "DEFAULT_SLO_TTFT_MS", "CapacityForm", "check_slo_ttft_ms"]
@@ -52,7 +53,7 @@ class CapacityForm(Form):
         model_url: str = "",
         model: str = "",
     ) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         self.model_url = model_url
         self.model = model
         self.preset = widgets.ToggleButtons(
@@ -94,7 +95,7 @@ class CapacityForm(Form):
             return None
         size, slo = int(self.class_size.value), int(self.slo.value)
         self.preset.value = size if size in CLASS_SIZES else None
-        return self.run(lambda: self._measure(size, slo), step="capacity")
+        return self.run(lambda: self._measure(size, slo), step=StepName.CAPACITY)
 
     def _measure(self, size: int, slo: int) -> tuple[Any, ...]:
         # Empty model_url/model: the run measures the endpoint its checks called.

@@ -11,6 +11,7 @@ from ..models import RegisteredModel
 from ..onboarding import Onboarding
 from ..onboarding.display import Outcome
 from ..secret import Secret
+from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
 
@@ -51,7 +52,7 @@ class ModifyForm(Form):
     """
 
     def __init__(self, run: Onboarding | None = None) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         self.models: dict[str, RegisteredModel] = {}
         self.select = widgets.Dropdown(description=_("model"), options=[])
         self.select.style.description_width = LABEL_WIDTH
@@ -156,4 +157,4 @@ class ModifyForm(Form):
                 rows.append(("updateTime", format_local_time(model.update_time)))
             return Outcome(done.title, rows, ok=done.ok, value=model)
 
-        return self.run(action, step="modify")
+        return self.run(action, step=StepName.MODIFY)
