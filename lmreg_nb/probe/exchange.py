@@ -30,10 +30,12 @@ from ..validate import check_registry_url
 from .reasons import snippet, transport_reason
 from .shapes import (
     chunk_delta,
+    chunk_reasoning,
     chunk_text,
     error_message,
     finish_reason,
     is_error_object,
+    reply_reasoning,
     reply_text,
     usage_of,
 )
@@ -104,11 +106,16 @@ def chat_body(
     max_tokens: int | None = 256,
     temperature: float = 0.2,
     include_usage: bool = True,
+    system: str | None = None,
 ) -> dict[str, Any]:
-    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default."""
+    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default.
+
+    ``system``: a system message before the prompt (what the course apps send).
+    """
+    messages = [{"role": "system", "content": system}] if system is not None else []
     body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": [*messages, {"role": "user", "content": prompt}],
         "stream": stream,
         "temperature": temperature,
     }
@@ -162,6 +169,9 @@ class Exchange:
     usage: dict[str, Any] | None = None
     pieces: list[str] = field(default_factory=list)
     times: list[float] = field(default_factory=list)  # arrival of each content piece
+    # A reasoning model's thinking (reasoning_content / reasoning): its size and first arrival.
+    reasoning_chars: int = 0
+    t_reasoning: float | None = None
     text_chars: int = 0
     truncated: bool = False
     framing: Framing | None = None
@@ -187,7 +197,14 @@ class Exchange:
 
     @property
     def ttft(self) -> float | None:
-        """Seconds from sending to the first non-empty content."""
+        """Seconds from sending to the first token of any kind (thinking included)."""
+        first = self.times[0] if self.times else None
+        firsts = [t for t in (self.t_reasoning, first) if t is not None]
+        return min(firsts) - self.t_start if firsts else None
+
+    @property
+    def first_answer(self) -> float | None:
+        """Seconds from sending to the first token of the answer (content; thinking excluded)."""
         return self.times[0] - self.t_start if self.times else None
 
     @property
@@ -313,6 +330,7 @@ async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
 
 
 def _take_whole(ex: Exchange, reply: dict[str, Any], now: float) -> None:
+    _add_thought(ex, reply_reasoning(reply), now)
     text = reply_text(reply)
     if text:
         _add_piece(ex, text, now)
@@ -320,6 +338,14 @@ def _take_whole(ex: Exchange, reply: dict[str, Any], now: float) -> None:
     usage = usage_of(reply)
     if usage is not None:
         ex.usage = usage
+
+
+def _add_thought(ex: Exchange, thought: str | None, now: float) -> None:
+    """Note a piece of thinking: only its size and when the first came (it is not the answer)."""
+    if thought:
+        ex.reasoning_chars += len(thought)
+        if ex.t_reasoning is None:
+            ex.t_reasoning = now
 
 
 def _add_piece(ex: Exchange, text: str, now: float) -> None:
@@ -404,12 +430,14 @@ def _take_event(ex: Exchange, data: str, now: float, first: bool) -> bool:
         return first
     delta = chunk_delta(obj)
     text = chunk_text(obj)
-    if first and delta is not None and "role" in delta and not text:
+    thought = chunk_reasoning(obj)
+    if first and delta is not None and "role" in delta and not text and not thought:
         ex.role_only_first = True
     ex.finish = finish_reason(obj) or ex.finish
+    _add_thought(ex, thought, now)
     if text:
         _add_piece(ex, text, now)
-    elif text is None and (delta is None or delta.get("content", "") is None):
+    elif text is None and not thought and (delta is None or delta.get("content", "") is None):
         ex.null_content += 1
     return False
 
