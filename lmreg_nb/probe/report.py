@@ -23,9 +23,10 @@ from ..i18n import _
 from ..secret import Masker, Secret
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
+from .context_window import DEFAULT_CONTEXT_NEED, check_context_need
 from .exchange import Exchange, Target, make_target
 from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
-from .metrics import request_metrics
+from .metrics import answer_wait_sentence, request_metrics
 from .reasons import kinds_text
 from .suite import CHECK_CONNECTIONS, ChatOutcome, run_checks
 
@@ -159,10 +160,12 @@ async def check_endpoint_async(
     max_tokens: int = 256,
     chat_prompt: str | None = None,
     also_name: str | None = None,
+    context_need: int = DEFAULT_CONTEXT_NEED,
 ) -> EndpointReport:
     """:func:`check_endpoint` for code already inside an event loop (``await`` it)."""
     target = make_target(url, api_key, model, timeout)
     _check_load_args(requests, concurrency, max_duration)
+    context_need = check_context_need(context_need)
     async with make_client(max(concurrency, CHECK_CONNECTIONS), timeout) as client:
         conf, chat = await run_checks(
             client,
@@ -170,6 +173,7 @@ async def check_endpoint_async(
             max_tokens=min(max_tokens, 64),
             also_name=also_name.strip() if also_name else None,
             chat_prompt=chat_prompt,
+            context_need=context_need,
         )
         checks = list(conf.checks)
         load: LoadResult | None = None
@@ -266,16 +270,19 @@ def check_endpoint(
     max_tokens: int = 256,
     chat_prompt: str | None = None,
     also_name: str | None = None,
+    context_need: int = DEFAULT_CONTEXT_NEED,
 ) -> EndpointReport:
-    """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
+    """Check a chat endpoint (spec 4.5, go-live, function), measure one streamed reply, load-test.
 
     ``requests`` > 0 runs a load test of that many streamed requests,
     ``concurrency`` at a time, stopped after ``max_duration`` seconds.
     ``chat_prompt``: one streamed chat reply made concurrently with the checks
     (``report.chat_reply`` / ``report.chat_error``). ``also_name``: the
     registered modelName, tried as ``model`` too when it differs (see
-    :func:`registered_target`). A server that fails gives failed check rows,
-    not an exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
+    :func:`registered_target`). ``context_need``: tokens of the longest prompt
+    the course apps send (the context-window check, 1 to 131072). A server that
+    fails gives failed check rows, not an exception; a bad argument raises
+    :class:`~lmreg_nb.errors.ValidationError`.
     """
     return _run(
         check_endpoint_async(
@@ -290,6 +297,7 @@ def check_endpoint(
             max_tokens=max_tokens,
             chat_prompt=chat_prompt,
             also_name=also_name,
+            context_need=context_need,
         )
     )
 
@@ -316,6 +324,9 @@ def format_report(report: EndpointReport) -> str:
     if report.errors_by_kind:
         lines.append(_("errors by kind: {kinds}").format(kinds=kinds_text(report.errors_by_kind)))
     lines.append(_("TTFT ms      {figures}").format(figures=pct("ttft_ms")))
+    if s.get("first_answer_ms") != s.get("ttft_ms"):  # a reasoning model: thinking comes first
+        lines.append(_("answer ms    {figures}").format(figures=pct("first_answer_ms")))
+        lines.append("             " + answer_wait_sentence())
     lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
     lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
     rps, tps = s.get("requests_per_s"), s.get("output_tokens_per_s")
