@@ -28,6 +28,7 @@ ONBOARDING_PARAMETERS: dict[str, type] = {
     "check_concurrency": int,
     "chat_prompt": str,
     "class_size": int,
+    "context_need": int,
     "lang": str,
 }
 _REQUIRED = ("school", "contact_name", "contact_mobile", "contact_email", "model_name")
@@ -82,6 +83,10 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
                 ) from None
             if out[name] < 0:
                 raise ValidationError(name, _("must be 0 or more"))
+            if name == "context_need":
+                from ..probe.context_window import check_context_need
+
+                check_context_need(raw)
         elif name == "lang":
             if normalize_language(raw) is None:
                 raise ValidationError(name, _("must be zh-CN or en"))

@@ -33,6 +33,7 @@ class EndpointSteps(StepsHost):
     """The chat-endpoint part of :class:`~lmreg_nb.onboarding.Onboarding` (a mixin)."""
 
     class_size: int
+    context_need: int | None
 
     def __init__(self) -> None:
         self.report: EndpointReport | None = None
@@ -109,6 +110,8 @@ class EndpointSteps(StepsHost):
         target = self.target
         if target is not None and target.url == url and target.registered_name != name:
             kwargs["also_name"] = target.registered_name  # model-name-served tries both names
+        if self.context_need is not None:
+            kwargs["context_need"] = self.context_need
         report = check_endpoint(
             url,
             key,

@@ -45,6 +45,7 @@ class Onboarding(RegistrySteps, EndpointSteps):
         settings: Settings | None = None,
         client: RegistryClient | None = None,
         class_size: int = 0,
+        context_need: int | None = None,
     ) -> None:
         super().__init__()
         self.school = school.strip()
@@ -58,6 +59,8 @@ class Onboarding(RegistrySteps, EndpointSteps):
         #: The last modify's changes: (field, old, new) for each field sent.
         self.changes: list[tuple[str, str, str]] = []
         self.class_size = max(0, int(class_size or 0))
+        #: Tokens of the longest prompt the course apps send (None: the check's default).
+        self.context_need = context_need
         #: True when the notebook's parameters drive the run (no forms); set by :meth:`begin`.
         self.headless = False
         #: The first step that failed in a headless run (later steps are skipped).
@@ -75,6 +78,7 @@ class Onboarding(RegistrySteps, EndpointSteps):
         contact_email: str = "",
         *,
         class_size: int = 0,
+        context_need: int | None = None,
         lang: str = "",
         settings: Settings | None = None,
     ) -> Onboarding:
@@ -83,17 +87,20 @@ class Onboarding(RegistrySteps, EndpointSteps):
         ``lang`` (empty: LMREG_LANG or the locale) chooses the language. All
         contact parameters empty: an interactive run (the notebook shows forms).
         Otherwise a headless run whose first step checks the school and contact.
+        ``context_need``: tokens of the longest prompt the course apps send
+        (None: 8000, the context-window check's default).
         """
         set_language(lang.strip() or _configured_language(settings))
         try:
             size, bad_size = _class_size(class_size), None
+            need = _context_need(context_need)
         except ValidationError as exc:
-            size, bad_size = 0, exc
+            size, need, bad_size = 0, None, exc
         if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
             if bad_size is not None:
                 raise bad_size
-            return cls("", settings=settings, class_size=size)
-        run = cls(school, settings=settings, class_size=size)
+            return cls("", settings=settings, class_size=size, context_need=need)
+        run = cls(school, settings=settings, class_size=size, context_need=need)
         run.headless = True
         if bad_size is not None:
             # A bad parameter stops the run before anything is sent, like a bad contact card.
@@ -280,6 +287,14 @@ def _configured_language(settings: Settings | None) -> str | None:
         return None
     lang = getattr(current, "lang", None)
     return lang if isinstance(lang, str) and lang else None
+
+
+def _context_need(value: object) -> int | None:
+    if value is None:
+        return None
+    from ..probe.context_window import check_context_need
+
+    return check_context_need(value)
 
 
 def _class_size(value: object) -> int:

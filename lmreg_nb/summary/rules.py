@@ -174,7 +174,17 @@ def _check_blockers(failed: Sequence[Check]) -> list[str]:
 
 
 def _capacity_blockers(capacity: Mapping[str, Any] | None, class_size: int | None) -> list[str]:
-    if not class_size or capacity is None:
+    if capacity is None:
+        if class_size:  # the capacity step's own blocker (not done, or failed) says why
+            return []
+        return [
+            _(
+                "No capacity measured: go-live needs evidence that the model serves a class. "
+                "Run the onboarding with class_size set to how many students chat at once "
+                "(40 by default; 0 skips the test)."
+            )
+        ]
+    if not class_size:
         return []
     found = _get(capacity.get("capacity"), "concurrency") if capacity.get("capacity") else None
     concurrency = _int_or_none(found) or 0
