@@ -130,6 +130,7 @@ def streams_row(pair: Sequence[Exchange], alone: Exchange) -> CheckResult:
             ),
         )
     short = [why for why in (_shortfall(ex, alone) for ex in pair) if why is not None]
+    how = _("{first}; {second}").format(first=short[0], second=short[1]) if len(short) > 1 else ""
     if not short:
         return CheckResult(
             "streams-not-cut",
@@ -158,7 +159,7 @@ def streams_row(pair: Sequence[Exchange], alone: Exchange) -> CheckResult:
         False,
         "error",
         _("of two streamed chats sent at once, {n} did not arrive whole: {how}. {advice}").format(
-            n=len(short), how="; ".join(short), advice=advice
+            n=len(short), how=how or short[0], advice=advice
         ),
     )
 

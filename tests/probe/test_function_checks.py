@@ -207,13 +207,13 @@ def test_a_server_that_hangs_or_hangs_up_on_a_long_prompt_gets_one_row(
     timeout = 1.5
     with _gatekeeper(mock.base, mode) as base:
         started = time.perf_counter()
-        report = check_endpoint(_url(base), KEY, "m", timeout=timeout)
+        report = check_endpoint(_url(base), mock.key, mock.model, timeout=timeout)
         took = time.perf_counter() - started
     row = _row(report, "context-window")
     assert not row.passed and row.severity == "error"
     _in_language(row.detail, lang)
     if mode == "slow":
-        assert f"{timeout:g} s" in row.detail, row.detail  # no answer within the timeout
+        assert f"{timeout:g}" in row.detail, row.detail  # no answer within the timeout
         assert took < timeout * 4, took  # never a hung check
     else:  # the longest prompt answered: some 4000 words fit in the 20 kB let through
         numbers = {int(n) for n in re.findall(r"\d+", row.detail)}
