@@ -447,7 +447,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "its figures are kept in the summary. Interactive, the checks run by themselves "
                 "once the model is registered."
             )
-            + " "
+            + "\n\n"
             + _(
                 "The checks also send what the course apps send: a system message (the teacher "
                 "persona), a prompt of `context_need` tokens (a long lesson) and two chats at "
@@ -472,7 +472,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "seconds (for 9 in 10 replies). A capacity below the class size stands in the "
                 "way of go-live."
             )
-            + " "
+            + "\n\n"
             + _(
                 "So does a capacity not measured: `class_size` 0 skips the test, and go-live "
                 "then lacks the evidence that the model serves a class."
