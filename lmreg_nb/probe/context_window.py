@@ -51,8 +51,6 @@ __all__ = [
 DEFAULT_CONTEXT_NEED = 8000
 #: The most a check asks for: 128 Ki tokens, the longest window schools' models commonly have.
 MAX_CONTEXT_NEED = 131072
-#: Words of the two calibration prompts.
-CALIBRATION = (32, 512)
 #: Requests of the search after a refusal.
 MAX_STEPS = 4
 #: Counted below this share of what was sent: the prompt was cut.
@@ -66,6 +64,9 @@ _FILLER = (
     "good people school class book read learn"
 )
 _WORDS = tuple(_FILLER.split())
+#: Words of the two calibration prompts: they differ by whole cycles of the filler, so the
+#: tokens per word are its average, and both fit any window a chat model has.
+CALIBRATION = (8, 8 + 2 * len(_WORDS))
 
 
 def check_context_need(value: object) -> int:
@@ -93,32 +94,65 @@ def filler_prompt(words: int) -> str:
 
 @dataclass
 class ContextFinding:
-    """What the context-window requests found (token figures as the server counts them)."""
+    """What the context-window requests found.
+
+    Prompts are measured in filler words; :meth:`tokens` turns words into
+    tokens as the server counts them, fitted on every answered prompt whose
+    ``usage.prompt_tokens`` came back (the two farthest apart), so every figure
+    of the detail is on the same scale.
+    """
 
     need: int
-    estimate: bool = True  # no usage.prompt_tokens: one token per word is assumed
-    rate: float = 1.0  # tokens per filler word
-    overhead: float = float(len(_INSTRUCTION.split()))  # the template's and instruction's tokens
-    sent: int = 0  # tokens of the long prompt
-    long: Exchange | None = None  # the long prompt's request
+    counts: dict[int, int] = field(default_factory=dict)  # words -> usage.prompt_tokens
+    long: Exchange | None = None  # the prompt of ``need`` tokens
+    long_words: int = 0
     broken: Exchange | None = None  # a calibration prompt that failed
-    longest_ok: int | None = None  # tokens of the longest prompt answered
-    shortest_refused: int | None = None
-    refusals: list[Exchange] = field(default_factory=list)
+    longest_ok: int | None = None  # words of the longest prompt answered
+    shortest_refused: int | None = None  # words of the shortest prompt refused
     seconds: float = 0.0
     stopped: bool = False  # the budget ran out
 
+    @property
+    def estimate(self) -> bool:
+        """No count came back: one token per word is assumed."""
+        return not self.counts
+
+    def _fit(self) -> tuple[float, float]:
+        """(tokens per word, overhead) from the counts; the estimate without any."""
+        instruction = len(_INSTRUCTION.split())
+        if not self.counts:
+            return 1.0, float(instruction)
+        low, high = min(self.counts), max(self.counts)
+        if high > low:
+            rate = (self.counts[high] - self.counts[low]) / (high - low)
+            if rate > 0:
+                return rate, self.counts[low] - rate * low
+        # One point: proportional (the chat template's overhead spread over the words).
+        return self.counts[high] / (high + instruction), 0.0
+
     def tokens(self, words: int) -> int:
-        """The tokens of a prompt of ``words`` filler words."""
-        return round(self.overhead + self.rate * words)
+        """The tokens of a prompt of ``words`` filler words (the server's count when known)."""
+        if words in self.counts:
+            return self.counts[words]
+        rate, overhead = self._fit()
+        return round(overhead + rate * words)
 
     def words(self, tokens: int) -> int:
         """The filler words of a prompt of ``tokens`` tokens."""
-        return max(1, math.ceil((tokens - self.overhead) / self.rate))
+        rate, overhead = self._fit()
+        return max(1, math.ceil((tokens - overhead) / rate))
 
-    def counted(self, ex: Exchange, words: int) -> int:
-        """The server's count of a prompt it answered, else the estimate."""
-        return _prompt_tokens(ex) or self.tokens(words)
+    def answered(self, ex: Exchange, words: int, *, fit: bool = True) -> None:
+        """Note an answered prompt; ``fit``: its count joins the scale (not a cut one's)."""
+        count = _prompt_tokens(ex)
+        if fit and count is not None:
+            self.counts[words] = count
+        self.longest_ok = max(words, self.longest_ok or 0)
+
+    @property
+    def sent(self) -> int:
+        """Tokens of the prompt of ``need`` tokens, as the calibration sized it."""
+        return self.tokens(self.long_words)
 
 
 def _prompt_tokens(ex: Exchange) -> int | None:
@@ -155,43 +189,40 @@ async def probe_context(
     return found
 
 
-def _calibrate(found: ContextFinding, small: Exchange, large: Exchange) -> None:
-    counts = [_prompt_tokens(ex) if _answered(ex) else None for ex in (small, large)]
-    if counts[0] is None or counts[1] is None:
-        return
-    rate = (counts[1] - counts[0]) / (CALIBRATION[1] - CALIBRATION[0])
-    if 0.5 <= rate <= 4:  # else the count is not a plain count of the prompt: keep the estimate
-        found.rate, found.estimate = rate, False
-        found.overhead = max(0.0, counts[0] - rate * CALIBRATION[0])
-
-
 async def _search(client: httpx.AsyncClient, target: Target, found: ContextFinding) -> None:
     small, large = await asyncio.gather(*(_ask(client, target, n) for n in CALIBRATION))
     if not _answered(small):
         found.broken = small
         return
-    _calibrate(found, small, large)
-    lo = CALIBRATION[1] if _answered(large) else CALIBRATION[0]
-    found.longest_ok = found.counted(large if _answered(large) else small, lo)
-    hi = found.words(found.need)
-    found.sent = found.tokens(hi)
+    for ex, words in ((small, CALIBRATION[0]), (large, CALIBRATION[1])):
+        if _answered(ex):
+            found.answered(ex, words)
+    if not _answered(large) and large.failure != "timeout":  # a tiny window: a second point
+        middle = sum(CALIBRATION) // 2
+        ex = await _ask(client, target, middle)
+        if _answered(ex):
+            found.answered(ex, middle)
+    lo = found.longest_ok or CALIBRATION[0]
+    hi = found.long_words = found.words(found.need)
     found.long = await _ask(client, target, hi)
-    if _answered(found.long) or found.long.failure == "timeout":
+    if _answered(found.long):
+        found.answered(found.long, hi, fit=False)  # its count is what is judged
         return
-    found.refusals.append(found.long)
-    found.shortest_refused = found.sent
+    if found.long.failure == "timeout":
+        return
+    found.shortest_refused = hi
     for _step in range(MAX_STEPS):
         if hi - lo <= max(1, hi // 32):
             break
         mid = (lo + hi) // 2
         ex = await _ask(client, target, mid)
         if _answered(ex):
-            lo, found.longest_ok = mid, found.counted(ex, mid)
+            lo = mid
+            found.answered(ex, mid)
         elif ex.failure == "timeout":
             break
         else:
-            hi, found.shortest_refused = mid, found.tokens(mid)
-            found.refusals.append(ex)
+            hi = found.shortest_refused = mid
 
 
 def _how_counted(found: ContextFinding) -> str:
@@ -226,7 +257,8 @@ def context_row(found: ContextFinding) -> CheckResult:
         )
     if _answered(long):
         counted = _prompt_tokens(long)
-        if counted is not None and counted < CUT_BELOW * found.sent:
+        scaled = len(found.counts) >= 2  # one count cannot tell the template from the words
+        if scaled and counted is not None and counted < CUT_BELOW * found.sent:
             return CheckResult(
                 "context-window",
                 False,
@@ -273,8 +305,8 @@ def context_row(found: ContextFinding) -> CheckResult:
             sent=found.sent,
             how=how,
             seen=server_said(long),
-            longest=longest if longest is not None else "?",
-            refused=found.shortest_refused,
+            longest=found.tokens(longest) if longest is not None else "?",
+            refused=found.tokens(found.shortest_refused or found.long_words),
             stopped=stopped,
             need=need,
             fix=_fix(),

@@ -102,6 +102,8 @@ def _shortfall(ex: Exchange, alone: Exchange) -> str | None:
     answered = ex.status is not None and 200 <= ex.status < 300
     if not answered:
         return _("it got {seen}").format(seen=server_said(ex))
+    if ex.done and ex.finish is None and alone.finish is not None:  # the cut's signature
+        return _ended(ex)
     if ex.failure in ("transport", "timeout"):
         return _("it broke off: {why}").format(why=ex.failure_detail)
     if (
@@ -109,12 +111,17 @@ def _shortfall(ex: Exchange, alone: Exchange) -> str | None:
         or (alone.finish and not ex.finish)
         or (alone.done and not ex.done)
     ):
-        return ngettext(
-            "it ended after {n} content chunk, without a finish_reason{done}",
-            "it ended after {n} content chunks, without a finish_reason{done}",
-            len(ex.pieces),
-        ).format(n=len(ex.pieces), done=_(" (then data: [DONE])") if ex.done else "")
+        return _ended(ex)
     return None
+
+
+def _ended(ex: Exchange) -> str:
+    """How a stream ended early: its content chunks, no finish_reason, [DONE] or not."""
+    return ngettext(
+        "it ended after {n} content chunk, without a finish_reason{done}",
+        "it ended after {n} content chunks, without a finish_reason{done}",
+        len(ex.pieces),
+    ).format(n=len(ex.pieces), done=_(" (then data: [DONE])") if ex.done else "")
 
 
 def streams_row(pair: Sequence[Exchange], alone: Exchange) -> CheckResult:

@@ -180,7 +180,7 @@ async def _alone(
         "utf8": _utf8_body(target, max_tokens),
         "max_tokens": _max_tokens_body(target),
     }
-    cutting = False
+    cutting = any(looks_cut(ex) for ex in seen.pair)
     for name, body in again.items():
         if looks_cut(getattr(seen, name)):
             cutting = True

@@ -146,6 +146,24 @@ def test_without_usage_the_length_is_an_estimate(window: str) -> None:
     assert passing.passed and "estimated" in passing.detail
 
 
+def test_a_window_smaller_than_the_calibration_is_still_measured_on_one_scale() -> None:
+    # 100 tokens: the longer calibration prompt (144) is refused; a middle one scales the rest.
+    config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=4, context_window=100)
+    with serving(config) as base:
+        fits = _row(check_endpoint(_url(base), KEY, "m", context_need=90), "context-window")
+        cut = check_endpoint(_url(base, "truncate-prompt"), KEY, "m", context_need=300)
+        refused = _row(check_endpoint(_url(base), KEY, "m", context_need=300), "context-window")
+    assert fits.passed and "90 tokens" in fits.detail, fits.detail  # sized as the server counts
+    assert (
+        _row(cut, "context-window").severity == "warning"
+        and "only 100" in _row(cut, "context-window").detail
+    )
+    longest, shortest = (
+        int(n) for n in re.findall(r"had (\d+) tokens, one of (\d+)", refused.detail)[0]
+    )
+    assert 50 <= longest <= 100 < shortest <= 300, refused.detail
+
+
 def test_the_filler_is_one_word_per_token_as_the_mock_counts() -> None:
     instruction = "Reply with one word."
     assert len(filler_prompt(500).split()) == 500 + len(instruction.split())
