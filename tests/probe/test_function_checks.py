@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
@@ -237,6 +238,72 @@ def test_a_server_that_hangs_or_hangs_up_on_a_long_prompt_gets_one_row(
         numbers = {int(n) for n in re.findall(r"\d+", row.detail)}
         assert {n for n in numbers if 2000 <= n < 5000}, row.detail
     assert "Traceback" not in format_report(report)
+
+
+@contextlib.contextmanager
+def _echoing(config: MockModelConfig) -> Iterator[str]:
+    """The mock, but a system message or a long prompt gets a 400 that echoes the key."""
+    import uvicorn
+
+    from lmreg_nb.sandbox.school_model import create_app
+
+    inner = create_app(config)
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await inner(scope, receive, send)
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        asked = json.loads(body or b"{}")
+        messages = asked.get("messages") or [{}]
+        long = len(str(messages[-1].get("content", "")).split()) > 1000
+        if messages[0].get("role") == "system" or long:
+            key = dict(scope["headers"]).get(b"authorization", b"").decode()
+            said = json.dumps({"error": {"message": f"refused for {key}"}}).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            return await send({"type": "http.response.body", "body": said})
+
+        replayed = False
+
+        async def again() -> dict:
+            nonlocal replayed
+            if replayed:  # then what the connection says (a disconnect)
+                return await receive()  # type: ignore[no-any-return]
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await inner(scope, again, send)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def test_the_servers_words_are_quoted_with_the_key_masked() -> None:
+    config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=4)
+    with _echoing(config) as base:
+        report = check_endpoint(_url(base), KEY, "m", timeout=5)
+    for name in ("system-role", "context-window"):
+        row = _row(report, name)
+        assert not row.passed and "refused for Bearer" in row.detail, row.detail
+        assert KEY not in row.detail and KEY[-4:] in row.detail  # masked to its last 4
+    assert KEY not in json.dumps(report.to_json())
 
 
 # -- streams-not-cut ---------------------------------------------------------------------
