@@ -383,8 +383,12 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 _("sent once, with the checks; reply shown"),
             ),
             (
-                "class_size: int = 0",
+                "class_size: int = 40",
                 _("students of one class chatting at once; 0 skips the capacity test"),
+            ),
+            (
+                "context_need: int = 8000",
+                _("tokens of the longest prompt the course apps send (a long lesson)"),
             ),
             ('lang: str = ""', _("zh-CN or en; empty: LMREG_LANG or the locale")),
         ),
@@ -401,7 +405,8 @@ def onboarding() -> list[nbformat.NotebookNode]:
         ),
         code(
             "run = ob.Onboarding.begin(school, contact_name, contact_mobile, contact_email,\n"
-            "                          class_size=class_size, lang=lang)\n"
+            "                          class_size=class_size, context_need=context_need,\n"
+            "                          lang=lang)\n"
             "run.contact_card() if run.headless else ui.ContactForm(run)"
         ),
         md(
@@ -443,6 +448,12 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "once the model is registered."
             )
             + "\n\n"
+            + _(
+                "The checks also send what the course apps send: a system message (the teacher "
+                "persona), a prompt of `context_need` tokens (a long lesson) and two chats at "
+                "once; and they look for a reasoning model's thinking in the answer."
+            )
+            + "\n\n"
             + _("**When it fails:** see `05_test_chat_endpoint` for what each check means.")
         ),
         code(
@@ -460,6 +471,11 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "How many students can chat at once while the reply still starts within 2 "
                 "seconds (for 9 in 10 replies). A capacity below the class size stands in the "
                 "way of go-live."
+            )
+            + "\n\n"
+            + _(
+                "So does a capacity not measured: `class_size` 0 skips the test, and go-live "
+                "then lacks the evidence that the model serves a class."
             )
         ),
         code(

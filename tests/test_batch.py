@@ -355,7 +355,7 @@ def test_onboard_command_writes_no_secret(
     parameters = {
         "school": "Onboard School", "contact_name": "Li Hua", "contact_mobile": "13812345678",
         "contact_email": "ai@school.example", "model_name": "records-onboard",
-        "check_requests": "2",
+        "check_requests": "2", "class_size": "0",
     }  # fmt: skip
     args = ["onboard", "--out", str(out)]
     for name, value in parameters.items():

@@ -32,10 +32,25 @@ def _ok_steps() -> list[Step]:
 
 def test_every_step_and_required_check_passed_is_ok_and_ready() -> None:
     warn = Check("url-path", False, "warning", "path")
-    s = _summary(_ok_steps(), [Check("chat-answers", True, "error", "200"), warn])
+    steps = [*_ok_steps(), Step("capacity", True, "done")]
+    cap = CapacityRecord(concurrency=48)
+    s = _summary(steps, [Check("chat-answers", True, "error", "200"), warn], capacity=cap,
+                 class_size=40)  # fmt: skip
     assert s.status == "ok"
     assert s.go_live.ready, s.go_live.blockers
     assert s.warnings == [warn] and s.failed_checks == [] and s.reason == ""
+
+
+def test_no_capacity_measured_blocks_go_live() -> None:
+    # class_size 0 skips the capacity test: the run is ok, but go-live lacks the evidence.
+    for size in (0, None):
+        s = _summary(_ok_steps(), [Check("chat-answers", True, "error", "200")], class_size=size)
+        assert s.status == "ok" and not s.go_live.ready
+        assert s.go_live.blockers == [next(b for b in s.go_live.blockers if "No capacity" in b)]
+    # With a class size the missing step says it once, not twice.
+    s = _summary(_ok_steps(), class_size=40)
+    assert not any("No capacity" in b for b in s.go_live.blockers)
+    assert any("capacity" in b and "not done" in b for b in s.go_live.blockers)
 
 
 def test_no_steps_is_incomplete_never_ok() -> None:
@@ -111,7 +126,8 @@ def test_older_record_without_new_keys_still_reads() -> None:
 def test_a_public_name_the_check_finds_unreachable_blocks_go_live() -> None:
     # url_warnings sees a public-looking name; the go-live check resolved it to 10.0.0.5.
     check = Check("url-public-host", False, "warning", "llm.school.example resolves to 10.0.0.5")
-    s = _summary(_ok_steps(), [check])
+    steps = [*_ok_steps(), Step("capacity", True, "done")]
+    s = _summary(steps, [check], capacity=CapacityRecord(concurrency=40), class_size=40)
     assert s.status == "ok"  # a warning does not fail the onboarding
     assert s.go_live.blockers == [
         "The platform cannot reach the model's host: llm.school.example resolves to 10.0.0.5"

@@ -50,6 +50,16 @@ __all__ = ["COMMANDS", "check"]
     "its registryUrl and apiKey (LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not used).",
 )
 @click.option(
+    "--context-need",
+    "context_need",
+    default="8000",
+    show_default=True,
+    metavar="TOKENS",
+    callback=lambda _ctx, _param, value: _context_need(value),
+    help="Tokens of the longest prompt the course apps send (a long lesson), 1 to 131072: "
+    "the context-window check sends a prompt this long.",
+)
+@click.option(
     "--figure",
     "figure_path",
     type=click.Path(dir_okay=False),
@@ -64,6 +74,7 @@ def check(
     as_json: bool,
     figure_path: str,
     registered: str | None,
+    context_need: int,
 ) -> None:
     """Check the chat endpoint in LMREG_MODEL_URL with LMREG_MODEL_API_KEY and LMREG_MODEL_NAME.
 
@@ -85,6 +96,7 @@ def check(
         concurrency=concurrency,
         progress=not as_json and sys.stderr.isatty(),
         max_duration=max_duration,
+        context_need=context_need,
     )
     _show(report, as_json, figure_path)
     if not report.ok:
@@ -93,6 +105,17 @@ def check(
             _("error: {name}: {detail}").format(name=first.name, detail=first.detail), err=True
         )
         sys.exit(1)
+
+
+def _context_need(value: str) -> int:
+    """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
+    from ..errors import ValidationError
+    from ..probe.context_window import check_context_need
+
+    try:
+        return check_context_need(value)
+    except ValidationError as exc:
+        raise ValidationError("--context-need", exc.reason) from None
 
 
 def _target(registered: str | None) -> Target:

@@ -74,6 +74,10 @@ def parse_parameters(
                 ) from None
             if out[name] < 0:
                 raise ValidationError(name, _("must be 0 or more"))
+            if name == "context_need":
+                from ..probe.context_window import check_context_need
+
+                check_context_need(raw)
         elif name == "lang":
             if normalize_language(raw) is None:
                 raise ValidationError(name, _("must be zh-CN or en"))

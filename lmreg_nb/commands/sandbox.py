@@ -122,6 +122,15 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     help="Mock model: each gap between tokens grows by this share per other reply in progress.",
 )
 @click.option(
+    "--context-window",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Mock model: tokens of prompt and max_tokens it accepts; a longer prompt gets "
+    "vLLM's 400 (with --quirk truncate-prompt: cut silently, as Ollama does). 0: no limit.",
+)
+@click.option(
     "--quirk",
     "quirks",
     multiple=True,
@@ -159,6 +168,7 @@ def sandbox(
     tokens: int,
     slots: int,
     slowdown: float,
+    context_window: int,
     quirks: tuple[str, ...],
     served: tuple[str, ...],
     allow_remote: bool,
@@ -189,6 +199,7 @@ def sandbox(
         slowdown=slowdown,
         served=tuple(name.strip() for name in served if name.strip()),
         parent_pid=parent_pid,
+        context_window=context_window,
     )
     _serve(options)
 

@@ -87,15 +87,20 @@ def run_checks(
     requests: int = 0,
     concurrency: int = 1,
     chat_prompt: str | None = None,
+    context_need: int | None = None,
 ) -> EndpointReport:
     """The chat-endpoint checks (a load test when ``requests`` > 0; a chat reply with a prompt).
 
+    ``context_need``: tokens of the longest prompt the course apps send (None: the
+    context-window check's default).
     A registered ``target`` has its modelName tried as ``model`` too when it differs
     (model-name-served).
     """
     from ..probe import check_endpoint
 
     extra: dict[str, Any] = {"chat_prompt": chat_prompt} if chat_prompt else {}
+    if context_need is not None:
+        extra["context_need"] = context_need
     return check_endpoint(
         target,
         requests=max(0, int(requests or 0)),

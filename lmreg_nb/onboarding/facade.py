@@ -27,7 +27,7 @@ from . import endpoint_steps as endpoint_
 from . import registry_steps as registry_
 from .contact import Contact, card_outcome, check_contact
 from .display import Outcome, Table
-from .parameters import class_size_of, configured_language
+from .parameters import class_size_of, configured_language, context_need_of
 from .step import failure_line, step
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ class Onboarding:
         settings: Settings | None = None,
         client: RegistryClient | None = None,
         class_size: int = 0,
+        context_need: int | None = None,
     ) -> None:
         self.school = school.strip()
         self.contact = contact
@@ -68,6 +69,8 @@ class Onboarding:
         #: The last modify's changes: (field, old, new) for each field sent.
         self.changes: list[registry_.Change] = []
         self.class_size = max(0, int(class_size or 0))
+        #: Tokens of the longest prompt the course apps send (None: the check's default).
+        self.context_need = context_need
         #: True when the notebook's parameters drive the run (no forms); set by :meth:`begin`.
         self.headless = False
         #: The first step that failed in a headless run (later steps are skipped).
@@ -97,19 +100,24 @@ class Onboarding:
         contact_email: str = "",
         *,
         class_size: int = 0,
+        context_need: int | None = None,
         lang: str = "",
         settings: Settings | None = None,
     ) -> Onboarding:
         """Begin an onboarding from the notebook's parameters (``lang`` empty: LMREG_LANG or
         the locale). All contact parameters empty: an interactive run (the notebook shows
-        forms); else a headless run whose first step checks the school and contact."""
+        forms); else a headless run whose first step checks the school and contact.
+        ``context_need``: tokens of the longest prompt the course apps send (None: 8000,
+        the context-window check's default)."""
         set_language(lang.strip() or configured_language(settings))
         size, bad_size = class_size_of(class_size)
+        need, bad_need = context_need_of(context_need)
+        bad_size = bad_size or bad_need
         if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
             if bad_size is not None:
                 raise bad_size
-            return cls("", settings=settings, class_size=size)
-        run = cls(school, settings=settings, class_size=size)
+            return cls("", settings=settings, class_size=size, context_need=need)
+        run = cls(school, settings=settings, class_size=size, context_need=need)
         run.headless = True
         if bad_size is not None:
             # A bad parameter stops the run before anything is sent, like a bad contact card.
@@ -300,8 +308,9 @@ class Onboarding:
         self.report = None
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         report = self.report = endpoint_.run_checks(
-            target, requests=requests, concurrency=concurrency, chat_prompt=self.chat_prompt
-        )
+            target, requests=requests, concurrency=concurrency, chat_prompt=self.chat_prompt,
+            context_need=self.context_need,
+        )  # fmt: skip
         self.checks = list(report.checks)
         self.note(endpoint_.checks_step(self.checks))
         if self.chat_prompt:

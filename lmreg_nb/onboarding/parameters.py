@@ -10,7 +10,7 @@ from ..i18n import _
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["class_size_of", "configured_language"]
+__all__ = ["class_size_of", "configured_language", "context_need_of"]
 
 
 def configured_language(settings: Settings | None) -> str | None:
@@ -34,3 +34,15 @@ def class_size_of(value: object) -> tuple[int, ValidationError | None]:
     if size < 0:
         return 0, ValidationError("class_size", _("must be 0 or more"))
     return size, None
+
+
+def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
+    """The ``context_need`` parameter (None: the check's default), or None and the error."""
+    if value is None:
+        return None, None
+    from ..probe.context_window import check_context_need
+
+    try:
+        return check_context_need(value), None
+    except ValidationError as exc:
+        return None, exc

@@ -61,11 +61,16 @@ def chat_body(
     max_tokens: int | None = 256,
     temperature: float = 0.2,
     include_usage: bool = True,
+    system: str | None = None,
 ) -> dict[str, Any]:
-    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default."""
+    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default.
+
+    ``system``: a system message before the prompt (what the course apps send).
+    """
+    messages = [{"role": "system", "content": system}] if system is not None else []
     body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": [*messages, {"role": "user", "content": prompt}],
         "stream": stream,
         "temperature": temperature,
     }
@@ -125,7 +130,13 @@ class Exchange(Reply):
 
     @property
     def ttft(self) -> float | None:
-        """Seconds from sending to the first non-empty content."""
+        """Seconds from sending to the first token of any kind (thinking included)."""
+        first = self.first_token_at
+        return first - self.t_start if first is not None else None
+
+    @property
+    def first_answer(self) -> float | None:
+        """Seconds from sending to the first token of the answer (content; thinking excluded)."""
         return self.times[0] - self.t_start if self.times else None
 
 

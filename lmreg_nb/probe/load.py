@@ -71,6 +71,10 @@ class LoadResult:
             "requests": len(self.rows),
             "errors": len(self.rows) - len(good),
             "ttft_ms": percentiles([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
+            # What students feel: the answer's first token, thinking excluded.
+            "first_answer_ms": percentiles(
+                [r["first_answer_ms"] for r in good if r["first_answer_ms"] is not None]
+            ),
             # Per request (decode time / (tokens - 1)), not pooled read gaps: see metrics.
             "itl_ms": percentiles([r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None]),
             "latency_ms": percentiles([r["latency_ms"] for r in good]),
@@ -192,6 +196,7 @@ def _deadline_row(index: int, start_s: float, end_s: float) -> dict[str, Any]:
         "error": "deadline",
         "latency_ms": None,
         "ttft_ms": None,
+        "first_answer_ms": None,
         "itl_mean_ms": None,
         "itl_p50_ms": None,
         "itl_p90_ms": None,

@@ -22,9 +22,10 @@ from ..summary import Severity
 from .blocking import blocking
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
+from .context_window import DEFAULT_CONTEXT_NEED, check_context_need
 from .exchange import Exchange
 from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
-from .metrics import request_metrics
+from .metrics import answer_wait_sentence, request_metrics
 from .reasons import LOCAL_LIMIT, kinds_text
 from .suite import ChatOutcome, make_client, run_checks
 from .target import Target
@@ -162,6 +163,7 @@ async def check_endpoint_async(
     max_duration: float = 300.0,
     max_tokens: int = 256,
     chat_prompt: str | None = None,
+    context_need: int = DEFAULT_CONTEXT_NEED,
 ) -> EndpointReport:
     """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
 
@@ -170,14 +172,21 @@ async def check_endpoint_async(
     ``chat_prompt``: one streamed chat reply made concurrently with the checks
     (``report.chat_reply`` / ``report.chat_error``). A ``target`` with a
     registered name (:meth:`Target.from_registered`) has that name tried as
-    ``model`` too when it differs. A server that fails gives failed check rows,
-    not an exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
+    ``model`` too when it differs. ``context_need``: tokens of the longest prompt
+    the course apps send (the context-window check, 1 to 131072). A server that
+    fails gives failed check rows, not an exception; a bad argument raises
+    :class:`~lmreg_nb.errors.ValidationError`.
     :func:`check_endpoint` is the blocking twin (also inside Jupyter's loop).
     """
     _check_load_args(requests, concurrency, max_duration)
+    context_need = check_context_need(context_need)
     async with make_client(target.timeout) as client:
         conf, chat = await run_checks(
-            client, target, max_tokens=min(max_tokens, 64), chat_prompt=chat_prompt
+            client,
+            target,
+            max_tokens=min(max_tokens, 64),
+            chat_prompt=chat_prompt,
+            context_need=context_need,
         )
     checks = list(conf.checks)
     load: LoadResult | None = None
@@ -275,6 +284,9 @@ def format_report(report: EndpointReport) -> str:
     if report.errors_by_kind:
         lines.append(_("errors by kind: {kinds}").format(kinds=kinds_text(report.errors_by_kind)))
     lines.append(_("TTFT ms      {figures}").format(figures=pct("ttft_ms")))
+    if s.get("first_answer_ms") != s.get("ttft_ms"):  # a reasoning model: thinking comes first
+        lines.append(_("answer ms    {figures}").format(figures=pct("first_answer_ms")))
+        lines.append("             " + answer_wait_sentence())
     lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
     lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
     rps, tps = s.get("requests_per_s"), s.get("output_tokens_per_s")

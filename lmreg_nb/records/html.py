@@ -15,6 +15,7 @@ from ..i18n import _
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from .text import (
     PERCENTILE_ROWS,
+    answer_sentence,
     fmt,
     go_live_verdict,
     local_time,
@@ -213,10 +214,13 @@ def _performance(s: Summary) -> list[str]:
     rows = []
     for key, label in PERCENTILE_ROWS:
         p = perf.get(key)
+        if key == "first_answer_ms" and p is None:
+            continue  # an older record
         p = p if isinstance(p, Mapping) else {}
         rows.append([html.escape(_(label)), _e(p.get("p50")), _e(p.get("p90")), _e(p.get("p99"))])
+    sentences = [perf_sentence(perf), answer_sentence(perf)]
     return [
         _h3(_("Performance")),
         _table(["", "p50", "p90", "p99"], rows),
-        f"<p>{html.escape(perf_sentence(perf))}</p>",
+        *(f"<p>{html.escape(text)}</p>" for text in sentences if text),
     ]

@@ -12,6 +12,7 @@ from ..summary import Summary, step_label
 
 __all__ = [
     "PERCENTILE_ROWS",
+    "answer_sentence",
     "fmt",
     "go_live_verdict",
     "local_time",
@@ -25,6 +26,7 @@ __all__ = [
 
 PERCENTILE_ROWS = (
     ("ttft_ms", N_("time to first token (ms)")),
+    ("first_answer_ms", N_("time to the first answer token (ms)")),
     ("itl_ms", N_("inter-token latency (ms)")),
     ("latency_ms", N_("request latency (ms)")),
 )
@@ -90,6 +92,18 @@ def go_live_verdict(summary: Summary) -> tuple[bool, str]:
     if summary.go_live.ready:
         return True, _("Ready for go-live: the provider can switch the platform to this model.")
     return False, _("Not ready for go-live. What to do:")
+
+
+def answer_sentence(perf: Mapping[str, Any]) -> str:
+    """Which first-token time students feel, when the record has both; else ""."""
+    if not isinstance(perf.get("first_answer_ms"), Mapping):
+        return ""  # an older record
+    # The same words as the probe's report (lmreg_nb.probe.metrics.answer_wait_sentence).
+    return _(
+        "Students feel the time to the first answer token (first_answer_ms): a reasoning "
+        "model's thinking is not shown to them. The time to first token (ttft_ms) counts "
+        "any token, thinking included; for a model that does not reason the two are the same."
+    )
 
 
 def perf_sentence(perf: Mapping[str, Any]) -> str:
@@ -160,4 +174,6 @@ def render_summary_text(s: Summary) -> str:
                     f"  {_(label)}: p50 {fmt(pct.get('p50'))}, p90 {fmt(pct.get('p90'))}, "
                     f"p99 {fmt(pct.get('p99'))}"
                 )
+        if answer_sentence(s.performance):
+            lines.append("  " + answer_sentence(s.performance))
     return "\n".join(lines)

@@ -50,6 +50,7 @@ class SandboxOptions:
     slowdown: float = 0.0  # mock model: decode slowdown per extra stream in progress
     served: tuple[str, ...] = ()  # mock model: the model names served (empty: any)
     parent_pid: int | None = None  # stop when this process dies (a demo, a test run)
+    context_window: int = 0  # mock model: prompt + max_tokens accepted (0: no limit)
 
 
 def is_loopback(host: str) -> bool:
@@ -163,6 +164,7 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
                 slots=options.slots,
                 slowdown=options.slowdown,
                 served=options.served,
+                context_window=options.context_window,
             )
         )
         base_url = _url(options.host, platform_sock.getsockname()[1])

@@ -123,7 +123,17 @@ def _check_blockers(failed: Sequence[Check]) -> list[str]:
 
 
 def _capacity_blockers(capacity: CapacityRecord | None, class_size: int | None) -> list[str]:
-    if not class_size or capacity is None:
+    if capacity is None:
+        if class_size:  # the capacity step's own blocker (not done, or failed) says why
+            return []
+        return [
+            _(
+                "No capacity measured: go-live needs evidence that the model serves a class. "
+                "Run the onboarding with class_size set to how many students chat at once "
+                "(40 by default; 0 skips the test)."
+            )
+        ]
+    if not class_size:
         return []
     concurrency = capacity.concurrency or 0
     if concurrency >= class_size:

@@ -202,7 +202,8 @@ def test_onboard_command_twice_updates_and_writes_scrubbed_records(
     from lmreg_nb.cli import main
 
     args = ["onboard", "--out", str(tmp_path / "run")]
-    for name, value in {**CONTACT, "model_name": "nb-cli-model", "check_requests": "0"}.items():
+    parameters = {**CONTACT, "model_name": "nb-cli-model", "check_requests": "0", "class_size": "0"}
+    for name, value in parameters.items():
         args += ["-p", name, value]
     runner = CliRunner()
     first = runner.invoke(main, args)

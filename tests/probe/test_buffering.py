@@ -52,7 +52,8 @@ class _Stream(httpx.AsyncByteStream):
 
 
 def _handler(bursts: list[bool]) -> httpx.MockTransport:
-    """Streamed English requests burst as ``bursts`` says, in order; the rest stream."""
+    """Streamed English requests burst as ``bursts`` says, in order, the last one repeating
+    (the streams-not-cut pair is English too); the rest stream."""
 
     def handle(request: httpx.Request) -> httpx.Response:
         if request.method != "POST":
@@ -62,7 +63,7 @@ def _handler(bursts: list[bool]) -> httpx.MockTransport:
             return httpx.Response(200, json=REPLY)
         prompt = body["messages"][-1]["content"]
         english = body.get("max_tokens", 0) > 8 and prompt.isascii()
-        burst = bursts.pop(0) if english and bursts else False
+        burst = (bursts.pop(0) if len(bursts) > 1 else bursts[0]) if english else False
         return httpx.Response(
             200, headers={"content-type": "text/event-stream"}, stream=_Stream(burst)
         )

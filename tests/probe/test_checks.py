@@ -37,6 +37,10 @@ NETWORK_CHECKS = {
     "stream-utf8",
     "max-tokens-honoured",
     "model-name-served",
+    "system-role",
+    "context-window",
+    "streams-not-cut",
+    "reasoning-separated",
 }
 URL_CHECKS = {"url-https", "url-path", "url-public-host"}
 
@@ -63,10 +67,15 @@ EXPECTED: dict[str, tuple[set[str], bool, str]] = {
     "replacement-char": ({"stream-utf8"}, False, "U+FFFD"),
     "split-utf8": (set(), True, ""),
     "ignore-max-tokens": ({"max-tokens-honoured"}, True, "ignores max_tokens"),
+    # The checks' own streams are cut too: asked for again alone, only the cut is named.
+    "interrupt": ({"streams-not-cut"}, False, "--interrupt_requests False"),
+    "no-system-role": ({"system-role"}, False, "System role not supported"),
+    "think-in-content": ({"reasoning-separated"}, True, "<think>"),
+    "reasoning-content": (set(), True, ""),
+    "truncate-prompt": (set(), True, ""),  # no context window on this mock: nothing to cut
 }
-# Cuts whichever streams run when a new request comes: the checks' concurrent
-# requests make it nondeterministic here; the capacity tests cover it.
-ELSEWHERE = {"interrupt"}
+# Quirks whose verdicts are tested elsewhere.
+ELSEWHERE: set[str] = set()
 
 
 def _failed(report: EndpointReport) -> set[str]:

@@ -24,6 +24,7 @@ SUMMARY = {
     "requests",
     "errors",
     "ttft_ms",
+    "first_answer_ms",
     "itl_ms",
     "latency_ms",
     "requests_per_s",
@@ -35,7 +36,7 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     report = check_endpoint(Target(mock.url(), mock.key, mock.model), requests=24, concurrency=6)
     s = report.summary
     assert set(s) == SUMMARY
-    assert all(set(s[k]) == PCT for k in ("ttft_ms", "itl_ms", "latency_ms"))
+    assert all(set(s[k]) == PCT for k in ("ttft_ms", "first_answer_ms", "itl_ms", "latency_ms"))
     assert s["requests"] == 24 and s["errors"] == 0
     # The mock cannot answer before its schedule: measured times are at least the knobs
     # (less a margin: the clock starts once our request is written, which a busy

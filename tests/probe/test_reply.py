@@ -76,7 +76,9 @@ def _same_reply(ex: Exchange) -> None:
     assert ex.finish == "stop" and ex.done and ex.output_tokens == (4, "usage")
     first = ex.first_token_at
     assert first is not None and first == ex.reasoning_times[0] < ex.times[0]
-    assert ex.ttft is not None and ex.ttft == ex.times[0] - ex.t_start  # the answer's
+    # DESIGN's contract: ttft counts the first token of any kind, first_answer the answer's.
+    assert ex.ttft is not None and ex.ttft == first - ex.t_start
+    assert ex.first_answer is not None and ex.first_answer == ex.times[0] - ex.t_start
 
 
 def test_the_checks_recorder_and_the_lean_client_read_a_reply_alike(reasoning_url: str) -> None:
