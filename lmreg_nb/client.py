@@ -121,8 +121,10 @@ class RegistryClient:
         max_retries: int = 3,
     ) -> None:
         self.settings = settings if settings is not None else Settings.load()
-        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app).
-        needed = () if self.settings.token else ("app_id", "app_secret")
+        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app;
+        # a token cached by notebook 01 replaces the appSecret, see below).
+        reuse = not self.settings.token and not self.settings.app_secret
+        needed = () if self.settings.token or reuse else ("app_id", "app_secret")
         self.base_url: str = self.settings.require("base_url", *needed)
         self.max_retries = max(0, int(max_retries))
         self.last_warnings: list[validate.UrlWarning] = []
@@ -142,6 +144,9 @@ class RegistryClient:
         )
         self._tokens = TokenProvider(self.settings, self._exchange)
         self._secrets: set[str] = set(self.settings.secret_values())
+        if reuse:
+            # No appSecret: only a cached token will do; say now when there is none.
+            self.token()
 
     # -- lifecycle -----------------------------------------------------------
 
