@@ -101,6 +101,9 @@ class Settings:
     env_searched: tuple[Path, ...] = ()
     #: Variables of a searched-for .env that were not taken (see NAMED_FILE_ONLY).
     env_ignored: tuple[str, ...] = ()
+    #: Settings typed into a form (field names, e.g. "app_secret"): hints then name the
+    #: form, not the LMREG_* variable.
+    typed: frozenset[str] = frozenset()
 
     @classmethod
     def load(
@@ -140,7 +143,11 @@ class Settings:
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
-        return replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+        typed = changes.pop("typed", None)
+        values: dict[str, Any] = {k: _coerce(k, v) for k, v in changes.items()}
+        if typed is not None:
+            values["typed"] = frozenset(typed)
+        return replace(self, **values)
 
     def missing(self, *names: str) -> list[str]:
         """The variables of ``names`` (settings fields) that are not set."""

@@ -215,8 +215,12 @@ class Onboarding(RegistrySteps, EndpointSteps):
 
         base = self._given_settings or Settings.load()
         changes: dict[str, Any] = {"app_id": app_id.strip() or base.app_id}
+        typed = {"app_id"} if app_id.strip() and app_id.strip() != base.app_id else set()
         if app_secret:
             changes["app_secret"] = secret_of(app_secret)
+            # The environment's secret handed back by the form is not a typed one.
+            typed |= set() if changes["app_secret"] == base.app_secret else {"app_secret"}
+        changes["typed"] = typed
         # A token from other credentials must not be reused: drop LMREG_TOKEN too.
         self._settings = base.with_(token=None, env=None, **changes)
         if self._client is not None:
