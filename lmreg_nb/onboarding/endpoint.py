@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..i18n import _, ngettext
+from ..severity import severity_label
 from ..summary import Check, Step
 from .display import FigureView, Outcome, Table
 from .step import StepsHost, step
@@ -149,7 +150,10 @@ class EndpointSteps(StepsHost):
         """The checks, one row each (names stay as they are: they are identifiers)."""
         return Table(
             [_("check"), _("passed"), _("severity"), _("detail")],
-            [[c.name, "✔" if c.passed else "✘", c.severity, c.detail] for c in self.checks],
+            [
+                [c.name, "✔" if c.passed else "✘", severity_label(c.severity), c.detail]
+                for c in self.checks
+            ],
         )
 
     def verdict(self) -> Outcome:
@@ -159,7 +163,11 @@ class EndpointSteps(StepsHost):
         failed = [c for c in self.checks if not c.passed and c.severity == "error"]
         warned = [c for c in self.checks if not c.passed and c.severity == "warning"]
         rows = [(c.name, c.detail) for c in failed]
-        rows += [(_("{name} (warning)").format(name=c.name), c.detail) for c in warned]
+        rows += [
+            (_("{name} ({severity})").format(name=c.name, severity=severity_label(c.severity)),
+             c.detail)
+            for c in warned
+        ]  # fmt: skip
         if failed:
             title = ngettext(
                 "chat endpoint: {n} required check failed",

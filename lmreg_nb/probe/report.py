@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker, Secret
+from ..severity import severity_label
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
 from .exchange import Exchange, Target, make_target
@@ -298,9 +299,11 @@ def format_report(report: EndpointReport) -> str:
     """A plain-text table of the checks and the summary (for the CLI)."""
     lines = []
     width = max((len(c.name) for c in report.checks), default=10)
+    words = {c.severity: severity_label(c.severity) for c in report.checks}
+    column = max((len(w) for w in words.values()), default=7)
     for c in _sorted(report.checks):
         mark = " ok " if c.passed else "FAIL"
-        lines.append(f"[{mark}] {c.severity:<7} {c.name:<{width}}  {c.detail}")
+        lines.append(f"[{mark}] {words[c.severity]:<{column}} {c.name:<{width}}  {c.detail}")
     s = report.summary
     lines.append("")
 

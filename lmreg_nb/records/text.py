@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext
+from ..severity import severity_label
 from ..summary import Summary, step_label
 
 __all__ = [
@@ -30,7 +31,6 @@ PERCENTILE_ROWS = (
     ("latency_ms", N_("request latency (ms)")),
 )
 _STATUS = {"ok": N_("OK"), "failed": N_("FAILED"), "incomplete": N_("INCOMPLETE")}
-_SEVERITIES = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
 _PHASES = {
     "preparation": N_("preparation"),
     "technical integration": N_("technical integration"),
@@ -46,11 +46,6 @@ def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
 def status_label(status: str) -> str:
     """The status in words (the status value itself stays an identifier in JSON)."""
     return _(_STATUS[status]) if status in _STATUS else status
-
-
-def severity_label(severity: str) -> str:
-    """A check's severity in words (the JSON keeps the identifier)."""
-    return _(_SEVERITIES[severity]) if severity in _SEVERITIES else severity
 
 
 def phase_label(name: str) -> str:
