@@ -90,6 +90,20 @@ class ValidationError(LmregError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.reason = message
+        #: Every field at fault when one error reports several (see :meth:`every`).
+        self.errors: list[ValidationError] = [self]
+
+    @classmethod
+    def every(cls, errors: list[ValidationError]) -> ValidationError:
+        """One error naming every field at fault, so one run shows all there is to fix."""
+        if len(errors) == 1:
+            return errors[0]
+        rest = pgettext("clause separator", "; ").join(str(e) for e in errors[1:])
+        joined = cls(
+            errors[0].field, pgettext("clause separator", "; ").join([errors[0].reason, rest])
+        )
+        joined.errors = [e for error in errors for e in error.errors]
+        return joined
 
 
 class TransportError(LmregError):

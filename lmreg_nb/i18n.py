@@ -9,9 +9,11 @@ later (a notebook parameter, ``--lang``) still applies.
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import locale
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -28,6 +30,7 @@ __all__ = [
     "normalize_language",
     "pgettext",
     "set_language",
+    "speaking",
 ]
 
 DOMAIN = "lmreg_nb"
@@ -89,6 +92,20 @@ def _install(translations: gettext.NullTranslations, lang: str) -> None:
     global _current, _translations
     _translations = translations
     _current = lang
+
+
+@contextlib.contextmanager
+def speaking(lang: str | None) -> Iterator[str]:
+    """Within the block, speak ``lang`` (None: the current language); then as before."""
+    global _current
+    before, translations = _current, _translations
+    chosen = set_language(lang) if lang else current_language()
+    try:
+        yield chosen
+    finally:
+        if lang:
+            _install(translations, before or chosen)
+            _current = before  # None again: chosen from the environment on next use
 
 
 def current_language() -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
-from ..i18n import _, ngettext
+from ..i18n import _, ngettext, pgettext
 from ..severity import severity_label
 from ..summary import Check, Step
 from .display import FigureView, Outcome, Table
@@ -123,8 +123,17 @@ class EndpointSteps(StepsHost):
         self.checks = [Check.from_json(c) for c in report.checks]
         failed = [c for c in self.checks if not c.passed and c.severity == "error"]
         if failed:
+            # Checks failing for one reason name it once ("nothing listens on ..." once).
+            causes: dict[str, list[str]] = {}
+            for c in failed:
+                causes.setdefault(_short(c.detail), []).append(c.name)
             detail = _("required checks failed: {checks}").format(
-                checks="; ".join(f"{c.name} ({_short(c.detail)})" for c in failed)
+                checks=pgettext("clause separator", "; ").join(
+                    _("{names} ({cause})").format(
+                        names=pgettext("list separator", ", ").join(names), cause=cause
+                    )
+                    for cause, names in causes.items()
+                )
             )
         else:
             n = len(self.checks)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LmregError, ValidationError
-from ..i18n import _, current_language, format_local_time, set_language
+from ..i18n import _, current_language, format_local_time, pgettext, set_language
 from ..secret import Secret, mask_text
 from ..summary import Step, Summary, build_summary
 from .contact import Contact, check_contact
@@ -170,14 +170,23 @@ class Onboarding(RegistrySteps, EndpointSteps):
         """Validate and keep a contact card (and the school, when given): the form's action."""
         if school.strip():
             self.school = school.strip()
-        if not self.school:
-            raise ValidationError("school", _("must name the school, e.g. Example Middle School"))
-        self.contact = check_contact(name, mobile, email)
+        errors = [] if self.school else [
+            ValidationError("school", _("must name the school, e.g. Example Middle School"))
+        ]  # fmt: skip
+        try:
+            contact = check_contact(name, mobile, email)
+        except ValidationError as exc:
+            errors.append(exc)
+        if errors:  # every mistake at once: a batch row is fixed in one go
+            raise ValidationError.every(errors)
+        self.contact = contact
         self.note(
             Step(
                 "contact card",
                 True,
-                f"{self.contact.name}, {self.contact.mobile}, {self.contact.email}",
+                pgettext("list separator", ", ").join(
+                    [self.contact.name, self.contact.mobile, self.contact.email]
+                ),
             )
         )
         return self.contact_card()

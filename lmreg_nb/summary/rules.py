@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..i18n import _, ngettext
+from ..i18n import _, ngettext, pgettext
 from ..validate import url_warnings
 from .model import (
     CAPACITY_STEP,
@@ -101,6 +101,8 @@ def decide(
         status = "ok"
     blockers: list[str] = []
     for step in failed_steps:
+        if step.name == "chat endpoint checks" and failed_checks:
+            continue  # the failed checks below say why, each cause once
         blockers.append(
             _("Step “{step}” failed: {detail}. Fix it and run the onboarding again.").format(
                 step=step_label(step.name), detail=_one_line(step.detail)
@@ -160,16 +162,26 @@ def _url_blockers(urls: Sequence[str], checks: Sequence[Check]) -> list[str]:
 
 
 def _check_blockers(failed: Sequence[Check]) -> list[str]:
+    """One blocker per distinct cause: checks failing for the same reason share it."""
     blockers = []
+    by_cause: dict[str, list[str]] = {}
     for check in failed:
         if check.name == "tls-certificate":
             text = _(
                 "The TLS certificate of the model's host does not verify ({detail}): install "
                 "a certificate from a trusted authority for this host name."
             )
+            blockers.append(text.format(detail=_one_line(check.detail)))
         else:
-            text = _("Required check {name} failed: {detail}")
-        blockers.append(text.format(name=check.name, detail=_one_line(check.detail)))
+            by_cause.setdefault(_one_line(check.detail), []).append(check.name)
+    for cause, names in by_cause.items():
+        blockers.append(
+            ngettext(
+                "Required check {names} failed: {detail}",
+                "Required checks {names} failed: {detail}",
+                len(names),
+            ).format(names=pgettext("list separator", ", ").join(names), detail=cause)
+        )
     return blockers
 
 
