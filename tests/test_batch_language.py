@@ -9,19 +9,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from lmreg_nb import i18n
 from lmreg_nb.batch import read_plan, write_index_html, write_summary_csv
 from lmreg_nb.batch.plan import fingerprint
-from lmreg_nb.cli import main
-from lmreg_nb.records import read_records
-from lmreg_nb.sandbox.process import SandboxInfo
 
 RUNS = [
     {"run_id": "r1", "status": "ok", "school": "第一中学", "ready": False,
@@ -88,10 +83,7 @@ def test_the_batch_language_chooses_each_rows_notebook_unless_the_row_says(
 ) -> None:
     plan = _plan(
         tmp_path,
-        "run_id,notebook,lang,school\n"
-        "a,onboarding,,S\n"
-        "b,onboarding,en,S\n"
-        "c,02_register_model,,\n",
+        "run_id,notebook,lang,school\na,onboarding,,S\nb,onboarding,en,S\nc,02_register_model,,\n",
     )
     runs = {r.run_id: r for r in read_plan(plan, lang="zh-CN")}
     assert runs["a"].notebook.parent.name == "zh-CN" and runs["a"].lang == "zh-CN"
@@ -101,4 +93,5 @@ def test_the_batch_language_chooses_each_rows_notebook_unless_the_row_says(
     assert runs["c"].notebook.parent.name == "zh-CN" and runs["c"].lang == "zh-CN"
     english = {r.run_id: r for r in read_plan(plan)}
     assert english["a"].notebook.parent.name != "zh-CN" and english["a"].lang is None
+    assert "lang" not in english["a"].parameters
     assert fingerprint(runs["a"]) != fingerprint(english["a"])  # a new language runs again

@@ -31,6 +31,7 @@ def test_checks_failing_for_one_reason_name_it_once(lang: str) -> None:
         Step("register", True, ""),
         Step("list models", True, ""),
         Step("chat endpoint checks", False, f"required checks failed: reachable ({CAUSE})"),
+        Step("chat", False, CAUSE),  # the chat prompt failed for the same reason
     ]
     summary = build_summary(
         school="S", contact=None, base_url=None, env=None, steps=steps, models=[],

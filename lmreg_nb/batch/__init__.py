@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LmregError
-from ..i18n import _, speaking
+from ..i18n import _, current_language, speaking
 from ..runner import RunResult, run_notebook, write_atomic
 from ..runner.runs import Interrupted, interruptible, resume_runs, stop_all_runs
 from ..runner.scrub import secret_values
@@ -289,6 +289,7 @@ def run_batch(
     ``lang``: the language of every run without a ``lang`` of its own, and of
     summary.csv and index.html (default: the current language).
     """
+    lang = lang or current_language()
     if isinstance(plan, str | Path):
         runs = read_plan(plan, env_file=env_file, lang=lang)
     else:

@@ -283,8 +283,10 @@ def read_plan(
         types = _types(where, notebook, types_of)
         secrets = secret_values(clean_environment(env))
         parameters = _parameters(where, cells, notebook, types, secrets)
-        if lang and "lang" in types and "lang" not in parameters:
-            parameters["lang"] = lang  # the batch's language reaches the notebook
+        if normalize_language(lang) not in (None, "en") and "lang" in types:
+            # The batch's language reaches the notebook (English is its default already,
+            # so the runs of a plan made before languages keep their fingerprint).
+            parameters.setdefault("lang", lang)
         runs.append(
             PlannedRun(
                 run_id, notebook, parameters, row_env_file, line, normalize_language(row_lang)
@@ -308,8 +310,8 @@ def fingerprint(run: PlannedRun) -> str:
         "notebook": str(run.notebook.resolve()),
         "parameters": run.parameters,
         "env_file": str(run.env_file.resolve()) if run.env_file else None,
-        # Only when set, so the runs of a plan written before languages are not redone.
-        **({"lang": run.lang} if run.lang else {}),
+        # Not for English, so the runs of a plan made before languages are not redone.
+        **({"lang": run.lang} if run.lang not in (None, "en") else {}),
     }
     digest.update(json.dumps(payload, sort_keys=True, default=str).encode())
     return digest.hexdigest()

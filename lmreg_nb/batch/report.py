@@ -111,6 +111,8 @@ def run_status_label(status: str | None) -> str:
         return pgettext("run status", "ok")
     if status == "failed":
         return pgettext("run status", "failed")
+    if status == "incomplete":
+        return pgettext("run status", "incomplete")
     if status in (None, "not run"):
         return pgettext("run status", "not run")
     return status
@@ -151,6 +153,8 @@ def write_summary_csv(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
     for run in runs:
         row = {k: _csv_cell(run.get(k)) for k in SUMMARY_COLUMNS}
         row["finished_at"] = _local(run.get("finished_at"))
+        for key in ("status", "summary_status"):
+            row[key] = run_status_label(run[key]) if run.get(key) else row[key]
         for key in _LINKS:
             if run.get(key):
                 row[key] = f"{run['run_id']}/{run[key]}"

@@ -100,8 +100,11 @@ def decide(
     else:
         status = "ok"
     blockers: list[str] = []
+    check_causes = {_one_line(c.detail) for c in failed_checks}
     for step in failed_steps:
-        if step.name == "chat endpoint checks" and failed_checks:
+        if (step.name == "chat endpoint checks" and failed_checks) or _one_line(
+            step.detail
+        ) in check_causes:
             continue  # the failed checks below say why, each cause once
         blockers.append(
             _("Step “{step}” failed: {detail}. Fix it and run the onboarding again.").format(
