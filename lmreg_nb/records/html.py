@@ -19,10 +19,13 @@ from .text import (
     fmt,
     go_live_verdict,
     local_time,
+    one_request_note,
     perf_sentence,
     phase_label,
     severity_label,
-    status_label,
+    single_request,
+    status_badge,
+    step_done,
     steps_verdict,
 )
 
@@ -75,13 +78,13 @@ def _mark(flag: bool) -> str:
 def render_summary_html(summary: Summary | Mapping[str, Any]) -> str:
     """The onboarding summary as a self-contained, escaped HTML block."""
     s = as_summary(summary)
-    css = s.status if s.status in ("ok", "failed", "incomplete") else "failed"
+    css, badge = status_badge(s)  # green only when ready for go-live
     parts = [
         f'<div class="lmreg-summary"><style>{_CSS}</style>',
         "<h2>"
         + html.escape(_("Onboarding record: {school}").format(school=fmt(s.school)))
         + f' <span class="lmreg-status lmreg-status-{css}">'
-        + f"{html.escape(status_label(s.status))}</span></h2>",
+        + f"{html.escape(badge)}</span></h2>",
     ]
     parts += _verdicts(s)
     parts.append(_facts(s))
@@ -135,7 +138,7 @@ def _steps(s: Summary) -> list[str]:
     if s.steps:
         parts.append(_h3(_("Steps")) + "<ul>")
         for st in s.steps:
-            box = "☑" if st.passed else "☒"
+            box = "☑" if step_done(s, st) else "☒"
             parts.append(f"<li>{box} <b>{_e(step_label(st.name))}</b> — {_e(st.detail)}</li>")
         parts.append("</ul>")
     return parts
@@ -208,6 +211,17 @@ def _performance(s: Summary) -> list[str]:
         ran = any(st.name == "chat endpoint checks" for st in s.steps)
         return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
     rows = []
+    if single_request(perf):
+        # One request has one value per measure: no percentiles, no rates.
+        for key, label in PERCENTILE_ROWS:
+            p = perf.get(key)
+            p = p if isinstance(p, Mapping) else {}
+            rows.append([html.escape(_(label)), _e(p.get("p50"))])
+        return [
+            _h3(_("Performance")),
+            f"<p>{html.escape(one_request_note())}</p>",
+            _table(None, rows),
+        ]
     for key, label in PERCENTILE_ROWS:
         p = perf.get(key)
         p = p if isinstance(p, Mapping) else {}

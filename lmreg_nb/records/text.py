@@ -7,21 +7,26 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..i18n import N_, _, format_local_time, ngettext
+from ..i18n import N_, _, format_local_time, ngettext, pgettext
 from ..severity import severity_label
-from ..summary import Summary, step_label
+from ..summary import CAPACITY_STEP, Step, Summary, step_label
 
 __all__ = [
     "PERCENTILE_ROWS",
     "as_summary",
+    "capacity_found",
     "fmt",
     "go_live_verdict",
     "local_time",
+    "one_request_note",
     "perf_sentence",
     "phase_label",
     "render_summary_text",
     "severity_label",
+    "single_request",
+    "status_badge",
     "status_label",
+    "step_done",
     "steps_verdict",
 ]
 
@@ -46,6 +51,36 @@ def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
 def status_label(status: str) -> str:
     """The status in words (the status value itself stays an identifier in JSON)."""
     return _(_STATUS[status]) if status in _STATUS else status
+
+
+def status_badge(summary: Summary) -> tuple[str, str]:
+    """The badge beside a record's title, (css class, words): green only when ready for
+    go-live, so an "OK" never stands beside "not ready"."""
+    if summary.go_live.ready:
+        return "ok", _("ready")
+    if summary.status in ("failed", "incomplete"):
+        return summary.status, status_label(summary.status)
+    return "incomplete", _("not ready")
+
+
+def step_done(summary: Summary, step: Step) -> bool:
+    """Whether a step's box is ticked: a capacity measured below the class is not done."""
+    if step.name == CAPACITY_STEP and summary.class_size and step.passed:
+        found = capacity_found(summary.capacity)
+        return found is not None and found >= summary.class_size
+    return step.passed
+
+
+def capacity_found(capacity: Any) -> int | None:
+    """The concurrency a recorded capacity found (a mapping or a typed record), or None."""
+    if capacity is None:
+        return None
+    if isinstance(capacity, Mapping):
+        inner = capacity.get("capacity")
+        value = inner.get("concurrency") if isinstance(inner, Mapping) else None
+    else:
+        value = getattr(capacity, "concurrency", None)  # the typed capacity record
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def phase_label(name: str) -> str:
@@ -93,13 +128,26 @@ def go_live_verdict(summary: Summary) -> tuple[bool, str]:
     return False, _("Not ready for go-live. What to do:")
 
 
+def single_request(perf: Mapping[str, Any]) -> bool:
+    """Whether the figures come from one request (the checks' own), not a load test."""
+    return perf.get("requests") == 1
+
+
+def one_request_note() -> str:
+    """What the figures of one request are, so they never read like a load test."""
+    return _(
+        "Measured on one request (the checks' streamed reply), not a load test: set "
+        "check_requests above 0 for a load test."
+    )
+
+
 def perf_sentence(perf: Mapping[str, Any]) -> str:
     """Requests, errors and throughput in one sentence (with correct plurals)."""
     requests = perf.get("requests")
     errors = perf.get("errors")
     n_req = requests if isinstance(requests, int) else 0
     n_err = errors if isinstance(errors, int) else 0
-    return ", ".join(
+    return pgettext("list separator", ", ").join(
         [
             ngettext("{n} request", "{n} requests", n_req).format(n=fmt(requests)),
             ngettext("{n} error", "{n} errors", n_err).format(n=fmt(errors)),
@@ -115,7 +163,7 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
     mark = {True: "[x]", False: "[ ]"}
     lines = [
         _("Onboarding record: {school} — {status}").format(
-            school=fmt(s.school), status=status_label(s.status)
+            school=fmt(s.school), status=status_badge(s)[1]
         )
     ]
     ok, text = steps_verdict(s)
@@ -143,7 +191,9 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
             lines.append(f"  {mark[bool(p.get('done'))]} {name} — {fmt(p.get('detail'))}")
     if s.steps:
         lines.append(_("Steps:"))
-        lines += [f"  {mark[st.passed]} {step_label(st.name)} — {st.detail}" for st in s.steps]
+        lines += [
+            f"  {mark[step_done(s, st)]} {step_label(st.name)} — {st.detail}" for st in s.steps
+        ]
     if s.models:
         lines.append(_("Models:"))
         lines += [
@@ -157,7 +207,13 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
             lines.append(f"  {ok_word} {c.name} [{severity_label(c.severity)}] {c.detail}")
     if s.capacity:
         lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.get("verdict"))))
-    if s.performance:
+    if s.performance and single_request(s.performance):
+        lines.append(one_request_note())
+        for key, label in PERCENTILE_ROWS:
+            pct = s.performance.get(key)
+            if isinstance(pct, Mapping):
+                lines.append(f"  {_(label)}: {fmt(pct.get('p50'))}")
+    elif s.performance:
         lines.append(_("Performance: {figures}").format(figures=perf_sentence(s.performance)))
         for key, label in PERCENTILE_ROWS:
             pct = s.performance.get(key)
