@@ -112,7 +112,7 @@ def test_a_ready_model_names_the_providers_next_step(lang: str) -> None:
     )  # fmt: skip
     assert summary.go_live.ready, summary.go_live.blockers
     text = _text(render_principal_html(summary))
-    assert ("the provider" if lang == "en" else "服务商") in text
+    assert ("Provider" if lang == "en" else "服务商") in text
     assert obstacles(summary) == []
 
 

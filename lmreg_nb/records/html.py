@@ -11,7 +11,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..i18n import _
+from ..i18n import _, pgettext
 from ..summary import Summary, step_label
 from .text import (
     PERCENTILE_ROWS,
@@ -47,6 +47,7 @@ text-align:left!important;vertical-align:top}
 .lmreg-status-ok{background:#d4f4dd;color:#05611d}.lmreg-status-failed{background:#fde0e0;color:#8a0c0c}
 .lmreg-status-incomplete{background:#fff3cd;color:#6b4e00}
 .lmreg-pass{color:#05611d}.lmreg-fail{color:#8a0c0c}
+.lmreg-checks td:nth-child(-n+3),.lmreg-checks th:nth-child(-n+3){white-space:nowrap}
 """
 
 
@@ -54,7 +55,7 @@ def _e(value: Any) -> str:
     return html.escape(fmt(value), quote=True)
 
 
-def _table(header: list[str] | None, rows: list[list[str]]) -> str:
+def _table(header: list[str] | None, rows: list[list[str]], css: str = "") -> str:
     # Cells arrive escaped already (some hold our own markup, such as the pass marks).
     head = ""
     if header is not None:
@@ -62,7 +63,8 @@ def _table(header: list[str] | None, rows: list[list[str]]) -> str:
             "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>"
         )
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table>{head}<tbody>{body}</tbody></table>"
+    klass = f' class="{css}"' if css else ""
+    return f"<table{klass}>{head}<tbody>{body}</tbody></table>"
 
 
 def _h3(title: str) -> str:
@@ -113,7 +115,9 @@ def _verdicts(s: Summary) -> list[str]:
 def _facts(s: Summary) -> str:
     facts = []
     if s.contact:
-        contact = ", ".join(_e(s.contact.get(k)) for k in ("name", "mobile", "email"))
+        contact = pgettext("list separator", ", ").join(
+            _e(s.contact.get(k)) for k in ("name", "mobile", "email")
+        )
         facts.append([html.escape(_("Contact")), contact])
     generated = local_time(s.generated_at, s.lang) if s.generated_at else None
     for label, value in (
@@ -163,7 +167,7 @@ def _checks(s: Summary) -> list[str]:
         for c in s.checks
     ]
     header = ["", _("check"), _("severity"), _("detail")]
-    return [_h3(_("Checks")), _table(header, rows)]
+    return [_h3(_("Checks")), _table(header, rows, "lmreg-checks")]
 
 
 def _p90(level: Mapping[str, Any], key: str) -> str:

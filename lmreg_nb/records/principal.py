@@ -41,8 +41,8 @@ class Obstacle:
 def who_label(who: str) -> str:
     """The party that acts, in words."""
     if who == PROVIDER:
-        return _("the provider")
-    return _("the school's IT staff")
+        return _("Provider")
+    return _("School IT staff")
 
 
 def verdict_sentence(summary: Summary) -> str:
@@ -176,23 +176,23 @@ def _contact(summary: Summary) -> list[str]:
 
 _CSS = """
 *{box-sizing:border-box}
-body{margin:0;background:#f4f5f7;color:#1f2328;font:18px/1.55 system-ui,-apple-system,
+body{margin:0;background:#f4f5f7;color:#1f2328;font:17px/1.5 system-ui,-apple-system,
 "Segoe UI","Noto Sans CJK SC","Microsoft YaHei","PingFang SC",sans-serif}
-main{max-width:960px;margin:28px auto;background:#fff;border:1px solid #d0d7de;
-border-radius:10px;padding:26px 36px}
-h1{font-size:28px;margin:0}
-.when{color:#57606a;font-size:15px;margin:2px 0 14px}
-.verdict{font-size:22px;font-weight:600;padding:12px 16px;border-radius:8px;margin:0 0 18px}
+main{max-width:960px;margin:16px auto;background:#fff;border:1px solid #d0d7de;
+border-radius:10px;padding:20px 32px}
+h1{font-size:26px;line-height:1.3;margin:0}
+.when{color:#57606a;font-size:15px;margin:2px 0 12px}
+.verdict{font-size:21px;font-weight:600;padding:10px 16px;border-radius:8px;margin:0 0 12px}
 .verdict-ready{background:#dafbe1;color:#0a5d22}
 .verdict-waiting{background:#fff4d6;color:#6b4400}
 .verdict-failed{background:#ffebe9;color:#8a1c12}
-h2{font-size:17px;margin:16px 0 6px;color:#57606a}
+h2{font-size:16px;margin:12px 0 4px;color:#57606a}
 table{border-collapse:collapse;width:100%}
-td,th{border-bottom:1px solid #eaeef2;padding:6px 8px;text-align:left;vertical-align:top}
+td,th{border-bottom:1px solid #eaeef2;padding:4px 8px;text-align:left;vertical-align:top}
 th{font-size:15px;color:#57606a;font-weight:600}
 td.who{white-space:nowrap;width:12em}
 p{margin:4px 0}
-footer{margin-top:18px;padding-top:10px;border-top:1px solid #eaeef2;font-size:15px;color:#57606a}
+footer{margin-top:12px;padding-top:8px;border-top:1px solid #eaeef2;font-size:15px;color:#57606a}
 """
 
 

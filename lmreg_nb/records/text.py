@@ -174,7 +174,9 @@ def render_summary_text(summary: Summary | Mapping[str, Any]) -> str:
     if s.contact:
         lines.append(
             _("Contact: {contact}").format(
-                contact=", ".join(fmt(s.contact.get(k)) for k in ("name", "mobile", "email"))
+                contact=pgettext("list separator", ", ").join(
+                    fmt(s.contact.get(k)) for k in ("name", "mobile", "email")
+                )
             )
         )
     for label, value in (
