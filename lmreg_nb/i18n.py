@@ -13,7 +13,7 @@ import contextlib
 import gettext
 import locale
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,8 +23,10 @@ __all__ = [
     "LANGUAGES",
     "N_",
     "_",
+    "clauses",
     "current_language",
     "format_local_time",
+    "listing",
     "local_zone",
     "ngettext",
     "normalize_language",
@@ -136,6 +138,16 @@ def pgettext(context: str, message: str) -> str:
     if _current is None:
         set_language()
     return _translations.pgettext(context, message)
+
+
+def listing(items: Iterable[str]) -> str:
+    """Items joined as a list in the current language (``a, b`` / ``a，b``)."""
+    return pgettext("list separator", ", ").join(items)
+
+
+def clauses(items: Iterable[str]) -> str:
+    """Clauses joined in the current language (``a; b`` / ``a；b``)."""
+    return pgettext("clause separator", "; ").join(items)
 
 
 def N_(message: str) -> str:

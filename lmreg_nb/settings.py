@@ -180,11 +180,13 @@ class Settings:
         else:
             text = _("{variables} are not set: set them in the environment or in {file}")
         text = text.format(variables=", ".join(missing), file=self.env_file or ".env")
-        text += " " + _("(see .env.example)")
+        text = _("{message} (see .env.example)").format(message=text)
         if self.env_file is None and self.env_searched:
             places = ", ".join(str(p.parent) for p in self.env_searched[:3])
             more = " …" if len(self.env_searched) > 3 else ""
-            text += "; " + _("no .env found in {places}").format(places=places + more)
+            text = _("{message}; no .env found in {places}").format(
+                message=text, places=places + more
+            )
         return text
 
     def secret_values(self) -> list[str]:

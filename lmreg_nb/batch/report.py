@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..i18n import _, current_language, format_local_time, ngettext, pgettext
+from ..i18n import _, clauses, current_language, format_local_time, ngettext, pgettext
 from ..runner import write_atomic
 from ..summary import Summary
 
@@ -132,7 +132,7 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, bool):
         return _("yes") if value else _("no")
     if isinstance(value, list):
-        value = "; ".join(str(v) for v in value)
+        value = clauses(str(v) for v in value)
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
         try:
             float(value)

@@ -9,12 +9,33 @@ The JSON (``--json``, the record's data) keeps its identifiers.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..i18n import _
+from ..i18n import N_, _
 
-__all__ = ["level_headers", "level_rows", "levels_text"]
+__all__ = ["level_headers", "level_rows", "levels_text", "limited_by_label"]
+
+#: What stops the server from serving more (``limited_by``, an identifier) -> words.
+_LIMITS = {
+    "ttft": N_("the wait for the first token"),
+    "itl": N_("the time between tokens"),
+    "errors": N_("failed requests"),
+    "cut-streams": N_("replies cut off by new requests"),
+    "saturation": N_("throughput that stops rising"),
+    "max-concurrency": N_("the most chats tried"),
+    "need-met": N_("the class size, which it serves"),
+    "time": N_("the time limit of the search"),
+    "interrupted": N_("an interruption"),
+}
+
+
+def limited_by_label(limited_by: str | None, translate: Callable[[str], str] = _) -> str:
+    """``limited_by`` in words (the JSON keeps the identifier); a chart passes its own
+    ``translate`` (English when no CJK font is installed)."""
+    if limited_by in _LIMITS:
+        return translate(_LIMITS[limited_by])
+    return limited_by or "-"
 
 
 def level_headers() -> list[str]:

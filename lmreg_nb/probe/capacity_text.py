@@ -156,7 +156,7 @@ def table(result: CapacityResult) -> DataFrame:
 
 def format_capacity(result: CapacityResult, class_size: int | None = None) -> str:
     """Plain text for the CLI: the levels table, the capacity and the verdict."""
-    from .capacity_table import levels_text
+    from .capacity_table import levels_text, limited_by_label
 
     lines = levels_text(result.levels).splitlines()  # the record's columns, in words
     for level in result.levels:
@@ -171,7 +171,7 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     lines.append("")
     lines.append(
         _("capacity: {n} (limited by {limited_by})").format(
-            n=cap.concurrency, limited_by=cap.limited_by
+            n=cap.concurrency, limited_by=limited_by_label(cap.limited_by)
         )
     )
     lines.append(_("verdict: {text}").format(text=verdict(result, class_size)))

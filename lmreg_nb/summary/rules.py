@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..i18n import _, ngettext, pgettext
+from ..i18n import _, listing, ngettext, pgettext
 from ..validate import url_warnings
 from .model import (
     CAPACITY_STEP,
@@ -117,7 +117,7 @@ def decide(
                 "Step not done yet: {steps}. Run it.",
                 "Steps not done yet: {steps}. Run them.",
                 len(missing),
-            ).format(steps=", ".join(f"“{step_label(n)}”" for n in missing))
+            ).format(steps=listing(f"“{step_label(n)}”" for n in missing))
         )
     blockers += _url_blockers(model_urls, checks)
     blockers += _check_blockers(failed_checks)
@@ -209,7 +209,7 @@ def _phases(steps: Sequence[Step], go_live: GoLive) -> list[dict[str, Any]]:
     token = "token" in passed
     needed = {"contact card", "token", "register", "list models"}
     integration = needed <= passed
-    missing = ", ".join(step_label(n) for n in EXPECTED_STEPS if n in needed - passed)
+    missing = listing(step_label(n) for n in EXPECTED_STEPS if n in needed - passed)
     return [
         {
             "name": "preparation",
