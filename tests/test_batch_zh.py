@@ -63,6 +63,12 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
         "good": "zh-CN", "card": "zh-CN", "down": "zh-CN", "english": "en",
     }  # fmt: skip
     assert summaries["good"].status == "ok"
+    import nbformat
+
+    record = nbformat.read(out / "good" / "onboarding.ipynb", as_version=4)
+    injected = next(c.source for c in record.cells if "injected-parameters" in c.metadata.get(
+        "tags", []))  # fmt: skip
+    assert "school = '第一中学'" in injected and "\\u" not in injected  # readable, unescaped
     for run in ("good", "card", "down"):
         page = (out / run / "onboarding.html").read_text(encoding="utf-8")
         assert '<html lang="zh-CN"' in page and "Onboarding record" not in page
