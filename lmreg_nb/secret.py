@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
 from .errors import SecretLeakError
-from .i18n import _
+from .i18n import _, ngettext
 
 __all__ = [
     "WINDOW",
@@ -35,11 +35,14 @@ WINDOW = 8
 
 
 def mask(value: str | None) -> str:
-    """Show only the last 4 characters (``…a1b2``); short values show nothing."""
+    """Show only the last 4 characters (``…a1b2``); a short value shows only its length."""
     if not value:
         return _("(not set)")
-    # A value of 8 characters or fewer would be half revealed by its tail.
-    return "…" + value[-4:] if len(value) > 8 else "…"
+    if len(value) > 8:
+        return "…" + value[-4:]
+    # A value of 8 characters or fewer would be half revealed by its tail; its length
+    # still tells a person it is set, and which of two keys it is.
+    return ngettext("…({n} character)", "…({n} characters)", len(value)).format(n=len(value))
 
 
 class Secret:

@@ -27,6 +27,15 @@ def notebooks(folder: Path, force: bool) -> None:
         click.echo(_("unchanged {name}").format(name=name))
     for name in result.kept:
         click.echo(_("kept      {name} (changed by you; --force overwrites it)").format(name=name))
+    if result.env_example == "written":
+        click.echo(_("wrote     {name}").format(name=".env.example"))
+    if result.env_example:
+        click.echo(
+            _(
+                "Fill in {file} (your LMREG_* values) and save it as .env in {folder}: the "
+                "notebooks read it."
+            ).format(file=".env.example", folder=result.folder)
+        )
     count = len(result.written) + len(result.unchanged)
     click.echo(
         ngettext(

@@ -26,6 +26,7 @@ __all__ = [
     "NOTEBOOKS",
     "CopyResult",
     "copy_notebooks",
+    "env_example_path",
     "notebook_folders",
     "notebook_path",
     "shipped_notebooks",
@@ -41,6 +42,8 @@ NOTEBOOKS = (
     "onboarding",
 )
 _HERE = Path(__file__).resolve().parents[1]  # the package folder
+#: Documents every LMREG_* variable: the wheel carries it beside its notebooks.
+ENV_EXAMPLE = ".env.example"
 
 
 def _configured() -> Path | None:
@@ -85,6 +88,14 @@ def notebook_path(stem: str, lang: str | None = None) -> Path:
     )
 
 
+def env_example_path() -> Path | None:
+    """The shipped ``.env.example`` (package data, else the checkout's), or None."""
+    for folder in (_HERE / "notebooks", _HERE.parent):
+        if (folder / ENV_EXAMPLE).is_file():
+            return folder / ENV_EXAMPLE
+    return None
+
+
 def shipped_notebooks(lang: str | None = None) -> dict[str, Path]:
     """The six notebooks (name -> path), each from the first folder that has it."""
     return {stem: notebook_path(stem, lang) for stem in NOTEBOOKS}
@@ -98,6 +109,8 @@ class CopyResult:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # changed by the user, not overwritten
+    #: What happened to .env.example: "written", "unchanged", "kept" or "" (none shipped).
+    env_example: str = ""
 
 
 def _digest(path: Path) -> str:
@@ -116,12 +129,19 @@ def copy_notebooks(dest: Path, *, lang: str | None = None, force: bool = False) 
     result = CopyResult(folder=dest)
     for stem, source in sources.items():
         target = dest / f"{stem}.ipynb"
-        if target.is_file() and _digest(target) == _digest(source):
-            result.unchanged.append(target.name)
-            continue
-        if target.exists() and not force:
-            result.kept.append(target.name)
-            continue
-        shutil.copyfile(source, target)
-        result.written.append(target.name)
+        outcome = _copy(source, target, force)
+        getattr(result, outcome).append(target.name)
+    example = env_example_path()
+    if example is not None:
+        result.env_example = _copy(example, dest / ENV_EXAMPLE, force)
     return result
+
+
+def _copy(source: Path, target: Path, force: bool) -> str:
+    """Copy unless the target is the same ("unchanged") or changed by the user ("kept")."""
+    if target.is_file() and _digest(target) == _digest(source):
+        return "unchanged"
+    if target.exists() and not force:
+        return "kept"
+    shutil.copyfile(source, target)
+    return "written"
