@@ -72,6 +72,7 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
     for run in ("good", "card", "down"):
         page = (out / run / "onboarding.html").read_text(encoding="utf-8")
         assert '<html lang="zh-CN"' in page and "Onboarding record" not in page
+        assert "lmreg-run" not in page  # no temporary path where .env was looked for
 
     with (out / "summary.csv").open(encoding="utf-8-sig") as fh:
         rows = list(csv.reader(fh))

@@ -152,3 +152,17 @@ def test_our_own_messages_are_not_quoted_as_the_platforms() -> None:
     i18n.set_language("en")
     error = ConflictError("modelName 'x' is already used by modelId 7", operation="register")
     assert "“" not in str(error) and "modelId 7" in str(error)
+
+
+def test_the_credentials_form_marks_what_was_typed() -> None:
+    from lmreg_nb.onboarding import Onboarding
+    from lmreg_nb.settings import Settings
+
+    base = Settings.load(environ={"LMREG_APP_ID": "app-1", "LMREG_APP_SECRET": "env-secret-0001"})
+    run = Onboarding("S", settings=base)
+    run.use_credentials("app-1", "typed-secret-0001")
+    assert run.settings.typed == {"app_secret"}
+    run.use_credentials("app-2", base.app_secret)  # the form hands back the environment's
+    assert run.settings.typed == {"app_id"}
+    run.use_credentials("", None)
+    assert run.settings.typed == set()

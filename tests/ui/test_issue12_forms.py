@@ -175,7 +175,7 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     endpoints: list[dict[str, str]] = []
 
     class Result:
-        levels = [{"concurrency": 20, "requests": 40, "errors": 0, "meets_slo": True}]
+        levels = ({"concurrency": 20, "requests": 40, "errors": 0, "meets_slo": True},)
 
     def capacity(class_size: int | None, slo_ttft_ms: float, **kw: str) -> Outcome:
         called.append((class_size, slo_ttft_ms))
