@@ -95,7 +95,7 @@ def _step_obstacles(summary: Summary) -> list[Obstacle]:
 
 
 def _url_obstacles(summary: Summary) -> list[Obstacle]:
-    codes = {w.code for m in summary.models for w in url_warnings(str(m.get("registryUrl") or ""))}
+    codes = {w.code for m in summary.models for w in url_warnings(_registry_url(m))}
     failed = {c.name for c in summary.checks if not c.passed}
     found = []
     if "unreachable-host" in codes or "url-public-host" in failed:
@@ -106,6 +106,13 @@ def _url_obstacles(summary: Summary) -> list[Obstacle]:
     if "plain-http" in codes or "url-https" in failed:
         found.append(Obstacle(_("The model server's connection is not encrypted (https)."), SCHOOL))
     return found
+
+
+def _registry_url(model: Any) -> str:
+    """A recorded model's registryUrl (its JSON, or the typed record)."""
+    if isinstance(model, Mapping):
+        return str(model.get("registryUrl") or "")
+    return str(getattr(model, "registry_url", "") or "")
 
 
 def _check_obstacles(summary: Summary) -> list[Obstacle]:
@@ -151,16 +158,36 @@ def _capacity_obstacles(summary: Summary) -> list[Obstacle]:
     ]
 
 
+def _wait_s(capacity: Any) -> float | None:
+    """The first-token wait the capacity was measured against, in seconds."""
+    if isinstance(capacity, Mapping):
+        slo = capacity.get("slo")
+        value = slo.get("ttft_ms") if isinstance(slo, Mapping) else None
+    else:
+        value = getattr(getattr(capacity, "slo", None), "ttft_ms", None)
+    return float(value) / 1000 if isinstance(value, int | float) and value > 0 else None
+
+
 def _capacity_sentence(summary: Summary) -> str:
-    capacity = summary.capacity
-    verdict = (
-        capacity.get("verdict")
-        if isinstance(capacity, Mapping)
-        else getattr(capacity, "verdict", "")
-    )
-    if verdict:
-        return str(verdict)
-    return _("Not measured yet: the onboarding's capacity step measures it.")
+    """How many students the model serves at once, in plain words (no percentiles)."""
+    found = capacity_found(summary.capacity)
+    if found is None:
+        return _("Not measured yet: the onboarding's capacity step measures it.")
+    wait = _wait_s(summary.capacity)
+    served = ngettext(
+        "The model serves {n} student chatting at once, 9 replies in 10 starting within {s} s.",
+        "The model serves {n} students chatting at once, 9 replies in 10 starting within {s} s.",
+        found,
+    ).format(n=found, s=f"{wait:g}" if wait else "2")
+    size = summary.class_size
+    if not size:
+        return served
+    enough = (
+        _("That is enough for a class of {size}.")
+        if found >= size
+        else _("A class of {size} needs more.")
+    ).format(size=size)
+    return _("{served} {enough}").format(served=served, enough=enough)
 
 
 def _contact(summary: Summary) -> list[str]:
