@@ -123,8 +123,11 @@ class RegistryClient:
         max_retries: int = 3,
     ) -> None:
         self.settings = settings if settings is not None else Settings.load()
-        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app).
-        needed = () if self.settings.token else ("app_id", "app_secret")
+        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app;
+        # a token cached by notebook 01 replaces the appSecret, see below).
+        reuse = not self.settings.token and not self.settings.app_secret
+        reuse = reuse and bool(self.settings.base_url)  # no platform: no cache to look in
+        needed = () if self.settings.token or reuse else ("app_id", "app_secret")
         self.base_url: str = self.settings.require("base_url", *needed)
         self.max_retries = max(0, int(max_retries))
         self.last_warnings: list[validate.UrlWarning] = []
@@ -144,6 +147,11 @@ class RegistryClient:
         )
         self._tokens = TokenProvider(self.settings, self._exchange)
         self._secrets: set[str] = set(self.settings.secret_values())
+        # Credentials typed into a form: an error's hint names the form, not LMREG_*.
+        self._typed = bool(self.settings.typed & {"app_id", "app_secret"})
+        if reuse:
+            # No appSecret: only a cached token will do; say now when there is none.
+            self.token()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -399,7 +407,7 @@ class RegistryClient:
             token = self.token() if auth else None
             try:
                 response = self._post(path, body, token)
-                return parse_envelope(response, operation, secrets=self._secrets)
+                return parse_envelope(response, operation, secrets=self._secrets, typed=self._typed)
             except (AnswerTooLarge, DeadlineExceeded) as exc:
                 self._raise_bounded(exc, operation, repeatable=repeatable)
             except NotFoundError as exc:

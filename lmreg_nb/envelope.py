@@ -36,6 +36,7 @@ from .errors import (
     RequestTimeout,
     TransportError,
     api_error_for,
+    operation_label,
 )
 from .i18n import _
 from .secret import mask_text
@@ -265,13 +266,18 @@ def _describe_body(response: httpx.Response) -> str:
 
 
 def parse_envelope(
-    response: httpx.Response, operation: str, *, secrets: Iterable[str] = ()
+    response: httpx.Response,
+    operation: str,
+    *,
+    secrets: Iterable[str] = (),
+    typed: bool = False,
 ) -> dict[str, Any]:
     """The envelope's ``data``, or the typed APIError the response stands for.
 
     Both error styles are errors: an HTTP error status, or HTTP 200 with a
     non-zero code. Anything that is not the JSON envelope raises
-    MalformedResponseError (never a JSONDecodeError).
+    MalformedResponseError (never a JSONDecodeError). ``typed``: the credentials
+    were typed into a form (the error's hint then names the form, not LMREG_*).
     """
     status = response.status_code
     request_id = response.headers.get("x-request-id") or None
@@ -313,7 +319,7 @@ def parse_envelope(
         kw: dict[str, Any] = {"status": status, "code": code or None, "request_id": request_id}
         if issubclass(cls, RateLimitError):
             kw["retry_after"] = parse_retry_after(response.headers.get("retry-after"))
-        raise cls(message or f"HTTP {status}", operation=operation, **kw)
+        raise cls(message or f"HTTP {status}", operation=operation, server=True, typed=typed, **kw)
     data = payload.get("data")
     if not isinstance(data, dict):
         raise malformed(_("the envelope's data is not an object"))
@@ -351,7 +357,12 @@ def bounded_error(exc: AnswerTooLarge | DeadlineExceeded, operation: str, host: 
         _(
             "{operation}: {host} did not finish its answer within {seconds} s "
             "({received} bytes arrived); try again, or raise LMREG_TIMEOUT"
-        ).format(operation=operation, host=host, seconds=f"{exc.seconds:g}", received=exc.received)
+        ).format(
+            operation=operation_label(operation),
+            host=host,
+            seconds=f"{exc.seconds:g}",
+            received=exc.received,
+        )
     )
 
 
@@ -375,7 +386,9 @@ def not_found_error(exc: NotFoundError, operation: str, base_url: str, path: str
         _(
             "{operation}: {host} has no {path} (HTTP 404); check {variable} "
             "(LMREG_BASE_URL is the platform's address, e.g. https://ai.school.example)"
-        ).format(operation=operation, host=base.host, path=path, variable=variable),
+        ).format(
+            operation=operation_label(operation), host=base.host, path=path, variable=variable
+        ),
         variable=variable,
     )
 
@@ -445,20 +458,20 @@ def transport_error(
             _(
                 "{operation}: no answer from {host} within {seconds} s; "
                 "try again, or raise LMREG_TIMEOUT"
-            ).format(operation=operation, host=host, seconds=f"{timeout:g}")
+            ).format(operation=operation_label(operation), host=host, seconds=f"{timeout:g}")
         )
     if isinstance(exc, (*NEVER_SENT, *HOPELESS)):
         reason = _connect_reason(str(exc) or type(exc).__name__, secrets)
         return ConnectError(
             _("{operation}: could not connect to {host}: {reason}").format(
-                operation=operation, host=host, reason=reason
+                operation=operation_label(operation), host=host, reason=reason
             )
         )
     return TransportError(
         _(
             "{operation}: the connection to {host} broke before an answer arrived "
             "({kind}); try again"
-        ).format(operation=operation, host=host, kind=type(exc).__name__)
+        ).format(operation=operation_label(operation), host=host, kind=type(exc).__name__)
     )
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
 from .errors import SecretLeakError
-from .i18n import _
+from .i18n import _, ngettext
 from .validate import is_ignorable
 
 __all__ = [
@@ -96,11 +96,14 @@ def _occurrences(needle: str, haystack: str) -> Iterable[int]:
 
 
 def mask(value: str | None) -> str:
-    """Show only the last 4 characters (``…a1b2``); short values show nothing."""
+    """Show only the last 4 characters (``…a1b2``); a short value shows only its length."""
     if not value:
         return _("(not set)")
-    # A value of 8 characters or fewer would be half revealed by its tail.
-    return "…" + value[-4:] if len(value) > 8 else "…"
+    if len(value) > 8:
+        return "…" + value[-4:]
+    # A value of 8 characters or fewer would be half revealed by its tail; its length
+    # still tells a person it is set, and which of two keys it is.
+    return ngettext("…({n} character)", "…({n} characters)", len(value)).format(n=len(value))
 
 
 class Secret:

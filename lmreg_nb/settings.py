@@ -102,6 +102,9 @@ class Settings:
     env_searched: tuple[Path, ...] = ()
     #: Variables of a searched-for .env that were not taken (see NAMED_FILE_ONLY).
     env_ignored: tuple[str, ...] = ()
+    #: Settings typed into a form (field names, e.g. "app_secret"): hints then name the
+    #: form, not the LMREG_* variable.
+    typed: frozenset[str] = frozenset()
 
     @classmethod
     def load(
@@ -141,7 +144,11 @@ class Settings:
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
-        return replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+        typed = changes.pop("typed", None)
+        values: dict[str, Any] = {k: _coerce(k, v) for k, v in changes.items()}
+        if typed is not None:
+            values["typed"] = frozenset(typed)
+        return replace(self, **values)
 
     def missing(self, *names: str) -> list[str]:
         """The variables of ``names`` (settings fields) that are not set."""
@@ -174,11 +181,13 @@ class Settings:
         else:
             text = _("{variables} are not set: set them in the environment or in {file}")
         text = text.format(variables=", ".join(missing), file=self.env_file or ".env")
-        text += " " + _("(see .env.example)")
+        text = _("{message} (see .env.example)").format(message=text)
         if self.env_file is None and self.env_searched:
             places = ", ".join(str(p.parent) for p in self.env_searched[:3])
             more = " …" if len(self.env_searched) > 3 else ""
-            text += "; " + _("no .env found in {places}").format(places=places + more)
+            text = _("{message}; no .env found in {places}").format(
+                message=text, places=places + more
+            )
         return text
 
     def secret_values(self) -> list[str]:

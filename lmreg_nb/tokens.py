@@ -2,7 +2,13 @@
 
 The cache file (``LMREG_TOKEN_CACHE``, default ``~/.cache/lmreg_nb/tokens.json``)
 is created 0600 inside a 0700 folder and holds, per (base_url, appId, env), the
-token, its env and its expiry: never the appSecret. Writes are atomic (a temp
+token, its env and its expiry: never the appSecret. It is found by base_url and
+appId, so a token obtained once (notebook 01, the secret typed into its form)
+serves the later notebooks, which have no appSecret; when a secret is given, only
+a token earned with that same secret counts (a keyed fingerprint, never the
+secret). Without a secret, a token is lent only from a file and folder no one
+else can write: a planted entry would steer the school's work into a stranger's
+account. Writes are atomic (a temp
 file created 0600, then ``os.replace``) under a ``filelock`` lock (fcntl on
 POSIX, msvcrt on Windows), so two processes never corrupt it and exchange once.
 Nobody waits for that lock longer than LMREG_TIMEOUT: past it (a platform that
@@ -51,6 +57,8 @@ log = logging.getLogger("lmreg_nb")
 DEFAULT_LIFETIME_MS = 3 * 24 * 3600 * 1000
 #: A cache holds a few entries; a bigger file is not ours and is not read.
 MAX_CACHE_BYTES = 1024 * 1024
+#: A cached token with less than this left is not lent out without the appSecret.
+REUSE_MIN_S = 60.0
 #: Refresh when less than max(MIN_MARGIN_S, MARGIN_FRACTION x lifetime) is left.
 MIN_MARGIN_S = 300.0
 MARGIN_FRACTION = 0.10
@@ -170,6 +178,44 @@ class TokenCache:
             if token is not None and (best is None or token.expires_at_ms > best.expires_at_ms):
                 best = token
         return best
+
+    def reusable(
+        self, base_url: str, app_id: str | None, env: str | None = None
+    ) -> list[tuple[str, Token]]:
+        """(appId, token) of every entry for this platform (and appId, env when given),
+        expired ones included, for use without the appSecret; none from a file that
+        someone else could have written (see :meth:`private`)."""
+        if not self.private():
+            return []
+        found = []
+        for entry in self._entries():
+            if entry.get("baseUrl") != base_url:
+                continue
+            if (app_id is not None and entry.get("appId") != app_id) or (
+                env is not None and entry.get("env") != env
+            ):
+                continue
+            token = _entry_token(entry)
+            if token is not None and isinstance(entry.get("appId"), str):
+                found.append((str(entry["appId"]), token))
+        return found
+
+    def private(self) -> bool:
+        """Whether only this user can write the file and its folder (POSIX; elsewhere True)."""
+        getuid = getattr(os, "getuid", None)
+        if getuid is None:
+            return True  # Windows: the file lives in the user's profile, behind its ACL
+        try:
+            mine, folder = self.path.stat(), self.path.parent.stat()
+        except OSError:
+            return False
+        uid = getuid()
+        return (
+            mine.st_uid == uid
+            and folder.st_uid == uid
+            and not stat.S_IMODE(mine.st_mode) & 0o022
+            and not stat.S_IMODE(folder.st_mode) & 0o022
+        )
 
     def _entries(self) -> list[dict[str, Any]]:
         try:
@@ -413,6 +459,8 @@ class TokenProvider:
             issued = now_ms()
             # Its real expiry is unknown; the server will say 40101 when it ends.
             return Token(settings.token, env, issued + DEFAULT_LIFETIME_MS, issued, "environment")
+        if not settings.app_secret:
+            return self._reuse(refused)
         base_url: str = settings.require("base_url", "app_id", "app_secret")
         app_id: str = settings.require("app_id")
         if self.cache is None:
@@ -471,6 +519,54 @@ class TokenProvider:
         except OSError as exc:
             # A full disk must not stop the work: the token is still good.
             log.warning("could not write token cache %s: %s", cache.path, exc.strerror)
+
+    def _reuse(self, refused: Token | None) -> Token:
+        """A cached token for base_url (and appId) without the appSecret, or a one-line
+        ConfigurationError that says to run notebook 01 or set the secret."""
+        settings = self.settings
+        base_url: str = settings.require("base_url")
+        found: list[tuple[str, Token]] = []
+        if self.cache is not None:
+            try:
+                with self.cache.locked(timeout=settings.timeout):
+                    found = self.cache.reusable(base_url, settings.app_id, settings.env)
+            except OSError as exc:
+                log.warning("token cache %s is unusable (%s)", self.cache.path, exc.strerror)
+        if settings.app_id is None and len({app for app, _token in found}) > 1:
+            raise ConfigurationError(
+                _(
+                    "tokens of several appIds are cached for {base_url}: set LMREG_APP_ID to "
+                    "the one to use"
+                ).format(base_url=base_url),
+                variable="LMREG_APP_ID",
+            )
+        fresh = [
+            token
+            for _app, token in found
+            if token.seconds_left() > REUSE_MIN_S
+            and (refused is None or token.token != refused.token)
+        ]
+        if fresh:
+            best = max(fresh, key=lambda t: t.expires_at_ms)
+            log.debug("token from cache %s without the appSecret (env %s)", base_url, best.env)
+            return best
+        if found:
+            raise ConfigurationError(
+                _(
+                    "the token from notebook 01 has expired and LMREG_APP_SECRET is not set: "
+                    "run notebook 01 again (type the appSecret there), or set LMREG_APP_SECRET"
+                ),
+                variable="LMREG_APP_SECRET",
+            )
+        try:
+            settings.require("app_id", "app_secret")
+        except ConfigurationError as exc:
+            hint = _(
+                "Or get a token in notebook 01 first (type the appSecret into its form): the "
+                "next notebooks reuse it."
+            )
+            raise ConfigurationError(f"{exc} {hint}", variable=exc.variable) from None
+        raise AssertionError("unreachable: the appSecret is missing")  # pragma: no cover
 
     def _do_exchange(self) -> Token:
         token = self._exchange()

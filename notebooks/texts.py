@@ -6,6 +6,7 @@ language, and writes the notebooks; this file is their one source of truth.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import nbformat
@@ -20,15 +21,16 @@ SETUP = """\
 import lmreg_nb.onboarding as ob
 from lmreg_nb import ui
 
-ob.notebook_setup()  # a toolkit error shows as one line: `error: ...`"""
+{call}  # {comment}"""
 
 
 def setup() -> str:
-    """The first code cell; a notebook rendered in another language makes it the kernel's."""
+    """The first code cell; a notebook rendered in another language makes it the kernel's
+    (its comment in that language too)."""
     lang = current_language()
-    if lang == "en":
-        return SETUP
-    return SETUP.replace("ob.notebook_setup()", f'ob.notebook_setup(lang="{lang}")')
+    call = "ob.notebook_setup()" if lang == "en" else f'ob.notebook_setup(lang="{lang}")'
+    comment = _("a toolkit error shows as one line: `error: ...`")
+    return SETUP.format(call=call, comment=comment)
 
 
 def config_help() -> str:
@@ -39,6 +41,11 @@ def config_help() -> str:
         "the configuration shows which file was read. Secrets are shown masked (`…a1b2`); they "
         "are never typed into a notebook parameter."
     )
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Python string literal, non-ASCII as itself (你好, not \\u4f60)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def md(text: str) -> nbformat.NotebookNode:
@@ -287,8 +294,8 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
             _("## Conformance")
             + "\n\n"
             + _(
-                "Each row is one check. `error` rows must pass before go-live; `warning` rows "
-                "are advice."
+                "Each row is one check. Rows marked required must pass before go-live; "
+                "recommended rows are advice; info rows only inform."
             )
             + "\n\n"
             + _(
@@ -339,6 +346,8 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
 
 
 def onboarding() -> list[nbformat.NotebookNode]:
+    # The default chat prompt in the notebook's language: a Chinese record chats in Chinese.
+    prompt = _("Hello! Introduce yourself in one sentence.")
     return [
         md(
             _("# Onboarding: the whole integration in one notebook")
@@ -379,7 +388,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 _("requests in flight at once; 0 skips the load test"),
             ),
             (
-                'chat_prompt: str = "Hello! Introduce yourself in one sentence."',
+                f"chat_prompt: str = {_literal(prompt)}",
                 _("sent once, with the checks; reply shown"),
             ),
             (
@@ -442,10 +451,11 @@ def onboarding() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + _(
                 "The registered model is called as the platform will call it (its registryUrl "
-                "and apiKey). `error` rows must pass; `warning` rows are advice. With "
+                "and apiKey). Rows marked required must pass; recommended rows are advice. With "
                 "`check_requests` and `check_concurrency` above 0 a small load test runs and "
-                "its figures are kept in the summary. Interactive, the checks run by themselves "
-                "once the model is registered."
+                "its figures are kept in the summary; with 0, the figures are those of one "
+                "request. Interactive, the checks run by themselves once the model is "
+                "registered."
             )
             + "\n\n"
             + _(
@@ -459,7 +469,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
         code(
             "load = check_requests if check_concurrency > 0 else 0\n"
             "run.check_endpoint(load, check_concurrency, chat_prompt=chat_prompt) "
-            "if run.headless else ui.ChecksPanel(run)"
+            "if run.headless else ui.ChecksPanel(run, load, check_concurrency)"
         ),
         code("run.verdict()", CHECK),
         code("run.figure()"),

@@ -107,7 +107,7 @@ def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
     # A failed run shows its summary card, not papermill's banner; the short view has no code.
     assert "An Exception was encountered" not in page
     short = (out / "leaky-short.html").read_text()
-    assert 'class="lmreg-summary"' in short and "An Exception was encountered" not in short
+    assert 'class="verdict' in short and "An Exception was encountered" not in short
     code = 'class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor"'
     assert code in page and code not in short
 

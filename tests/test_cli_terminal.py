@@ -121,7 +121,7 @@ def test_an_error_body_reaches_the_terminal_as_one_safe_line(
     assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
     lines = [line for line in ran.stdout.decode().splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: query-models failed"), lines
+    assert len(lines) == 1 and lines[0].startswith("error: listing the models failed"), lines
     _no_secret(ran)
 
 

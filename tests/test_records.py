@@ -228,7 +228,7 @@ def test_summary_html_starts_with_two_plain_verdicts_and_what_to_do() -> None:
     summary = build_summary(
         school="Rehearsal School", contact=None, base_url=None, env=None, steps=steps,
         models=[ModelRecord("m", registry_url=loopback)], checks=[],
-        performance={"requests": 1, "errors": 1},
+        performance={"requests": 2, "errors": 1},
     )  # fmt: skip
     page = render_summary_html(summary)
     steps_at = page.index("Onboarding steps: all done")
@@ -236,7 +236,7 @@ def test_summary_html_starts_with_two_plain_verdicts_and_what_to_do() -> None:
     blockers = page[page.index('<ol class="lmreg-blockers">') : page.index("</ol>")]
     assert steps_at < not_ready < page.index("<h3>")  # the verdicts come first
     assert "127.0.0.1" in blockers and "plain http" in blockers
-    assert "1 request, 1 error," in page and "1 requests" not in page
+    assert "2 requests, 1 error," in page and "1 errors" not in page
     text = render_summary_text(Summary.from_json(summary.to_json()))
     assert "[ ] Not ready for go-live" in text and "127.0.0.1" in text
 

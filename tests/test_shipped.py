@@ -70,6 +70,9 @@ def test_cli_notebooks_copies_six_and_says_how_to_open_them(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     assert sorted(p.stem for p in dest.glob("*.ipynb")) == sorted(NOTEBOOKS)
     assert f"6 notebooks ready in {dest}: jupyter lab {dest}" in result.output
+    # .env.example comes along, documenting each LMREG_* variable; it is never a .env.
+    assert "LMREG_APP_SECRET" in (dest / ".env.example").read_text()
+    assert "wrote     .env.example" in result.output and not (dest / ".env").exists()
     (dest / "04_list_models.ipynb").write_text("{}")
     kept = CliRunner().invoke(main, ["notebooks", str(dest)])
     assert kept.exit_code == 0 and "kept      04_list_models.ipynb" in kept.output

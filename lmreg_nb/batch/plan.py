@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..i18n import _
+from ..i18n import _, normalize_language
 from ..runner import clean_environment
 from ..runner.parameters import convert, declared_types
 from ..runner.scrub import looks_secret, secret_values
@@ -42,6 +42,8 @@ class PlannedRun:
     parameters: dict[str, Any]
     env_file: Path | None
     line: int
+    #: The run's language (the row's ``lang``, else the batch's); None: the locale's.
+    lang: str | None = None
 
 
 def resolve_notebook(name: str, base: Path | None = None, lang: str | None = None) -> Path:
@@ -195,8 +197,15 @@ def _types(where: str, notebook: Path, cache: dict[Path, dict[str, str]]) -> dic
     return cache[notebook]
 
 
-def read_plan(path: str | Path, *, env_file: Path | None = None) -> list[PlannedRun]:
-    """Read and check a whole plan; ConfigurationError (one line: which line, which column)."""
+def read_plan(
+    path: str | Path, *, env_file: Path | None = None, lang: str | None = None
+) -> list[PlannedRun]:
+    """Read and check a whole plan; ConfigurationError (one line: which line, which column).
+
+    ``lang`` (``--lang`` or LMREG_LANG) is every row's language unless the row has a
+    ``lang`` of its own: the notebook of that language, and its ``lang`` parameter
+    when it declares one.
+    """
     plan = Path(path)
     rows = _rows(plan)
     header = _header(plan, rows[0][1])
@@ -216,8 +225,9 @@ def read_plan(path: str | Path, *, env_file: Path | None = None) -> list[Planned
         where = _("{plan} line {line} (run_id {run_id})").format(
             plan=plan.name, line=line, run_id=run_id
         )
+        row_lang = cells.get("lang") or lang
         try:
-            notebook = resolve_notebook(cells.get("notebook", ""), plan.parent, cells.get("lang"))
+            notebook = resolve_notebook(cells.get("notebook", ""), plan.parent, row_lang)
         except ConfigurationError as exc:
             raise ConfigurationError(
                 _("{where}, column notebook: {reason}").format(where=where, reason=exc)
@@ -233,7 +243,15 @@ def read_plan(path: str | Path, *, env_file: Path | None = None) -> list[Planned
         types = _types(where, notebook, types_of)
         secrets = secret_values(clean_environment(env))
         parameters = _parameters(where, cells, notebook, types, secrets)
-        runs.append(PlannedRun(run_id, notebook, parameters, row_env_file, line))
+        if normalize_language(lang) not in (None, "en") and "lang" in types:
+            # The batch's language reaches the notebook (English is its default already,
+            # so the runs of a plan made before languages keep their fingerprint).
+            parameters.setdefault("lang", lang)
+        runs.append(
+            PlannedRun(
+                run_id, notebook, parameters, row_env_file, line, normalize_language(row_lang)
+            )
+        )
     if not runs:
         raise ConfigurationError(
             _("plan {path} has no runs: add a row under the header").format(path=plan)
@@ -252,6 +270,8 @@ def fingerprint(run: PlannedRun) -> str:
         "notebook": str(run.notebook.resolve()),
         "parameters": run.parameters,
         "env_file": str(run.env_file.resolve()) if run.env_file else None,
+        # Not for English, so the runs of a plan made before languages are not redone.
+        **({"lang": run.lang} if run.lang not in (None, "en") else {}),
     }
     digest.update(json.dumps(payload, sort_keys=True, default=str).encode())
     return digest.hexdigest()

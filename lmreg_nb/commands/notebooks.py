@@ -36,6 +36,15 @@ def notebooks(folder: Path, force: bool) -> None:
             ).format(name=name),
             err=True,
         )
+    if result.env_example == "written":
+        click.echo(_("wrote     {name}").format(name=".env.example"))
+    if result.env_example in ("written", "unchanged", "kept"):
+        click.echo(
+            _(
+                "Fill in {file} (your LMREG_* values) and save it as .env in {folder}: the "
+                "notebooks read it."
+            ).format(file=".env.example", folder=result.folder)
+        )
     count = len(result.written) + len(result.unchanged)
     click.echo(
         ngettext(

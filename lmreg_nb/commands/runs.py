@@ -154,11 +154,15 @@ def _report(result: Any) -> None:
             click.echo(f"  {mark} {step_label(step.name)}: {step.detail}")
         for check in summary.failed_checks:
             click.echo(
-                "  " + _("failed: {name}: {detail}").format(name=check.name, detail=check.detail)
+                "  "
+                + _("required, failed: {name}: {detail}").format(
+                    name=check.name, detail=check.detail
+                )
             )
         for check in summary.warnings:
             click.echo(
-                "  " + _("warning: {name}: {detail}").format(name=check.name, detail=check.detail)
+                "  "
+                + _("recommended: {name}: {detail}").format(name=check.name, detail=check.detail)
             )
         if summary.go_live.ready:
             click.echo(_("go-live: ready"))

@@ -17,7 +17,20 @@ _MAX_NAME = 64
 
 
 def check_contact(name: object, mobile: object, email: object) -> Contact:
-    """Validate a contact card; raises ValidationError naming the field to fix."""
+    """Validate a contact card; raises one ValidationError naming every field to fix."""
+    errors: list[ValidationError] = []
+    values: list[str] = []
+    for check, value in ((_check_name, name), (check_mobile, mobile), (check_email, email)):
+        try:
+            values.append(check(value))
+        except ValidationError as exc:
+            errors.append(exc)
+    if errors:
+        raise ValidationError.every(errors)
+    return Contact(*values)
+
+
+def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("contact_name", _("must be the contact's name, e.g. Li Hua"))
     clean = " ".join(name.split())
@@ -25,7 +38,7 @@ def check_contact(name: object, mobile: object, email: object) -> Contact:
         raise ValidationError(
             "contact_name", _("must be at most {n} printable characters").format(n=_MAX_NAME)
         )
-    return Contact(name=clean, mobile=check_mobile(mobile), email=check_email(email))
+    return clean
 
 
 def card_outcome(school: str, contact: Contact | None, failed: Step | None = None) -> Outcome:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..i18n import _, ngettext
+from ..i18n import _, ngettext, pgettext
+from ..severity import severity_label
 from ..summary import CapacityRecord, Check, Step, StepName
 from .display import FigureView, Outcome, Table
 
@@ -113,8 +114,17 @@ def checks_step(checks: Sequence[Check]) -> Step:
     """The checks step: passed when every required check passed; the failed ones named."""
     failed = [c for c in checks if not c.passed and c.severity == "error"]
     if failed:
+        # Checks failing for one reason name it once ("nothing listens on ..." once).
+        causes: dict[str, list[str]] = {}
+        for c in failed:
+            causes.setdefault(_short(c.detail), []).append(c.name)
         detail = _("required checks failed: {checks}").format(
-            checks="; ".join(f"{c.name} ({_short(c.detail)})" for c in failed)
+            checks=pgettext("clause separator", "; ").join(
+                _("{names} ({cause})").format(
+                    names=pgettext("list separator", ", ").join(names), cause=cause
+                )
+                for cause, names in causes.items()
+            )
         )
     else:
         detail = ngettext(
@@ -129,7 +139,7 @@ def checks_table(checks: Sequence[Check]) -> Table:
     """The checks, one row each (names stay as they are: they are identifiers)."""
     return Table(
         [_("check"), _("passed"), _("severity"), _("detail")],
-        [[c.name, "✔" if c.passed else "✘", c.severity, c.detail] for c in checks],
+        [[c.name, "✔" if c.passed else "✘", severity_label(c.severity), c.detail] for c in checks],
     )
 
 
@@ -140,7 +150,11 @@ def verdict(checks: Sequence[Check]) -> Outcome:
     failed = [c for c in checks if not c.passed and c.severity == "error"]
     warned = [c for c in checks if not c.passed and c.severity == "warning"]
     rows = [(c.name, c.detail) for c in failed]
-    rows += [(_("{name} (warning)").format(name=c.name), c.detail) for c in warned]
+    rows += [
+        (_("{name} ({severity})").format(name=c.name, severity=severity_label(c.severity)),
+         c.detail)
+        for c in warned
+    ]  # fmt: skip
     if failed:
         title = ngettext(
             "chat endpoint: {n} required check failed",

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import LmregError, ValidationError
-from ..i18n import _, current_language, set_language
+from ..i18n import _, current_language, pgettext, set_language
 from ..secret import Secret
 from ..summary import CapacityRecord, Check, Step, StepName, Summary, build_summary
 from . import endpoint_steps as endpoint_
@@ -176,10 +176,18 @@ class Onboarding:
         """Validate and keep a contact card (and the school, when given): the form's action."""
         if school.strip():
             self.school = school.strip()
-        if not self.school:
-            raise ValidationError("school", _("must name the school, e.g. Example Middle School"))
-        card = self.contact = check_contact(name, mobile, email)
-        self.note(Step(StepName.CONTACT_CARD, True, f"{card.name}, {card.mobile}, {card.email}"))
+        errors = [] if self.school else [
+            ValidationError("school", _("must name the school, e.g. Example Middle School"))
+        ]  # fmt: skip
+        try:
+            card = check_contact(name, mobile, email)
+        except ValidationError as exc:
+            errors.append(exc)
+        if errors:  # every mistake at once: a batch row is fixed in one go
+            raise ValidationError.every(errors)
+        self.contact = card
+        listed = pgettext("list separator", ", ").join([card.name, card.mobile, card.email])
+        self.note(Step(StepName.CONTACT_CARD, True, listed))
         return self.contact_card()
 
     @step(StepName.TOKEN)

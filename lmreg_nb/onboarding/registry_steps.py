@@ -226,8 +226,12 @@ def with_credentials(
 
     base = given or Settings.load()
     changes: dict[str, Any] = {"app_id": app_id.strip() or base.app_id}
+    typed = {"app_id"} if app_id.strip() and app_id.strip() != base.app_id else set()
     if app_secret:
         changes["app_secret"] = secret_of(app_secret)
+        # The environment's secret handed back by the form is not a typed one.
+        typed |= set() if changes["app_secret"] == base.app_secret else {"app_secret"}
+    changes["typed"] = typed
     return base.with_(token=None, env=None, **changes)
 
 

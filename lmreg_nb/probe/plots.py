@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..fonts import plot_gettext
+from .capacity_table import limited_by_label
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,7 +181,7 @@ def capacity_figure(result: CapacityResult) -> Figure:
     cap = result.capacity
     fig.suptitle(
         t("Capacity: {n} chats at once within the SLO (limited by {limited_by})").format(
-            n=cap.concurrency, limited_by=cap.limited_by
+            n=cap.concurrency, limited_by=limited_by_label(cap.limited_by, t)
         )
     )
     axes[0].set_title(t("Time to first token"))

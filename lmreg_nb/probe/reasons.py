@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ..envelope import open_files_reason
-from ..i18n import N_, _
+from ..i18n import N_, _, listing
 
 __all__ = ["LOCAL_LIMIT", "kinds_text", "snippet", "transport_reason"]
 
@@ -41,7 +41,7 @@ def kinds_text(counts: Mapping[str, int]) -> str:
             return "HTTP " + kind.removeprefix("status ")
         return _(_KIND_LABELS[kind]) if kind in _KIND_LABELS else kind
 
-    return ", ".join(f"{label(kind)} ×{n}" for kind, n in counts.items())
+    return listing(f"{label(kind)} ×{n}" for kind, n in counts.items())
 
 
 def snippet(text: str, limit: int = 120) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker
+from ..severity import severity_label
 from ..summary import Severity
 from .blocking import blocking
 from .chat import ChatEndpointError
@@ -266,9 +267,11 @@ def format_report(report: EndpointReport) -> str:
     """A plain-text table of the checks and the summary (for the CLI)."""
     lines = []
     width = max((len(c.name) for c in report.checks), default=10)
+    words = {c.severity: severity_label(c.severity) for c in report.checks}
+    column = max((len(w) for w in words.values()), default=7)
     for c in _sorted(report.checks):
         mark = " ok " if c.passed else "FAIL"
-        lines.append(f"[{mark}] {c.severity:<7} {c.name:<{width}}  {c.detail}")
+        lines.append(f"[{mark}] {words[c.severity]:<{column}} {c.name:<{width}}  {c.detail}")
     s = report.summary
     lines.append("")
 

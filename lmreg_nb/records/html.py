@@ -11,7 +11,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..i18n import _
+from ..i18n import _, pgettext
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from .text import (
     PERCENTILE_ROWS,
@@ -19,10 +19,13 @@ from .text import (
     fmt,
     go_live_verdict,
     local_time,
+    one_request_note,
     perf_sentence,
     phase_label,
     severity_label,
-    status_label,
+    single_request,
+    status_badge,
+    step_done,
     steps_verdict,
 )
 
@@ -44,6 +47,7 @@ text-align:left!important;vertical-align:top}
 .lmreg-status-ok{background:#d4f4dd;color:#05611d}.lmreg-status-failed{background:#fde0e0;color:#8a0c0c}
 .lmreg-status-incomplete{background:#fff3cd;color:#6b4e00}
 .lmreg-pass{color:#05611d}.lmreg-fail{color:#8a0c0c}
+.lmreg-checks td:nth-child(-n+3),.lmreg-checks th:nth-child(-n+3){white-space:nowrap}
 """
 
 
@@ -51,7 +55,7 @@ def _e(value: Any) -> str:
     return html.escape(fmt(value), quote=True)
 
 
-def _table(header: list[str] | None, rows: list[list[str]]) -> str:
+def _table(header: list[str] | None, rows: list[list[str]], css: str = "") -> str:
     # Cells arrive escaped already (some hold our own markup, such as the pass marks).
     head = ""
     if header is not None:
@@ -59,7 +63,8 @@ def _table(header: list[str] | None, rows: list[list[str]]) -> str:
             "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>"
         )
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table>{head}<tbody>{body}</tbody></table>"
+    klass = f' class="{css}"' if css else ""
+    return f"<table{klass}>{head}<tbody>{body}</tbody></table>"
 
 
 def _h3(title: str) -> str:
@@ -74,13 +79,13 @@ def _mark(flag: bool) -> str:
 
 def render_summary_html(s: Summary) -> str:
     """The onboarding summary as a self-contained, escaped HTML block."""
-    css = s.status
+    css, badge = status_badge(s)  # green only when ready for go-live
     parts = [
         f'<div class="lmreg-summary"><style>{_CSS}</style>',
         "<h2>"
         + html.escape(_("Onboarding record: {school}").format(school=fmt(s.school)))
         + f' <span class="lmreg-status lmreg-status-{css}">'
-        + f"{html.escape(status_label(s.status))}</span></h2>",
+        + f"{html.escape(badge)}</span></h2>",
     ]
     parts += _verdicts(s)
     parts.append(_facts(s))
@@ -110,7 +115,9 @@ def _facts(s: Summary) -> str:
     facts = []
     if s.contact:
         card = s.contact
-        contact = ", ".join(_e(v) for v in (card.name, card.mobile, card.email))
+        contact = pgettext("list separator", ", ").join(
+            _e(v) for v in (card.name, card.mobile, card.email)
+        )
         facts.append([html.escape(_("Contact")), contact])
     generated = local_time(s.generated_at, s.lang) if s.generated_at else None
     for label, value in (
@@ -134,7 +141,7 @@ def _steps(s: Summary) -> list[str]:
     if s.steps:
         parts.append(_h3(_("Steps")) + "<ul>")
         for st in s.steps:
-            box = "☑" if st.passed else "☒"
+            box = "☑" if step_done(s, st) else "☒"
             parts.append(f"<li>{box} <b>{_e(step_label(st.name))}</b> — {_e(st.detail)}</li>")
         parts.append("</ul>")
     return parts
@@ -165,7 +172,7 @@ def _checks(s: Summary) -> list[str]:
         for c in s.checks
     ]
     header = ["", _("check"), _("severity"), _("detail")]
-    return [_h3(_("Checks")), _table(header, rows)]
+    return [_h3(_("Checks")), _table(header, rows, "lmreg-checks")]
 
 
 def _p90(value: Percentiles) -> str:
@@ -212,6 +219,21 @@ def _performance(s: Summary) -> list[str]:
         ran = any(st.name == StepName.CHECKS for st in s.steps)
         return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
     rows = []
+    if single_request(perf):
+        # One request has one value per measure: no percentiles, no rates.
+        for key, label in PERCENTILE_ROWS:
+            p = perf.get(key)
+            if key == "first_answer_ms" and p is None:
+                continue  # an older record
+            p = p if isinstance(p, Mapping) else {}
+            rows.append([html.escape(_(label)), _e(p.get("p50"))])
+        answer = answer_sentence(perf)
+        return [
+            _h3(_("Performance")),
+            f"<p>{html.escape(one_request_note())}</p>",
+            _table(None, rows),
+            *([f"<p>{html.escape(answer)}</p>"] if answer else []),
+        ]
     for key, label in PERCENTILE_ROWS:
         p = perf.get(key)
         if key == "first_answer_ms" and p is None:

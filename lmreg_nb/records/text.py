@@ -7,20 +7,26 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..i18n import N_, _, format_local_time, ngettext
-from ..summary import Summary, step_label
+from ..i18n import N_, _, format_local_time, ngettext, pgettext
+from ..severity import severity_label
+from ..summary import CAPACITY_STEP, CapacityRecord, Step, Summary, step_label
 
 __all__ = [
     "PERCENTILE_ROWS",
     "answer_sentence",
+    "capacity_found",
     "fmt",
     "go_live_verdict",
     "local_time",
+    "one_request_note",
     "perf_sentence",
     "phase_label",
     "render_summary_text",
     "severity_label",
+    "single_request",
+    "status_badge",
     "status_label",
+    "step_done",
     "steps_verdict",
 ]
 
@@ -31,7 +37,6 @@ PERCENTILE_ROWS = (
     ("latency_ms", N_("request latency (ms)")),
 )
 _STATUS = {"ok": N_("OK"), "failed": N_("FAILED"), "incomplete": N_("INCOMPLETE")}
-_SEVERITIES = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
 _PHASES = {
     "preparation": N_("preparation"),
     "technical integration": N_("technical integration"),
@@ -44,9 +49,27 @@ def status_label(status: str) -> str:
     return _(_STATUS[status]) if status in _STATUS else status
 
 
-def severity_label(severity: str) -> str:
-    """A check's severity in words (the JSON keeps the identifier)."""
-    return _(_SEVERITIES[severity]) if severity in _SEVERITIES else severity
+def status_badge(summary: Summary) -> tuple[str, str]:
+    """The badge beside a record's title, (css class, words): green only when ready for
+    go-live, so an "OK" never stands beside "not ready"."""
+    if summary.go_live.ready:
+        return "ok", _("ready")
+    if summary.status in ("failed", "incomplete"):
+        return summary.status, status_label(summary.status)
+    return "incomplete", _("not ready")
+
+
+def step_done(summary: Summary, step: Step) -> bool:
+    """Whether a step's box is ticked: a capacity measured below the class is not done."""
+    if step.name == CAPACITY_STEP and summary.class_size and step.passed:
+        found = capacity_found(summary.capacity)
+        return found is not None and found >= summary.class_size
+    return step.passed
+
+
+def capacity_found(capacity: CapacityRecord | None) -> int | None:
+    """The concurrency a recorded capacity found, or None (not measured)."""
+    return None if capacity is None else capacity.concurrency
 
 
 def phase_label(name: str) -> str:
@@ -106,13 +129,26 @@ def answer_sentence(perf: Mapping[str, Any]) -> str:
     )
 
 
+def single_request(perf: Mapping[str, Any]) -> bool:
+    """Whether the figures come from one request (the checks' own), not a load test."""
+    return perf.get("requests") == 1
+
+
+def one_request_note() -> str:
+    """What the figures of one request are, so they never read like a load test."""
+    return _(
+        "Measured on one request (the checks' streamed reply), not a load test: set "
+        "check_requests above 0 for a load test."
+    )
+
+
 def perf_sentence(perf: Mapping[str, Any]) -> str:
     """Requests, errors and throughput in one sentence (with correct plurals)."""
     requests = perf.get("requests")
     errors = perf.get("errors")
     n_req = requests if isinstance(requests, int) else 0
     n_err = errors if isinstance(errors, int) else 0
-    return ", ".join(
+    return pgettext("list separator", ", ").join(
         [
             ngettext("{n} request", "{n} requests", n_req).format(n=fmt(requests)),
             ngettext("{n} error", "{n} errors", n_err).format(n=fmt(errors)),
@@ -127,7 +163,7 @@ def render_summary_text(s: Summary) -> str:
     mark = {True: "[x]", False: "[ ]"}
     lines = [
         _("Onboarding record: {school} — {status}").format(
-            school=fmt(s.school), status=status_label(s.status)
+            school=fmt(s.school), status=status_badge(s)[1]
         )
     ]
     ok, text = steps_verdict(s)
@@ -137,7 +173,9 @@ def render_summary_text(s: Summary) -> str:
     lines += [f"    - {b}" for b in s.go_live.blockers]
     if s.contact:
         card = s.contact
-        contact = ", ".join(fmt(v) for v in (card.name, card.mobile, card.email))
+        contact = pgettext("list separator", ", ").join(
+            fmt(v) for v in (card.name, card.mobile, card.email)
+        )
         lines.append(_("Contact: {contact}").format(contact=contact))
     for label, value in (
         (_("Platform"), s.base_url),
@@ -152,7 +190,9 @@ def render_summary_text(s: Summary) -> str:
             lines.append(f"  {mark[p.done]} {phase_label(p.name)} — {fmt(p.detail)}")
     if s.steps:
         lines.append(_("Steps:"))
-        lines += [f"  {mark[st.passed]} {step_label(st.name)} — {st.detail}" for st in s.steps]
+        lines += [
+            f"  {mark[step_done(s, st)]} {step_label(st.name)} — {st.detail}" for st in s.steps
+        ]
     if s.models:
         lines.append(_("Models:"))
         lines += [
@@ -166,14 +206,24 @@ def render_summary_text(s: Summary) -> str:
     if s.capacity:
         lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.verdict)))
     if s.performance:
-        lines.append(_("Performance: {figures}").format(figures=perf_sentence(s.performance)))
-        for key, label in PERCENTILE_ROWS:
-            pct = s.performance.get(key)
-            if isinstance(pct, Mapping):
-                lines.append(
-                    f"  {_(label)}: p50 {fmt(pct.get('p50'))}, p90 {fmt(pct.get('p90'))}, "
-                    f"p99 {fmt(pct.get('p99'))}"
-                )
-        if answer_sentence(s.performance):
-            lines.append("  " + answer_sentence(s.performance))
+        lines += _performance_lines(s.performance)
     return "\n".join(lines)
+
+
+def _performance_lines(perf: Mapping[str, Any]) -> list[str]:
+    """The performance figures: one request's values, or a load test's percentiles."""
+    one = single_request(perf)
+    lines = [one_request_note()] if one else [
+        _("Performance: {figures}").format(figures=perf_sentence(perf))
+    ]  # fmt: skip
+    for key, label in PERCENTILE_ROWS:
+        pct = perf.get(key)
+        if not isinstance(pct, Mapping):
+            continue  # first_answer_ms: an older record
+        figures = fmt(pct.get("p50")) if one else (
+            f"p50 {fmt(pct.get('p50'))}, p90 {fmt(pct.get('p90'))}, p99 {fmt(pct.get('p99'))}"
+        )  # fmt: skip
+        lines.append(f"  {_(label)}: {figures}")
+    if answer_sentence(perf):
+        lines.append("  " + answer_sentence(perf))
+    return lines

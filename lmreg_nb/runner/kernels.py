@@ -32,7 +32,7 @@ from typing import Any
 from ..i18n import _
 from .runs import RUN_PREFIX
 
-__all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main"]
+__all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main", "readable_parameters"]
 
 #: The child's exit code when the kernel did not start (EX_TEMPFAIL: worth one retry).
 KERNEL_START_EXIT = 75
@@ -93,6 +93,23 @@ def _guard_kernel_start() -> None:
         setattr(NotebookClient, name, guarded(getattr(NotebookClient, name)))
 
 
+def readable_parameters() -> None:
+    """Make papermill write text parameters as people read them: ``contact_name = '王芳'``.
+
+    Its Python translator escapes every non-ASCII character (``"\\u738b\\u82b3"``), so
+    a Chinese record's parameters cell was unreadable. ``repr`` keeps printable text
+    as it is and still escapes what is not printable (control characters, U+2028).
+    """
+    from papermill.translators import PythonTranslator, papermill_translators
+
+    class ReadablePythonTranslator(PythonTranslator):
+        @classmethod
+        def translate_str(cls, val: str) -> str:
+            return repr(val)
+
+    papermill_translators.register("python", ReadablePythonTranslator)
+
+
 def _stop_when_orphaned(parent: int, run_folder: Path | None) -> None:
     """If the runner dies, stop this child's kernel, remove the run's private folder
     (its token cache and the unscrubbed notebook) and exit: a SIGKILLed run leaves
@@ -141,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from traitlets.config import Config
 
     _guard_kernel_start()
+    readable_parameters()
     config = Config()
     if args.ipc:
         config.KernelManager.transport = "ipc"

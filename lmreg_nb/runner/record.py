@@ -19,6 +19,7 @@ from typing import Any
 from ..i18n import _
 from ..records import records_of
 from ..records.export import render_html
+from ..records.principal import render_principal_html
 from ..secret import assert_clean, mask_text
 from ..summary import Summary
 from .kernels import KERNEL_START_EXIT
@@ -164,7 +165,12 @@ def write_record(
 
     nb_text = nbformat.writes(clean)
     full = render_html(clean, summary)
-    short = render_html(clean, summary, short=True)
+    # The principal's page: one screen in plain words; without a summary, the charts.
+    short = (
+        render_principal_html(summary, full_record=f"{stem}.html")
+        if summary is not None
+        else render_html(clean, summary, short=True)
+    )
     assert_clean(nb_text, secrets, what=_("the record of {name}").format(name=what))
     for page in (full, short):
         assert_clean(page, secrets, what=_("the HTML copy of {name}").format(name=what))

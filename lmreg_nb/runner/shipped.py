@@ -30,6 +30,7 @@ __all__ = [
     "NOTEBOOKS",
     "CopyResult",
     "copy_notebooks",
+    "env_example_path",
     "notebook_folders",
     "notebook_path",
     "shipped_notebooks",
@@ -45,6 +46,8 @@ NOTEBOOKS = (
     "onboarding",
 )
 _HERE = Path(__file__).resolve().parents[1]  # the package folder
+#: Documents every LMREG_* variable: the wheel carries it beside its notebooks.
+ENV_EXAMPLE = ".env.example"
 
 
 def _configured() -> Path | None:
@@ -89,6 +92,14 @@ def notebook_path(stem: str, lang: str | None = None) -> Path:
     )
 
 
+def env_example_path() -> Path | None:
+    """The shipped ``.env.example`` (package data, else the checkout's), or None."""
+    for folder in (_HERE / "notebooks", _HERE.parent):
+        if (folder / ENV_EXAMPLE).is_file():
+            return folder / ENV_EXAMPLE
+    return None
+
+
 def shipped_notebooks(lang: str | None = None) -> dict[str, Path]:
     """The six notebooks (name -> path), each from the first folder that has it."""
     return {stem: notebook_path(stem, lang) for stem in NOTEBOOKS}
@@ -104,6 +115,9 @@ class CopyResult:
     kept: list[str] = field(default_factory=list)  # changed by the user, not overwritten
     #: A symbolic link, a FIFO, a folder... in a notebook's place: never written through.
     refused: list[str] = field(default_factory=list)
+    #: What happened to .env.example: "written", "unchanged", "kept", "refused" or ""
+    #: (none shipped).
+    env_example: str = ""
 
 
 def _digest(path: Path) -> str:
@@ -172,18 +186,28 @@ def copy_notebooks(dest: Path, *, lang: str | None = None, force: bool = False) 
     result = CopyResult(folder=dest)
     for stem, source in sources.items():
         target = dest / f"{stem}.ipynb"
-        there = _target_digest(target)
-        if there is None:
-            result.refused.append(target.name)
-        elif there == _digest(source):
-            result.unchanged.append(target.name)
-        elif there and not force:
-            result.kept.append(target.name)
-        else:
-            try:
-                _replace_with_copy(source, target)
-            except IsADirectoryError:  # a folder appeared in its place meanwhile
-                result.refused.append(target.name)
-                continue
-            result.written.append(target.name)
+        outcome = _copy(source, target, force)
+        getattr(result, outcome).append(target.name)
+    example = env_example_path()
+    if example is not None:
+        result.env_example = _copy(example, dest / ENV_EXAMPLE, force)
+        if result.env_example == "refused":
+            result.refused.append(ENV_EXAMPLE)
     return result
+
+
+def _copy(source: Path, target: Path, force: bool) -> str:
+    """Copy unless the target is the same ("unchanged"), changed by the user ("kept") or
+    no regular file ("refused": a link is never written through)."""
+    there = _target_digest(target)
+    if there is None:
+        return "refused"
+    if there == _digest(source):
+        return "unchanged"
+    if there and not force:
+        return "kept"
+    try:
+        _replace_with_copy(source, target)
+    except IsADirectoryError:  # a folder appeared in its place meanwhile
+        return "refused"
+    return "written"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from ..i18n import _, ngettext
+from ..i18n import _, listing, ngettext, pgettext
 from ..validate import url_warnings
 from .capacity import CapacityRecord
 from .fields import one_line
@@ -49,7 +49,12 @@ def decide(
     else:
         status = "ok"
     blockers: list[str] = []
+    check_causes = {one_line(c.detail) for c in failed_checks}
     for step in failed_steps:
+        if (step.name == StepName.CHECKS and failed_checks) or one_line(
+            step.detail
+        ) in check_causes:
+            continue  # the failed checks below say why, each cause once
         blockers.append(
             _("Step “{step}” failed: {detail}. Fix it and run the onboarding again.").format(
                 step=step_label(step.name), detail=one_line(step.detail)
@@ -61,7 +66,7 @@ def decide(
                 "Step not done yet: {steps}. Run it.",
                 "Steps not done yet: {steps}. Run them.",
                 len(missing),
-            ).format(steps=", ".join(f"“{step_label(n)}”" for n in missing))
+            ).format(steps=listing(f"“{step_label(n)}”" for n in missing))
         )
     blockers += _url_blockers(model_urls, checks)
     blockers += _check_blockers(failed_checks)
@@ -109,16 +114,26 @@ def _url_blockers(urls: Sequence[str], checks: Sequence[Check]) -> list[str]:
 
 
 def _check_blockers(failed: Sequence[Check]) -> list[str]:
+    """One blocker per distinct cause: checks failing for the same reason share it."""
     blockers = []
+    by_cause: dict[str, list[str]] = {}
     for check in failed:
         if check.name == "tls-certificate":
             text = _(
                 "The TLS certificate of the model's host does not verify ({detail}): install "
                 "a certificate from a trusted authority for this host name."
             )
+            blockers.append(text.format(detail=one_line(check.detail)))
         else:
-            text = _("Required check {name} failed: {detail}")
-        blockers.append(text.format(name=check.name, detail=one_line(check.detail)))
+            by_cause.setdefault(one_line(check.detail), []).append(check.name)
+    for cause, names in by_cause.items():
+        blockers.append(
+            ngettext(
+                "Required check {names} failed: {detail}",
+                "Required checks {names} failed: {detail}",
+                len(names),
+            ).format(names=pgettext("list separator", ", ").join(names), detail=cause)
+        )
     return blockers
 
 
@@ -152,7 +167,7 @@ def phases(steps: Sequence[Step], go_live: GoLive) -> list[Phase]:
     token = StepName.TOKEN in passed
     needed = {StepName.CONTACT_CARD, StepName.TOKEN, StepName.REGISTER, StepName.LIST_MODELS}
     integration = needed <= passed
-    missing = ", ".join(step_label(n) for n in EXPECTED_STEPS if n in needed - passed)
+    missing = listing(step_label(n) for n in EXPECTED_STEPS if n in needed - passed)
     return [
         Phase(
             "preparation",

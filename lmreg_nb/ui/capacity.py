@@ -9,8 +9,10 @@ import ipywidgets as widgets
 from ..errors import ValidationError
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.display import Table
+from ..probe.capacity_table import level_headers, level_rows
 from ..summary import StepName
-from ._common import LABEL_WIDTH, Field, Form
+from ._common import Field, Form
 
 __all__ = ["CLASS_SIZES", "DEFAULT_SLO_TTFT_MS", "CapacityForm", "check_slo_ttft_ms"]
 
@@ -19,6 +21,8 @@ CLASS_SIZES = (10, 20, 40)
 #: The first-token wait a student accepts, p90: 2 s, as the capacity contract's default SLO.
 DEFAULT_SLO_TTFT_MS = 2000
 _SLO_RANGE = (100, 60_000)
+#: Wider than the other forms' labels: "首字延迟（毫秒）" must not be cut to "首字延迟（毫…".
+LABEL_WIDTH = "10em"
 
 
 def check_class_size(value: object) -> int:
@@ -36,6 +40,11 @@ def check_slo_ttft_ms(value: object) -> int:
             "slo_ttft_ms", _("enter a wait from {low} to {high} ms").format(low=low, high=high)
         )
     return value
+
+
+def capacity_levels(levels: Any) -> Table:
+    """The levels measured, as the record shows them (translated columns, whole ms)."""
+    return Table(level_headers(), level_rows(levels))
 
 
 class CapacityForm(Form):
@@ -103,4 +112,4 @@ class CapacityForm(Form):
         result = self.run_.capacity_result
         if result is None:
             return (outcome,)
-        return (outcome, result.table(), self.run_.capacity_figure())
+        return (outcome, capacity_levels(result.levels), self.run_.capacity_figure())

@@ -339,8 +339,8 @@ def test_cli_text_table_verdict_and_figure(plain: str, tmp_path) -> None:
         env=_env(_url(plain)),
     )
     assert result.exit_code == 0, result.output
-    assert "concurrency  requests  errors" in result.stdout
-    assert "capacity: 1 (limited by max-concurrency)" in result.stdout
+    assert "chats at once  requests  errors" in result.stdout
+    assert "capacity: 1 (limited by the most chats tried)" in result.stdout
     assert "verdict: The model serves at least 1 chat at once" in result.stdout
     assert fig.read_bytes()[:4] == b"\x89PNG"
 

@@ -164,7 +164,7 @@ def test_cli_json_is_the_contract(mock: Mock) -> None:
 def test_cli_text_table_and_figure(mock: Mock) -> None:
     result = CliRunner().invoke(main, ["check", "-n", "4", "-c", "2"], env=_env(mock, mock.url()))
     assert result.exit_code == 0, result.output
-    assert "[ ok ] error   stream-done" in result.stdout
+    assert "[ ok ] required    stream-done" in result.stdout
     assert "verdict: OK" in result.stdout
     assert "figure: lmreg-check.png" in result.stdout
     assert Path("lmreg-check.png").read_bytes()[:4] == b"\x89PNG"
@@ -174,7 +174,7 @@ def test_cli_exit_1_when_an_error_check_fails(mock: Mock) -> None:
     result = CliRunner().invoke(main, ["check"], env=_env(mock, mock.url("no-done")))
     assert result.exit_code == 1
     assert result.stderr.startswith("error: stream-done: the stream ended without data: [DONE]")
-    assert "[FAIL] error   stream-done" in result.stdout
+    assert "[FAIL] required    stream-done" in result.stdout
 
 
 def test_works_inside_a_running_event_loop_like_jupyter(mock: Mock) -> None:
