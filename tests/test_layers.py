@@ -43,6 +43,7 @@ LAYER_OF: dict[str, str] = {
     "export": "notebook",
     "record_html": "notebook",
     "record_text": "notebook",
+    "watch": "notebook",
     # widgets
     "ui": "ui",
     # runs of notebooks
