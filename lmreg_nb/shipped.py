@@ -31,13 +31,14 @@ __all__ = [
     "shipped_notebooks",
 ]
 
-#: The six notebooks every install carries, in the order a school engineer opens them.
+#: The notebooks every install carries, in the order a school engineer opens them.
 NOTEBOOKS = (
     "01_get_token",
     "02_register_model",
     "03_modify_model",
     "04_list_models",
     "05_test_chat_endpoint",
+    "06_monitor",
     "onboarding",
 )
 _HERE = Path(__file__).resolve().parent
@@ -86,7 +87,7 @@ def notebook_path(stem: str, lang: str | None = None) -> Path:
 
 
 def shipped_notebooks(lang: str | None = None) -> dict[str, Path]:
-    """The six notebooks (name -> path), each from the first folder that has it."""
+    """The notebooks (name -> path), each from the first folder that has it."""
     return {stem: notebook_path(stem, lang) for stem in NOTEBOOKS}
 
 
@@ -105,7 +106,7 @@ def _digest(path: Path) -> str:
 
 
 def copy_notebooks(dest: Path, *, lang: str | None = None, force: bool = False) -> CopyResult:
-    """Copy the six notebooks into ``dest``; a changed file is kept unless ``force``."""
+    """Copy the notebooks into ``dest``; a changed file is kept unless ``force``."""
     dest = Path(dest).expanduser()
     if dest.exists() and not dest.is_dir():
         raise ConfigurationError(
