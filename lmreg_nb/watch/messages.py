@@ -9,13 +9,30 @@ the model, so a list of notifications reads well on its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..i18n import N_, _, format_local_time, ngettext
 from ..models import ms_to_datetime
 from .alerts import Event, ModelState
 
-__all__ = ["KIND_ADVICE", "KIND_TEXT", "Message", "format_duration", "render", "trial_message"]
+__all__ = [
+    "DIGEST_AFTER",
+    "KIND_ADVICE",
+    "KIND_TEXT",
+    "Message",
+    "digest",
+    "format_duration",
+    "render",
+    "round_messages",
+    "trial_message",
+]
+
+#: More events than this in one round go out as one digest (a phone gets one notification,
+#: and services that limit a bot's messages per minute are not flooded).
+DIGEST_AFTER = 3
+#: Lines of a digest, one per event; the rest is counted.
+DIGEST_LINES = 10
 
 #: Failure kind -> what failed, in plain words.
 KIND_TEXT = {
@@ -151,3 +168,46 @@ def trial_message(school: str) -> Message:
         ),
         "info",
     )
+
+
+def _digest_line(event: Event) -> str:
+    state = event.state
+    if event.type == "alert":
+        return _("down: {name} (modelId {model_id}): {what}").format(
+            name=state.model_name, model_id=state.model_id, what=what_failed(state)
+        )
+    if event.type == "recovery":
+        return _("works again: {name} (down for {duration})").format(
+            name=state.model_name, duration=format_duration(event.down_for_ms or 0)
+        )
+    days = state.tls_days if state.tls_days is not None else 0
+    return ngettext(
+        "certificate of {name} expires in {days} day",
+        "certificate of {name} expires in {days} days",
+        days,
+    ).format(name=state.model_name, days=days)
+
+
+def digest(events: Sequence[Event], school: str) -> Message:
+    """Many events of one round as one notification: one short line per model."""
+    kinds = {e.type for e in events}
+    kind = "failure" if "alert" in kinds else "warning" if "tls-warning" in kinds else "success"
+    title = ngettext(
+        "[{school}] {n} model changed state", "[{school}] {n} models changed state", len(events)
+    ).format(school=school, n=len(events))
+    lines = [_("School: {school}").format(school=school)]
+    lines += [_digest_line(e) for e in events[:DIGEST_LINES]]
+    rest = len(events) - DIGEST_LINES
+    if rest > 0:
+        lines.append(
+            ngettext("… and {n} more: see the status page", "… and {n} more: see the status page", rest)
+            .format(n=rest)
+        )  # fmt: skip
+    return Message(title, "\n".join(lines), kind)
+
+
+def round_messages(events: Sequence[Event], school: str) -> list[Message]:
+    """What a round sends to each target: one message per event, or one digest of many."""
+    if len(events) > DIGEST_AFTER:
+        return [digest(events, school)]
+    return [render(e, school) for e in events]

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..i18n import _, ngettext
 from .alerts import Event, ModelState, step
-from .messages import Message, render
+from .messages import Message, round_messages
 from .rounds import DEFAULT_CONCURRENCY, Observation, make_client, model_host, probe_all
 from .state import OUTBOX_MAX_AGE_MS, HistoryRow, StateStore
 from .status_html import render_status, status_label, write_status
@@ -210,9 +210,9 @@ class Watcher:
             if not result.ok:
                 self._log(logging.WARNING, _failure_line(state, self.config.fail_after))
             for event in events:
-                message = render(event, self.school)
-                outbox += [(t.id, now, message) for t in self.targets]
                 self._log(logging.WARNING, _event_line(event, len(self.targets)))
+        for message in round_messages(report.events, self.school):
+            outbox += [(t.id, now, message) for t in self.targets]
         ids = {s.model_id for s in report.states}
         removed = [m for m in previous if m not in ids]
         for model_id in removed:

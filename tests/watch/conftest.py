@@ -173,9 +173,13 @@ class Smtp:
 
 
 @pytest.fixture
-def smtp() -> Iterator[Smtp]:
+def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Smtp]:
     from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult, LoginPassword
+    from apprise.plugins.email.base import NotifyEmail
+
+    # Apprise waits 5.5 s between two mails of one target (rate limits); not in tests.
+    monkeypatch.setattr(NotifyEmail, "request_rate_per_sec", 0)
 
     box = Smtp(free_port())
 
