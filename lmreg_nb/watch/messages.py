@@ -105,7 +105,7 @@ def _model_line(state: ModelState) -> str:
 def what_failed(state: ModelState) -> str:
     """The failure in plain words, with the probe's detail when it adds something."""
     text = _(KIND_TEXT.get(state.kind or "", N_("its reply was broken")))
-    return f"{text}: {state.detail}" if state.detail else text
+    return _("{what}: {detail}").format(what=text, detail=state.detail) if state.detail else text
 
 
 def render(event: Event, school: str) -> Message:

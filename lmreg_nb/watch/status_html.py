@@ -16,10 +16,10 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..i18n import N_, _, current_language, format_local_time
+from ..i18n import N_, _, current_language, format_local_time, ngettext
 from ..models import ms_to_datetime
 from .alerts import ModelState
-from .messages import KIND_TEXT
+from .messages import what_failed
 from .state import HistoryRow
 
 __all__ = ["STATUS_LABELS", "render_status", "status_label", "write_status"]
@@ -78,10 +78,7 @@ def _spark(rows: Sequence[HistoryRow], width: int = 120, height: int = 22) -> st
 
 
 def _what(state: ModelState) -> str:
-    if state.status == "up" or not state.kind:
-        return ""
-    text = _(KIND_TEXT.get(state.kind, state.kind))
-    return f"{text}: {state.detail}" if state.detail else text
+    return what_failed(state) if state.status != "up" and state.kind else ""
 
 
 def render_status(
@@ -121,9 +118,12 @@ def render_status(
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     down = sum(1 for s in ordered if s.status == "down")
-    summary = _(
+    summary = ngettext(
+        "Round {n}, {when}: {models} model, {down} down. A model is down after {fail_after} "
+        "failed rounds in a row.",
         "Round {n}, {when}: {models} models, {down} down. A model is down after {fail_after} "
-        "failed rounds in a row."
+        "failed rounds in a row.",
+        len(ordered),
     ).format(
         n=round_number,
         when=_when(generated_ms),
