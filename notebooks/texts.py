@@ -551,7 +551,7 @@ def monitor() -> list[nbformat.NotebookNode]:
             _("## Run it for real")
             + "\n\n"
             + _(
-                "On a server that stays on: `lmreg-nb watch --school \"...\" --metrics-port 9108` "
+                'On a server that stays on: `lmreg-nb watch --school "..." --metrics-port 9108` '
                 "with `LMREG_NOTIFY` set. The README has a systemd unit and a docker-compose "
                 "example. A page with the same table is written beside the state file after "
                 "each round."

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "Monitor",
     "ModelState",
+    "Monitor",
     "NotifyTarget",
     "ProbeResult",
     "StateStore",

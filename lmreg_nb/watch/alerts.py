@@ -138,7 +138,12 @@ def step(
         since = before.since_ms if before.fails and before.since_ms is not None else now_ms
         status = "down" if before.down or fails >= fail_after else "failing"
         state = replace(
-            state, status=status, fails=fails, since_ms=since, kind=result.kind, detail=result.detail
+            state,
+            status=status,
+            fails=fails,
+            since_ms=since,
+            kind=result.kind,
+            detail=result.detail,
         )
         if status == "down" and not before.down:
             state = replace(state, alerted_ms=now_ms)

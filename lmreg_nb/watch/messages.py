@@ -200,9 +200,10 @@ def digest(events: Sequence[Event], school: str) -> Message:
     rest = len(events) - DIGEST_LINES
     if rest > 0:
         lines.append(
-            ngettext("… and {n} more: see the status page", "… and {n} more: see the status page", rest)
-            .format(n=rest)
-        )  # fmt: skip
+            ngettext(
+                "… and {n} more: see the status page", "… and {n} more: see the status page", rest
+            ).format(n=rest)
+        )
     return Message(title, "\n".join(lines), kind)
 
 

@@ -10,6 +10,7 @@ the watch's own, not the process-wide default.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -84,10 +85,8 @@ class WatchMetrics:
 
     @staticmethod
     def _remove(gauge: Any, name: str) -> None:
-        try:
+        with contextlib.suppress(KeyError):  # never set for this name
             gauge.remove(name)
-        except KeyError:
-            pass
 
     def text(self) -> str:
         """The metrics as Prometheus scrapes them."""

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..display import FigureView, Outcome, Table
 from ..errors import ConfigurationError
-from ..i18n import _, format_local_time
+from ..i18n import _, format_local_time, local_zone
 from ..models import ms_to_datetime
 from ..secret import split_urls
 from .messages import trial_message, what_failed
 from .notify import Notifier, NotifyTarget, parse_targets
-from .state import StateStore, default_state_path
+from .state import HistoryRow, StateStore, default_state_path
 from .status_html import status_label
 from .watcher import WatchConfig, Watcher, school_name
 
@@ -191,6 +191,7 @@ class Monitor:
 
     def latency_chart(self, models: Sequence[str] = ()) -> FigureView | Outcome:
         """Each model's recent latency (failed calls marked at the bottom)."""
+        from matplotlib import dates as mdates
         from matplotlib.figure import Figure
 
         from ..fonts import plot_gettext
@@ -204,27 +205,36 @@ class Monitor:
         with StateStore(self.state_path) as store:
             history = {s.model_id: store.history(s.model_id) for s in states}
         t = plot_gettext()
+        zone = local_zone()
         fig = Figure(figsize=(8, 3.2))
         ax = fig.add_subplot()
         for state in states:
             rows = history[state.model_id]
-            when = [ms_to_datetime(r.at_ms) for r in rows]
-            ax.plot(
-                [w for w, r in zip(when, rows, strict=True) if r.ok],
-                [r.latency_s for r in rows if r.ok],
-                marker=".",
-                label=state.model_name,
-            )
-            failed = [w for w, r in zip(when, rows, strict=True) if not r.ok]
-            ax.plot(failed, [0] * len(failed), "x", color="#c00")
+            good = [r for r in rows if r.ok and r.latency_s is not None]
+            bad = [r for r in rows if not r.ok]
+            latency = [r.latency_s or 0.0 for r in good]
+            ax.plot(_times(good), latency, marker=".", label=state.model_name)
+            ax.plot(_times(bad), [0.0] * len(bad), "x", color="#c00", clip_on=False)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=zone))
         ax.set_title(t("Latency of each call"))
+        ax.set_xlabel(format_local_time(ms_to_datetime(history_end(history))).split(" ", 2)[-1])
         ax.set_ylabel(t("seconds"))
         ax.set_ylim(bottom=0)
         ax.legend(fontsize="small")
-        fig.autofmt_xdate()
         return FigureView(fig)
 
     def status_page(self) -> Path:
         """Where the page of the last round is (open it in a browser)."""
         return self.config.status_path
 
+
+def _times(rows: Sequence[HistoryRow]) -> Any:
+    """The calls' times as matplotlib date numbers."""
+    from matplotlib import dates as mdates
+
+    return mdates.date2num([ms_to_datetime(r.at_ms) for r in rows])
+
+
+def history_end(history: Mapping[str, Sequence[HistoryRow]]) -> int:
+    """The time of the last call in ``history`` (ms)."""
+    return max((r.at_ms for rows in history.values() for r in rows), default=0)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .messages import Message
 
-__all__ = ["SEND_TIMEOUT_S", "NotifyTarget", "Notifier", "parse_targets", "targets_masker"]
+__all__ = ["SEND_TIMEOUT_S", "Notifier", "NotifyTarget", "parse_targets", "targets_masker"]
 
 #: The longest one notification may take (an SMTP server that does not answer).
 SEND_TIMEOUT_S = 30.0

@@ -147,7 +147,8 @@ def _reasoned(ex: Exchange) -> bool:
             continue
         delta = choices[0].get("delta")
         if isinstance(delta, dict) and any(
-            isinstance(delta.get(k), str) and delta.get(k) for k in ("reasoning_content", "reasoning")
+            isinstance(delta.get(k), str) and delta.get(k)
+            for k in ("reasoning_content", "reasoning")
         ):
             return True
     return False

@@ -41,7 +41,7 @@ KEEP_ROUNDS = 240
 #: A notification a target has not taken for this long is dropped (with a log line).
 OUTBOX_MAX_AGE_MS = 24 * 3600 * 1000
 _COLUMNS = [f.name for f in fields(ModelState)]
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS models (
     model_id TEXT PRIMARY KEY, model_name TEXT NOT NULL, host TEXT NOT NULL,

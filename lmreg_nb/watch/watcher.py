@@ -14,6 +14,7 @@ target that fails is retried next round, after a restart too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -168,9 +169,11 @@ class Watcher:
             report.platform_error = self.mask(str(exc))
             self._log(
                 logging.WARNING,
-                _("round {n}: cannot read the models from the platform: {error}; trying again "
-                  "next round").format(n=number, error=exc),
-            )  # fmt: skip
+                _(
+                    "round {n}: cannot read the models from the platform: {error}; trying again "
+                    "next round"
+                ).format(n=number, error=exc),
+            )
             report.states = list(self.store.models().values())
             await self.deliver()
             report.seconds = time.perf_counter() - started
@@ -205,7 +208,9 @@ class Watcher:
             report.events += events
             result = seen.result
             history.append(
-                HistoryRow(report.number, state.model_id, now, result.ok, result.latency_s, result.kind)
+                HistoryRow(
+                    report.number, state.model_id, now, result.ok, result.latency_s, result.kind
+                )
             )
             if not result.ok:
                 self._log(logging.WARNING, _failure_line(state, self.config.fail_after))
@@ -283,7 +288,9 @@ class Watcher:
                 self.store.delivered(row.id)
                 self._log(
                     logging.INFO,
-                    _("sent to {target}: {title}").format(target=target.shown, title=row.message.title),
+                    _("sent to {target}: {title}").format(
+                        target=target.shown, title=row.message.title
+                    ),
                 )
                 continue
             self.store.failed(row.id, error)
@@ -312,10 +319,8 @@ class Watcher:
             if self.config.rounds is not None and done >= self.config.rounds:
                 break
             wait = max(0.0, began + self.config.interval - time.monotonic())
-            try:
+            with contextlib.suppress(TimeoutError):  # the interval is over: next round
                 await asyncio.wait_for(stop.wait(), wait)
-            except TimeoutError:
-                pass
         if self.config.rounds is None or stop.is_set():
             return 0
         if last is None or not self._read_models_once:
@@ -346,7 +351,8 @@ def _event_line(event: Event, targets: int) -> str:
     name = event.state.model_name
     if event.type == "alert":
         text = ngettext(
-            "model {name} is down: alert to {n} target", "model {name} is down: alert to {n} targets",
+            "model {name} is down: alert to {n} target",
+            "model {name} is down: alert to {n} targets",
             targets,
         )
     elif event.type == "recovery":

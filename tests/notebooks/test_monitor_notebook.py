@@ -1,4 +1,4 @@
-"""06_monitor headless: a test alert reaches a webhook, one round runs, the state shows; no secret."""
+"""06_monitor headless: a test alert reaches a webhook, a round runs, the state shows, no secret."""
 
 from __future__ import annotations
 

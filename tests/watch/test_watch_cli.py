@@ -30,8 +30,11 @@ def _watch(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lmreg_nb", "watch", *args],
-        env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.parametrize(
@@ -89,8 +92,9 @@ def test_a_platform_that_is_down_is_logged_and_tried_again(
     account: Account, webhook: Webhook, tmp_path: Path
 ) -> None:
     env = _env(account, webhook) | {"LMREG_BASE_URL": f"http://127.0.0.1:{free_port()}"}
-    done = _watch(["--state", str(tmp_path / "s.sqlite3"), "--rounds", "2", "--interval", "0.1"],
-                  env)  # fmt: skip
+    done = _watch(
+        ["--state", str(tmp_path / "s.sqlite3"), "--rounds", "2", "--interval", "0.1"], env
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     lines = [ln for ln in done.stderr.splitlines() if "cannot read the models" in ln]
     assert len(lines) == 2 and "trying again next round" in lines[0]
@@ -115,8 +119,10 @@ def test_sigterm_finishes_the_round_writes_the_state_and_exits_0(
     state = tmp_path / "state.sqlite3"
     proc = subprocess.Popen(
         [sys.executable, "-m", "lmreg_nb", "watch", "--state", str(state), "--interval", "600"],
-        env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     started = proc.stderr.readline()
     assert "watching the models of" in started, started

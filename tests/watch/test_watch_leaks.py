@@ -59,8 +59,15 @@ def test_nothing_the_watch_writes_holds_a_secret(
     port = metrics.serve(0)
     store = StateStore(state)
     caplog.set_level(logging.DEBUG, logger="lmreg_nb")
-    watcher = Watcher(account.settings, account.client(), store, targets, Notifier(targets),
-                      config, metrics=metrics)  # fmt: skip
+    watcher = Watcher(
+        account.settings,
+        account.client(),
+        store,
+        targets,
+        Notifier(targets),
+        config,
+        metrics=metrics,
+    )
 
     async def rounds() -> None:
         async with watcher:

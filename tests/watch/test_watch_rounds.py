@@ -45,8 +45,9 @@ def _watcher(
     config = WatchConfig(state_path=state, interval=0.1, fail_after=fail_after, school=school)
     store = StateStore(state)
     store.acquire()
-    return Watcher(account.settings, account.client(), store, targets, Notifier(targets), config,
-                   clock=clock)  # fmt: skip
+    return Watcher(
+        account.settings, account.client(), store, targets, Notifier(targets), config, clock=clock
+    )
 
 
 def _round(watcher: Watcher, clock: Clock) -> RoundReport:

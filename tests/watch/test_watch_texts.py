@@ -27,10 +27,20 @@ __all__ = ["pseudo", "pseudo_mo"]  # fixtures used below
 
 T = 1_790_000_000_000
 DOWN = ModelState(
-    "mdl_0123", "campus-llm", host="llm.school.example", status="down", fails=3,
-    since_ms=T, kind="timeout", detail="no complete reply within 10 s", checked_ms=T + 180_000,
-    alerted_ms=T + 120_000, tls_days=5, tls_expires_ms=T + 5 * DAY_MS, tls_issuer="Test CA",
-)  # fmt: skip
+    "mdl_0123",
+    "campus-llm",
+    host="llm.school.example",
+    status="down",
+    fails=3,
+    since_ms=T,
+    kind="timeout",
+    detail="no complete reply within 10 s",
+    checked_ms=T + 180_000,
+    alerted_ms=T + 120_000,
+    tls_days=5,
+    tls_expires_ms=T + 5 * DAY_MS,
+    tls_issuer="Test CA",
+)
 UP = ModelState("mdl_0456", "other-llm", status="up", latency_s=0.42, last_ok_ms=T)
 EVENTS = [
     Event("alert", DOWN, T + 120_000, since_ms=T),
@@ -54,8 +64,9 @@ def _all_texts() -> list[str]:
     texts += [m.body for m in round_messages(EVENTS * 2, "Schoolname")]  # a digest
     history = {"mdl_0123": [HistoryRow(1, "mdl_0123", T, False, None, "timeout")]}
     texts.append(
-        render_status([DOWN, UP], history, school="Schoolname", generated_ms=T, round_number=4,
-                      fail_after=3)  # fmt: skip
+        render_status(
+            [DOWN, UP], history, school="Schoolname", generated_ms=T, round_number=4, fail_after=3
+        )
     )
     return texts
 
@@ -150,10 +161,17 @@ def test_durations_in_both_languages(ms: int, en: str, zh: str) -> None:
 
 
 def test_the_status_page_escapes_and_orders(chinese: None) -> None:
-    hostile = ModelState("m<1>", "<script>x</script>", status="failing", fails=1, kind="http-5xx",
-                         detail="<b>500</b>")  # fmt: skip
-    page = render_status([UP, hostile, DOWN], {}, school="第一中学", generated_ms=T,
-                         round_number=2, fail_after=3)  # fmt: skip
+    hostile = ModelState(
+        "m<1>",
+        "<script>x</script>",
+        status="failing",
+        fails=1,
+        kind="http-5xx",
+        detail="<b>500</b>",
+    )
+    page = render_status(
+        [UP, hostile, DOWN], {}, school="第一中学", generated_ms=T, round_number=2, fail_after=3
+    )
     assert "<script>x" not in page and "&lt;script&gt;" in page and "<b>500" not in page
     assert page.index("campus-llm") < page.index("&lt;script") < page.index("other-llm")
     assert '<html lang="zh-CN">' in page and "第一中学 已注册的模型" in page
