@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import MODEL_KEY, WEBHOOK_TOKEN, Account, SchoolModel, Webhook, free_port
 from test_canary import leaks_in
+from watch_helpers import MODEL_KEY, WEBHOOK_TOKEN, Account, SchoolModel, Webhook, free_port
 
 from lmreg_nb.cli import main
 from lmreg_nb.watch.state import StateStore

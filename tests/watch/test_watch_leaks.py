@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import SMTP_PASSWORD, WEBHOOK_TOKEN, Account, Smtp, Webhook
 from test_canary import CANARY_KEY, _EchoHandler, leaks_in
+from watch_helpers import SMTP_PASSWORD, WEBHOOK_TOKEN, Account, Smtp, Webhook
 
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets

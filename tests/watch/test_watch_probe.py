@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trustme
-from conftest import MODEL_KEY, SchoolModel
+from watch_helpers import MODEL_KEY, SchoolModel
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.models import RegisteredModel

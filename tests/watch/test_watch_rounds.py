@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import MODEL_KEY, Account, SchoolModel, Smtp, Webhook
+from watch_helpers import MODEL_KEY, Account, SchoolModel, Smtp, Webhook
 
 from lmreg_nb import i18n
 from lmreg_nb.watch.notify import Notifier, parse_targets
