@@ -152,9 +152,9 @@ def main() -> None:
 
 def _register() -> None:
     # Command modules import only click at module level, so `--help` stays fast.
-    from .commands import batch, capacity, check, notebooks, registry, runs, sandbox
+    from .commands import batch, capacity, check, notebooks, registry, runs, sandbox, watch
 
-    for module in (sandbox, registry, check, capacity, runs, batch, notebooks):
+    for module in (sandbox, registry, check, capacity, runs, batch, notebooks, watch):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -9,7 +9,9 @@ cell shows a secret's head; a hostile server may echo a key in pieces). Text
 is also read as a person reads it (:func:`fold`): invisible marks between the
 characters, fullwidth letters and added accents do not hide a secret.
 :func:`find_leaks` and :func:`assert_clean` are the checks built on the same
-rules. Nothing here reads the configuration.
+rules. :func:`url_secrets` names the parts of a notification URL (LMREG_NOTIFY)
+that are secrets, so they are masked and not the host or the address. Nothing
+here reads the configuration.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from .errors import SecretLeakError
 from .i18n import _, ngettext
@@ -34,6 +37,8 @@ __all__ = [
     "fold",
     "mask",
     "mask_text",
+    "split_urls",
+    "url_secrets",
 ]
 
 #: A piece of a secret this long, found anywhere, counts as a leak. 7, not 8: a
@@ -345,3 +350,50 @@ def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
                 "(report this: the scrubber missed an encoding)"
             ).format(what=what, names=", ".join(leaks))
         )
+
+
+#: Query parameters of a notification URL that address or tune the message, not secrets.
+_PLAIN_QUERY = frozenset(
+    {"to", "from", "cc", "bcc", "name", "format", "method", "mode", "smtp", "port", "user",
+     "overflow", "retry", "wait", "optional", "cto", "reply", "subject", "lang", "tz"}
+)  # fmt: skip
+#: Query parameters whose value is a secret however short.
+_SECRET_QUERY = re.compile(r"token|key|secret|pass|sig|auth|code", re.IGNORECASE)
+#: A URL starts after a comma: LMREG_NOTIFY is comma-separated, but `to=a@x,b@y` is one URL.
+_NEXT_URL = re.compile(r"\s*,\s*(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
+def split_urls(value: str) -> list[str]:
+    """Comma-separated URLs (LMREG_NOTIFY) as a list; a comma inside a query stays."""
+    parts = _NEXT_URL.split(value.strip())
+    return [p.strip().strip(",").strip() for p in parts if p.strip().strip(",").strip()]
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a notification URL that may be secrets: password, tokens, keys.
+
+    A password always; a host without a dot (``dingtalk://TOKEN``: the token
+    sits where a host would); path segments and query values of 8 characters
+    or more; any value of a query parameter named like a token, key or
+    signature. Host names, ports and addresses (``to=``) are not secrets.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return [url] if url else []
+    found: list[str] = []
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if at and ":" in userinfo:
+        found.append(unquote(userinfo.split(":", 1)[1]))
+    elif at and "." not in userinfo and len(userinfo) >= WINDOW:
+        found.append(unquote(userinfo))  # dingtalk://SECRET@TOKEN: no password, a secret
+    host = hostport.rsplit(":", 1)[0] if hostport.count(":") == 1 else hostport
+    if host and "." not in host and host.lower() != "localhost" and not host.startswith("["):
+        found.append(unquote(host))
+    found += [unquote(s) for s in parts.path.split("/") if len(unquote(s)) >= WINDOW]
+    for key, value in parse_qsl(parts.query):
+        if key.lower() in _PLAIN_QUERY or not value:
+            continue
+        if _SECRET_QUERY.search(key) or len(value) >= WINDOW:
+            found.append(value)
+    return list(dict.fromkeys(s for s in found if s))

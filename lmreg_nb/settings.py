@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
 from .i18n import _, normalize_language
-from .secret import Secret
+from .secret import Secret, split_urls, url_secrets
 from .validate import is_header_value, looks_numeric, numeric_host_reason
 
 log = logging.getLogger("lmreg_nb")
@@ -60,10 +60,11 @@ VARIABLES: dict[str, str] = {
     "model_name": "LMREG_MODEL_NAME",
     "lang": "LMREG_LANG",
     "notebooks": "LMREG_NOTEBOOKS",
+    "notify": "LMREG_NOTIFY",
 }
 #: The variables whose values are secrets (never shown, never parameters).
-SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY")
-_SECRET_FIELDS = {"app_secret", "token", "model_api_key"}
+SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY", "LMREG_NOTIFY")
+_SECRET_FIELDS = {"app_secret", "token", "model_api_key", "notify"}
 #: Variables a .env found by searching never sets: which notebooks run, and whose token
 #: (and cache) the run uses. Only the environment or a named LMREG_ENV_FILE sets them.
 NAMED_FILE_ONLY = ("LMREG_NOTEBOOKS", "LMREG_TOKEN", "LMREG_ENV", "LMREG_TOKEN_CACHE")
@@ -96,6 +97,8 @@ class Settings:
     lang: str | None = None
     #: The folder holding the notebooks (LMREG_NOTEBOOKS); None: the shipped ones.
     notebooks: Path | None = None
+    #: Where `watch` sends alerts (LMREG_NOTIFY): Apprise URLs, comma-separated.
+    notify: Secret | None = None
     #: The .env file that was read, or None.
     env_file: Path | None = None
     #: The places a .env file was looked for, in order (the last one is env_file when found).
@@ -191,12 +194,19 @@ class Settings:
         return text
 
     def secret_values(self) -> list[str]:
-        """Every secret this configuration holds, in plain text (for scrubbing)."""
-        return [
-            getattr(self, f.name).reveal()
-            for f in fields(self)
-            if f.name in _SECRET_FIELDS and getattr(self, f.name)
-        ]
+        """Every secret this configuration holds, in plain text (for scrubbing).
+
+        Of LMREG_NOTIFY only the secret parts of its URLs (passwords, tokens): masking
+        every 8 characters of a URL would also mask host names and e-mail addresses.
+        """
+        values = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "notify" and value:
+                values += [s for url in split_urls(value.reveal()) for s in url_secrets(url)]
+            elif f.name in _SECRET_FIELDS and value:
+                values.append(value.reveal())
+        return values
 
 
 def find_env_file(

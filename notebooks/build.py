@@ -1,6 +1,6 @@
 """Write the notebooks of this folder from the cell lists below (the source of truth).
 
-    python notebooks/build.py                      # rewrite the six notebooks (checked
+    python notebooks/build.py                      # rewrite the notebooks (checked
                                                    # outputs kept when their cell is unchanged)
     python notebooks/build.py --outputs-from DIR   # keep the outputs of the cells nbval checks,
                                                    # taken from executed copies in DIR
@@ -81,7 +81,7 @@ def notebook(
 
 
 def build(lang: str = "en", outputs_from: Path | None = None) -> list[Path]:
-    """Write the six notebooks of ``lang`` (English: into this folder); return their paths."""
+    """Write the notebooks of ``lang`` (English: into this folder); return their paths."""
     out = folder(lang)
     out.mkdir(parents=True, exist_ok=True)
     written = []

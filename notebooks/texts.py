@@ -1,4 +1,4 @@
-"""The six notebooks' cells, every sentence a person reads through ``_()``.
+"""The seven notebooks' cells, every sentence a person reads through ``_()``.
 
 ``build.py`` (beside this file) calls each function after choosing the
 language, and writes the notebooks; this file is their one source of truth.
@@ -508,6 +508,84 @@ def onboarding() -> list[nbformat.NotebookNode]:
     ]
 
 
+def monitor() -> list[nbformat.NotebookNode]:
+    return [
+        md(
+            _("# Step 6: monitor the registered models")
+            + "\n\n"
+            + _(
+                "**What it does.** After go-live, `lmreg-nb watch` calls every registered model "
+                "each round as the platform does (its registryUrl and apiKey, one short streamed "
+                "chat in Chinese with a small `max_tokens`) and alerts the school's contact when "
+                "one fails several rounds in a row, then once more when it works again. Here you "
+                "choose where alerts go, send a test alert, run one round and look at the state."
+            )
+            + "\n\n"
+            + _(
+                "**What you need.** The platform's settings (as for step 1) and, for alerts, "
+                "Apprise URLs in `LMREG_NOTIFY` (comma-separated) or added in the form below: "
+                "`mailtos://USER:PASSWORD@SMTP.SERVER?to=CONTACT` for e-mail, "
+                "`dingtalk://TOKEN/`, `wecombot://KEY`, `feishu://TOKEN/`, `json://HOST/PATH` "
+                "for a webhook. They hold secrets and are shown masked."
+            )
+            + "\n\n"
+            + config_help()
+        ),
+        code(setup() + "\nfrom lmreg_nb.watch import Monitor"),
+        params(
+            ('school: str = ""', _("the school's name in alerts; empty: the platform's host")),
+            (
+                'contact_email: str = ""',
+                _("the contact card's e-mail, offered as an alert target"),
+            ),
+            ('state_path: str = ""', _("the state file; empty: the one `lmreg-nb watch` uses")),
+            ("fail_after: int = 3", _("failed rounds in a row before a model is down")),
+            ("test_alert: bool = False", _("True: send a test alert to every target")),
+            ("one_round: bool = True", _("True: run one round of the watch below")),
+        ),
+        md(
+            _("## Alert targets")
+            + "\n\n"
+            + _(
+                "The targets from `LMREG_NOTIFY`, masked. Add one for this session in the form "
+                "(it is not saved), then **Send a test alert**: each target should receive it. "
+                "**When it fails:** the line says why (a wrong password, a bot token the service "
+                "refuses, a server that does not answer)."
+            )
+        ),
+        code(
+            "monitor = Monitor(school, state_path=state_path, fail_after=fail_after)\n"
+            "monitor.targets_table()"
+        ),
+        code("ui.MonitorForm(monitor, contact_email=contact_email)"),
+        code("monitor.send_test_alert() if test_alert else None"),
+        md(
+            _("## One round")
+            + "\n\n"
+            + _(
+                "Each registered model is called once. A model is down after `fail_after` failed "
+                "rounds in a row; only then does an alert go out, and one recovery when it "
+                "answers again. The state is kept in the same file as the watch's, so a round "
+                "here counts as one of its rounds."
+            )
+        ),
+        code("monitor.run_round() if one_round else None"),
+        md(_("## State and recent latency")),
+        code("monitor.state_table()"),
+        code("monitor.latency_chart()"),
+        md(
+            _("## Run it for real")
+            + "\n\n"
+            + _(
+                'On a server that stays on: `lmreg-nb watch --school "..." --metrics-port 9108` '
+                "with `LMREG_NOTIFY` set. The README has a systemd unit and a docker-compose "
+                "example. A page with the same table is written beside the state file after "
+                "each round."
+            )
+        ),
+    ]
+
+
 #: stem -> the function making its cells (called after the language is chosen).
 CELLS: dict[str, Callable[[], list[nbformat.NotebookNode]]] = {
     "01_get_token": get_token,
@@ -515,5 +593,6 @@ CELLS: dict[str, Callable[[], list[nbformat.NotebookNode]]] = {
     "03_modify_model": modify_model,
     "04_list_models": list_models,
     "05_test_chat_endpoint": chat_endpoint,
+    "06_monitor": monitor,
     "onboarding": onboarding,
 }

@@ -26,6 +26,7 @@ LAYER_OF: dict[str, str] = {
     "runner": "run",  # one papermill run: environment, kernels, scrub, run folders
     "batch": "run",  # many runs
     "sandbox": "sandbox",  # the platform and the mock school model
+    "watch": "notebook",  # monitoring after go-live: rounds, alerts, the status page
     "commands": "cli",
     "cli": "cli",
     "__main__": "cli",

@@ -126,7 +126,12 @@ def test_secrets_are_secret_and_listed() -> None:
     assert sorted(s.secret_values()) == ["key-value-cccc", "secret-value-aaaa", "token-value-bbbb"]
     text = repr(s) + str(s)
     assert not any(v in text for v in s.secret_values())
-    assert set(SECRET_VARIABLES) == {"LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY"}
+    assert set(SECRET_VARIABLES) == {
+        "LMREG_APP_SECRET",
+        "LMREG_TOKEN",
+        "LMREG_MODEL_API_KEY",
+        "LMREG_NOTIFY",
+    }
 
 
 def test_token_path_and_cache_are_normalised(tmp_path: Path) -> None:
@@ -149,7 +154,7 @@ def test_every_design_variable_is_known() -> None:
     design = {
         "LMREG_BASE_URL", "LMREG_APP_ID", "LMREG_APP_SECRET", "LMREG_TOKEN_PATH", "LMREG_TOKEN",
         "LMREG_ENV", "LMREG_TOKEN_CACHE", "LMREG_TIMEOUT", "LMREG_MODEL_URL",
-        "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME", "LMREG_LANG", "LMREG_NOTEBOOKS",
+        "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME", "LMREG_LANG", "LMREG_NOTEBOOKS", "LMREG_NOTIFY",
     }  # fmt: skip
     assert set(VARIABLES.values()) == design
 

@@ -13,7 +13,7 @@ __all__ = ["COMMANDS"]
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite notebooks you have changed.")
 def notebooks(folder: Path, force: bool) -> None:
-    """Copy the six onboarding notebooks into FOLDER (in the chosen --lang).
+    """Copy the onboarding notebooks into FOLDER (in the chosen --lang).
 
     A notebook you have changed is kept unless --force is given. A symbolic link
     or anything but a regular file in a notebook's place is refused (exit 1).

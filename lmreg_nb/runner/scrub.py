@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..secret import Masker, Secrets
+from ..secret import Masker, Secrets, split_urls, url_secrets
 from ..settings import SECRET_VARIABLES, VARIABLES
 
 if TYPE_CHECKING:
@@ -61,7 +61,10 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     for name, value in env.items():
         if not value:
             continue
-        if name in SECRET_VARIABLES:
+        if name == "LMREG_NOTIFY":  # the URLs' secret parts, not their hosts and addresses
+            parts = [s for url in split_urls(value) for s in url_secrets(url)]
+            found.update({f"{name} #{i}": part for i, part in enumerate(parts, 1)})
+        elif name in SECRET_VARIABLES:
             found[name] = value
         elif looks_secret(name):
             if len(value) >= _MIN_GUESSED:

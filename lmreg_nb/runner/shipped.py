@@ -36,13 +36,14 @@ __all__ = [
     "shipped_notebooks",
 ]
 
-#: The six notebooks every install carries, in the order a school engineer opens them.
+#: The notebooks every install carries, in the order a school engineer opens them.
 NOTEBOOKS = (
     "01_get_token",
     "02_register_model",
     "03_modify_model",
     "04_list_models",
     "05_test_chat_endpoint",
+    "06_monitor",
     "onboarding",
 )
 _HERE = Path(__file__).resolve().parents[1]  # the package folder
@@ -101,7 +102,7 @@ def env_example_path() -> Path | None:
 
 
 def shipped_notebooks(lang: str | None = None) -> dict[str, Path]:
-    """The six notebooks (name -> path), each from the first folder that has it."""
+    """The notebooks (name -> path), each from the first folder that has it."""
     return {stem: notebook_path(stem, lang) for stem in NOTEBOOKS}
 
 
@@ -164,7 +165,7 @@ def _replace_with_copy(source: Path, target: Path) -> None:
 
 
 def copy_notebooks(dest: Path, *, lang: str | None = None, force: bool = False) -> CopyResult:
-    """Copy the six notebooks into ``dest``; a changed file is kept unless ``force``.
+    """Copy the notebooks into ``dest``; a changed file is kept unless ``force``.
 
     A notebook's name that holds anything but a regular file (a symbolic link,
     a FIFO, a folder) is refused (:attr:`CopyResult.refused`), never followed.
