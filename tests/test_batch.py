@@ -295,13 +295,14 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
     people = "Li Hua,13812345678,ai@school.example"
     plan = _plan(
         tmp_path,
-        f"run_id,notebook,env_file,{ONBOARDING_COLUMNS}\n"
-        f"slow,sleepy.ipynb,a.env,,,,,,\n"  # first: it sleeps while the others run
-        f"a1,,a.env,School A,{people},batch-a1,0\n"
-        f"a2,onboarding,a.env,School A,{people},batch-a2,0\n"
-        f"b1,,b.env,School B,{people},batch-b1,0\n"
-        f"b2,,b.env,School B,{people},batch-b2,0\n"
-        f"wrong,,wrong.env,School W,{people},batch-w,0\n",
+        # class_size 0: this test is about failures and reruns, not capacity.
+        f"run_id,notebook,env_file,{ONBOARDING_COLUMNS},class_size\n"
+        f"slow,sleepy.ipynb,a.env,,,,,,,\n"  # first: it sleeps while the others run
+        f"a1,,a.env,School A,{people},batch-a1,0,0\n"
+        f"a2,onboarding,a.env,School A,{people},batch-a2,0,0\n"
+        f"b1,,b.env,School B,{people},batch-b1,0,0\n"
+        f"b2,,b.env,School B,{people},batch-b2,0,0\n"
+        f"wrong,,wrong.env,School W,{people},batch-w,0,0\n",
     )
     out = tmp_path / "out"
     first = CliRunner().invoke(

@@ -20,7 +20,7 @@ _STATE_HELP = (
 @click.command("watch")
 @click.option(
     "--interval",
-    type=FiniteRange(min=0, min_open=True),
+    type=FiniteRange(),  # NaN and infinity refused here; 0 or less by the watcher
     default=60.0,
     show_default=True,
     help="Seconds from the start of one round to the start of the next.",

@@ -420,13 +420,13 @@ def lab_server(
 ) -> Iterator[LabServer]:
     """JupyterLab over a copy of the shipped notebooks, kernels pointed at the sandbox account,
     in the account's language (the notebooks' and LMREG_LANG); one server per language."""
-    from lmreg_nb.runner.shipped import copy_notebooks
+    from lmreg_nb.runner.shipped import NOTEBOOKS, copy_notebooks
 
     lang = lab_account["LMREG_LANG"]
     root = tmp_path_factory.mktemp("lab") / "notebooks"
     # As a school engineer gets them: `lmreg-nb notebooks DIR` in the language chosen.
     copied = copy_notebooks(root, lang=lang)
-    assert len(copied.written) == 6, copied
+    assert len(copied.written) == len(NOTEBOOKS), copied
     home = tmp_path_factory.mktemp("lab-home")
     with running_lab(root, home, lab_environment(home, lab_account), lang) as server:
         yield server
