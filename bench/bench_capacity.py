@@ -1,6 +1,6 @@
 """Our closed-loop load generator (the capacity search's levels) against GuideLLM 0.8.
 
-Ours: :func:`lmreg_nb.probe.levels.run_level` with the lean client
+Ours: :func:`lmreg_nb.probe.level_run.run_level` with the lean client
 (:mod:`lmreg_nb.probe.stream_client`, one connection per chat), as the
 capacity search runs it.
 
@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from lmreg_nb.probe.exchange import Target, chat_body
-from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
+from lmreg_nb.probe.level_run import run_level
+from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
 

@@ -16,17 +16,18 @@ from ..display import FigureView, Outcome, Table
 from ..errors import ValidationError
 from ..i18n import _, ngettext
 from ..summary import Check, Step
+from .live import LiveLine
 from .step import StepsHost, step
 
 if TYPE_CHECKING:
     from ..probe import ChatTarget, EndpointReport
+    from ..probe.capacity import Progress
     from ..secret import Secret
 
 __all__ = ["EndpointSteps"]
 
-#: The capacity search goes at most this far past the class size (and never past 64).
-_CAPACITY_HEADROOM = 2
-_MAX_CONCURRENCY = 64
+#: The most chats at once the capacity search may try (its margin level stays below it).
+_MAX_CONCURRENCY = 1024
 
 
 class EndpointSteps(StepsHost):
@@ -221,28 +222,38 @@ class EndpointSteps(StepsHost):
         *,
         model_url: str = "",
         model: str = "",
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> Outcome:
         """Measure how many chats at once the model serves within the SLO, against the class.
 
         ``class_size`` (default: the run's) of 0 skips the test (no step recorded).
         ``model_url``/``model``: the endpoint, as for :meth:`check_endpoint`.
+        ``on_progress(progress)``: where the search is (the form's message line);
+        without it, in a notebook, one line of output shows it, updated in place.
         """
-        from ..probe.capacity import SLO, find_capacity
+        from ..probe.capacity import SLO, find_capacity, margin_level
 
         size = self.class_size if class_size is None else max(0, int(class_size))
         if size <= 0:
             return Outcome(_("capacity test skipped: class_size is 0"))
         self.class_size = size
         url, key, name = self.endpoint(model_url, model)
-        result = find_capacity(
-            url,
-            key,
-            name,
-            slo=SLO(ttft_ms=float(slo_ttft_ms)),
-            max_concurrency=min(_MAX_CONCURRENCY, max(2, size * _CAPACITY_HEADROOM)),
-            need=size,
-            timeout=self.settings.timeout,
-        )
+        line = LiveLine() if on_progress is None else None
+        try:
+            result = find_capacity(
+                url,
+                key,
+                name,
+                slo=SLO(ttft_ms=float(slo_ttft_ms)),
+                # Room for the level above the class (the margin), never below the class.
+                max_concurrency=max(size, margin_level(size, _MAX_CONCURRENCY)),
+                need=size,
+                timeout=self.settings.timeout,
+                on_progress=on_progress or (line.show if line else None),
+            )
+        finally:
+            if line is not None:
+                line.clear()
         self.capacity_result, self._capacity_size = result, size
         sentence = result.verdict(size)
         self.note(Step("capacity", True, sentence))

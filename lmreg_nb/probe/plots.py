@@ -191,8 +191,14 @@ def capacity_figure(result: CapacityResult) -> Figure:
     _percentile_panel(axes[0], result, "ttft_ms", result.slo.ttft_ms)
     _percentile_panel(axes[1], result, "itl_ms", result.slo.itl_ms)
     _throughput_levels(axes[2], result)
+    measured = sorted({lv.concurrency for lv in result.levels})
     for ax in axes:
         ax.set_xscale("log", base=2)
+        # Ticks at the levels measured only (a class's search measures 40 and 60, not 32
+        # and 64), and limits from them: a level with no figure leaves no data to scale.
+        ax.set_xlim(measured[0] / 1.3, measured[-1] * 1.3)
+        ax.set_xticks(measured)
+        ax.xaxis.set_minor_locator(_no_ticks())
         ax.xaxis.set_major_formatter(_int_formatter())
     return fig
 
@@ -229,6 +235,12 @@ def _throughput_levels(ax: Axes, result: CapacityResult) -> None:
     handles = ax.get_legend_handles_labels()
     more = twin.get_legend_handles_labels()
     ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize="small", loc="lower right")
+
+
+def _no_ticks() -> Any:
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()
 
 
 def _int_formatter() -> Any:

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb.probe.exchange import Target, chat_body
-from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
+from lmreg_nb.probe.level_run import run_level
+from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.probe.load import run_load
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
