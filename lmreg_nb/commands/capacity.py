@@ -145,6 +145,7 @@ class _ProgressLine:
 
         text = progress.text()
         done = progress.level is not None or progress.concurrency == 0
+        start = progress.level is None and progress.requests == 0
         if self.tty:
             # \r and spaces over the previous line; a finished level keeps its line.
             pad = " " * max(0, self.width - len(text))
@@ -152,7 +153,7 @@ class _ProgressLine:
             self.width = 0 if done else len(text)
             return
         now = time.monotonic()
-        if done or now - self.shown_at >= self.EVERY_S:
+        if done or start or now - self.shown_at >= self.EVERY_S:
             self.shown_at = now
             click.echo(text, err=True)
 
