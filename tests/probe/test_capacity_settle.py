@@ -181,7 +181,8 @@ def test_a_p90_near_the_slo_runs_to_the_ceiling_and_the_data_decide() -> None:
     # 1 request in 12 is slow: the p90 is inside, but not clearly so for many requests.
     plan = LevelPlan(max_requests_per_worker=8, max_seconds=20)
     level, _ = _level(lambda n: (0.08 if n % 12 == 5 else 0.002, 0.01), 4, SLO(ttft_ms=50), plan)
-    assert level.requests - level.unfinished == plan.ceiling(4) == 40, level
+    # Ended at the ceiling (a request or two finishing at that very moment count too).
+    assert 40 == plan.ceiling(4) <= level.requests - level.unfinished < 40 + 4, level
     assert level.meets_slo
 
 
