@@ -20,7 +20,7 @@ from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity, margin_level
 from lmreg_nb.probe.levels import Level
-from lmreg_nb.sandbox.mock_serving import serving
+from lmreg_nb.sandbox.mock_serving import serving, serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(90)
@@ -97,7 +97,7 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
 @pytest.mark.parametrize("slots", [6, 12])
 def test_a_need_above_the_slots_exits_1_with_the_capacity_near_them(slots: int) -> None:
     started = time.monotonic()
-    with serving(_mock(slots=slots)) as base:
+    with serving_process(_mock(slots=slots)) as base:
         result = CliRunner().invoke(
             main,
             ["capacity", "--json", "--slo-ttft-ms", "150", "--need", str(2 * slots)],
