@@ -68,7 +68,7 @@ def _cut_soft(samples: list[Sample], finish_seen: bool) -> None:
         for i, sample in enumerate(samples):
             if sample.soft_cut:
                 detail = _("[DONE] with no finish_reason")
-                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s)
+                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s, turn_s=sample.turn_s)
 
 
 class Connection(Protocol):

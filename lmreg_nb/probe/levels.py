@@ -113,6 +113,7 @@ class Sample:
     finish: bool = False  # the server sent a finish_reason
     soft_cut: bool = False  # [DONE] with no finish_reason: cut, if the server sends them
     partial: bool = False  # still running when the level ended: only its first token counts
+    turn_s: float = 0.0  # a finished request: seconds from when it was due to its end
     waiting: bool = False  # partial, with no first token yet: ttft_ms is how long it had waited
 
 
@@ -149,21 +150,34 @@ class Level:
     ) -> Level:
         """The level's figures from its requests (over the successful ones).
 
-        Rates count the requests that ended within ``window_s``, while all C chats
-        were still running: in the tail after it fewer run, which would understate
-        throughput (without a window: all of them over ``duration_s``). A request
-        cut when the level ended (``partial``) counts in ``requests`` and its
-        first token in the TTFT figures, not in latency, ITL or the rates.
+        Rates by Little's law for a closed loop: C chats, each sending its next
+        request when the last one ends, complete C / (mean turn) requests a
+        second, the turn being a request's time from due to end; times the
+        share that succeeded. That holds from the first wave on, where a count
+        over a window of two or three waves is dragged down by the start (no
+        request ends before the first replies) and by the requests cut at the
+        end. Without turns (samples made elsewhere): the requests that ended
+        within ``window_s`` (or ``duration_s``) over it. A request cut when the
+        level ended (``partial``) counts in ``requests`` and its first token in
+        the TTFT figures, not in latency, ITL or the rates.
         """
         good = [s for s in samples if s.ok]
         whole = [s for s in good if not s.partial]
-        steady = [s for s in whole if s.end_s <= window_s]
-        if not steady or window_s <= 0:
-            steady, window_s = whole, duration_s
-        tokens = sum(s.tokens for s in steady)
+        turns = [s.turn_s for s in samples if not s.partial and s.turn_s > 0]
+        rate: float | None = None
+        tokens_per_request = sum(s.tokens for s in whole) / len(whole) if whole else 0.0
+        if turns:
+            ended = len(turns)
+            rate = concurrency / (sum(turns) / ended) * len(whole) / ended
+        else:
+            steady = [s for s in whole if s.end_s <= window_s]
+            if not steady or window_s <= 0:
+                steady, window_s = whole, duration_s
+            if window_s > 0:
+                rate = len(steady) / window_s
+                tokens_per_request = sum(s.tokens for s in steady) / max(len(steady), 1)
         bad = next((s for s in samples if not s.ok), None)
         first = "" if bad is None else f"{bad.error}: {bad.detail}".rstrip(": ")
-        rate = window_s > 0
         return cls(
             concurrency,
             requests=len(samples),
@@ -171,8 +185,8 @@ class Level:
             ttft_ms=percentiles([s.ttft_ms for s in good if s.ttft_ms is not None]),
             itl_ms=percentiles([s.itl_ms for s in good if s.itl_ms is not None]),
             latency_ms=percentiles([s.latency_ms for s in good if s.latency_ms is not None]),
-            requests_per_s=round(len(steady) / window_s, 3) if rate else None,
-            output_tokens_per_s=round(tokens / window_s, 3) if rate else None,
+            requests_per_s=None if rate is None else round(rate, 3),
+            output_tokens_per_s=None if rate is None else round(rate * tokens_per_request, 3),
             errors_by_kind=dict(Counter(s.error for s in samples if s.error).most_common()),
             first_error=first,
             tokens_from_chunks=any(s.from_chunks for s in good),
@@ -242,13 +256,13 @@ def cut_kind(ex: Exchange) -> str | None:
 
 def to_sample(ex: Exchange, due: float, start: float) -> Sample:
     """One finished request as a sample; cut streams named (see the module docstring)."""
-    end_s = ex.t_end - start
+    end_s, turn_s = ex.t_end - start, ex.t_end - due
     cut = cut_kind(ex)
     if cut == "closed" or (cut == "done" and not ex.ok):  # the latter: cut before any content
-        return Sample(False, CUT, _cut_detail(ex), end_s=end_s)
+        return Sample(False, CUT, _cut_detail(ex), end_s=end_s, turn_s=turn_s)
     soft_cut = cut == "done"
     if not ex.ok:
-        return Sample(False, ex.failure, ex.failure_detail, end_s=end_s)
+        return Sample(False, ex.failure, ex.failure_detail, end_s=end_s, turn_s=turn_s)
     times = ex.times
     tokens, source = ex.output_tokens
     return Sample(
@@ -261,6 +275,7 @@ def to_sample(ex: Exchange, due: float, start: float) -> Sample:
         end_s=end_s,
         finish=ex.finish is not None,
         soft_cut=soft_cut,
+        turn_s=turn_s,
     )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from lmreg_nb.probe.exchange import Exchange, Target
 from lmreg_nb.probe.level_run import run_level
-from lmreg_nb.probe.levels import SLO, LevelPlan
+from lmreg_nb.probe.levels import SLO, Level, LevelPlan, Sample
 from lmreg_nb.probe.metrics import percentile
 from lmreg_nb.probe.settle import Tally, rank_bounds, settled
 from lmreg_nb.probe.warmup import warm_up
@@ -162,11 +162,23 @@ def test_a_fast_server_ends_the_level_once_its_verdict_is_settled_not_at_a_fixed
     assert 22 <= level.requests <= 30, level
     assert elapsed < 3.0
     assert level.duration_s == pytest.approx(elapsed, abs=0.2)
-    # The requests cut at the end count by their first token, not in the rates.
+    # The requests cut at the end count by their first token, not in the rates; the rate
+    # is the closed loop's: 4 chats, each a request per turn of about 35 ms.
     assert level.unfinished <= 4
-    assert level.requests_per_s == pytest.approx(
-        (level.requests - level.unfinished) / level.duration_s, rel=0.01
-    )
+    assert level.requests_per_s == pytest.approx(4 / (level.latency_ms["p50"] / 1000), rel=0.3)
+
+
+def test_rates_are_the_closed_loops_from_the_first_wave_on() -> None:
+    # 10 chats, turns of 0.5 s: 20 requests a second, of which 3 in 4 succeed; a count over
+    # the 1.2 s the level ran (two waves, the first ending only at 0.5 s) would say 12.5.
+    ok = [Sample(True, ttft_ms=50, latency_ms=500, tokens=8, end_s=0.5, turn_s=0.5)] * 15
+    failed = [Sample(False, "status 500", end_s=0.5, turn_s=0.5)] * 5
+    cut = [Sample(True, ttft_ms=60, end_s=1.2, partial=True)] * 10
+    level = Level.measured(10, ok + failed + cut, 1.2, 1.2)
+    assert level.requests_per_s == pytest.approx(15.0)
+    assert level.output_tokens_per_s == pytest.approx(15.0 * 8)
+    assert (level.requests, level.errors, level.unfinished) == (30, 5, 10)
+    assert level.ttft_ms["p50"] == 50 and level.latency_ms["p50"] == 500
 
 
 def test_a_level_that_is_clearly_too_slow_ends_after_its_floor() -> None:
