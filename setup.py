@@ -3,7 +3,7 @@
 The top-level ``notebooks/`` folder stays the one source of the notebooks; at
 build time its ``*.ipynb`` files (and language folders such as ``zh-CN/``) are
 copied into the built package as ``lmreg_nb/notebooks/``, where
-``lmreg_nb.shipped`` finds them after ``pip install``.
+``lmreg_nb.runner.shipped`` finds them after ``pip install``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 SOURCE = Path(__file__).resolve().parent / "notebooks"
+#: Documents every LMREG_* variable; `lmreg-nb notebooks DIR` copies it beside the notebooks.
+ENV_EXAMPLE = SOURCE.parent / ".env.example"
 
 
 class build_py_with_notebooks(build_py):
@@ -32,6 +34,9 @@ class build_py_with_notebooks(build_py):
                 continue  # .ipynb_checkpoints and other hidden copies
             (target / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(notebook, target / relative)
+        if ENV_EXAMPLE.is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ENV_EXAMPLE, target / ENV_EXAMPLE.name)
 
 
 setup(cmdclass={"build_py": build_py_with_notebooks})

@@ -53,9 +53,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lmreg_nb.probe.exchange import Target, chat_body
+from lmreg_nb.probe.exchange import chat_body
 from lmreg_nb.probe.level_run import run_level
 from lmreg_nb.probe.levels import SLO, LevelPlan
+from lmreg_nb.probe.target import Target
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
 

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 import httpx
 from openai import AsyncOpenAI
 
-from lmreg_nb.probe.exchange import Target
 from lmreg_nb.probe.load import make_client, run_load
+from lmreg_nb.probe.target import Target
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
 

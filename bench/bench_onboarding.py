@@ -42,8 +42,8 @@ import yaml
 from nbformat.v4 import new_code_cell, new_notebook
 
 from lmreg_nb.batch import run_notebook
+from lmreg_nb.runner.shipped import notebook_path
 from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
-from lmreg_nb.shipped import notebook_path
 
 PARAMETERS = {
     "school": "Bench School",

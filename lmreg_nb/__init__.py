@@ -14,23 +14,42 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "APIError": "errors",
+    "AuthenticationError": "errors",
+    "BadRequestError": "errors",
+    "ChatEndpointError": "probe",
     "ConfigurationError": "errors",
-    "Contact": "contact",
+    "ConflictError": "errors",
+    "ConnectError": "errors",
+    "Contact": "onboarding",
+    "CredentialsError": "errors",
     "LmregError": "errors",
+    "MalformedResponseError": "errors",
     "ModelDraft": "models",
+    "NotFoundError": "errors",
     "Onboarding": "onboarding",
+    "OutcomeUnknownError": "errors",
+    "PayloadTooLargeError": "errors",
+    "PermissionDeniedError": "errors",
+    "RateLimitError": "errors",
     "RegisteredModel": "models",
     "RegistryClient": "client",
+    "RequestTimeout": "errors",
+    "SandboxError": "sandbox.process",
     "Secret": "secret",
+    "SecretLeakError": "errors",
+    "ServerError": "errors",
     "Settings": "settings",
-    "Token": "models",
-    "ValidationError": "errors",
     "Summary": "summary",
+    "Target": "probe",
+    "Token": "models",
+    "TokenExpiredError": "errors",
+    "TransportError": "errors",
+    "ValidationError": "errors",
     "build_summary": "summary",
-    "check_contact": "contact",
+    "check_contact": "onboarding",
     "check_endpoint": "probe",
     "models_frame": "frames",
-    "notebook_setup": "notebook",
+    "notebook_setup": "onboarding",
     "read_records": "records",
     "record": "records",
     "run_notebook": "batch",
@@ -39,17 +58,36 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "APIError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ChatEndpointError",
     "ConfigurationError",
+    "ConflictError",
+    "ConnectError",
     "Contact",
+    "CredentialsError",
     "LmregError",
+    "MalformedResponseError",
     "ModelDraft",
+    "NotFoundError",
     "Onboarding",
+    "OutcomeUnknownError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RateLimitError",
     "RegisteredModel",
     "RegistryClient",
+    "RequestTimeout",
+    "SandboxError",
     "Secret",
+    "SecretLeakError",
+    "ServerError",
     "Settings",
     "Summary",
+    "Target",
     "Token",
+    "TokenExpiredError",
+    "TransportError",
     "ValidationError",
     "__version__",
     "build_summary",
@@ -80,14 +118,36 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .batch import run_notebook
     from .client import RegistryClient
-    from .contact import Contact, check_contact
-    from .errors import APIError, ConfigurationError, LmregError, ValidationError
+    from .errors import (
+        APIError,
+        AuthenticationError,
+        BadRequestError,
+        ConfigurationError,
+        ConflictError,
+        ConnectError,
+        CredentialsError,
+        LmregError,
+        MalformedResponseError,
+        NotFoundError,
+        OutcomeUnknownError,
+        PayloadTooLargeError,
+        PermissionDeniedError,
+        RateLimitError,
+        RequestTimeout,
+        SecretLeakError,
+        ServerError,
+        TokenExpiredError,
+        TransportError,
+        ValidationError,
+    )
     from .frames import models_frame
     from .models import ModelDraft, RegisteredModel, Token
-    from .notebook import notebook_setup
     from .onboarding import Onboarding
-    from .probe import check_endpoint, stream_chat
+    from .onboarding.contact import Contact, check_contact
+    from .onboarding.notebook import notebook_setup
+    from .probe import ChatEndpointError, Target, check_endpoint, stream_chat
     from .records import read_records, record
+    from .sandbox.process import SandboxError
     from .secret import Secret
     from .settings import Settings
     from .summary import Summary, build_summary

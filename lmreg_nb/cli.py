@@ -7,6 +7,7 @@ failure prints one line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -20,7 +21,24 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class _Group(click.Group):
-    """Turns toolkit errors into one line on stderr and the contract's exit code."""
+    """Turns toolkit errors into one line on stderr and the contract's exit code.
+
+    Everything the command writes goes through :func:`~lmreg_nb.terminal.terminal_streams`:
+    text from a platform or a chat endpoint never steers the terminal, and a
+    character the terminal's encoding lacks is escaped, not a traceback.
+    """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from .terminal import terminal_streams
+
+        try:
+            with terminal_streams():
+                return super().main(*args, **kwargs)
+        except OSError as exc:
+            # A write that failed (output on /dev/full, a full disk, a folder under a
+            # file) that no command turned into its own message: one line, not a traceback.
+            _os_error(exc)
+            sys.exit(EXIT_FAILED)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Help texts in the language of the environment; --lang sets them again.
@@ -31,8 +49,9 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from .i18n import _
-        from .runs import Interrupted
+        from .runner.runs import Interrupted
 
+        _remove_stale_runs()
         try:
             return super().invoke(ctx)
         except (ConfigurationError, ValidationError) as exc:
@@ -44,6 +63,67 @@ class _Group(click.Group):
         except Interrupted as exc:
             click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)
             sys.exit(128 + exc.signum)
+        except Exception as exc:
+            if not _is_invalid_url(exc):
+                raise
+            # A URL our checks let through but httpx cannot parse: a configuration problem.
+            click.echo(_("error: {message}").format(message=_invalid_url_message(exc)), err=True)
+            sys.exit(EXIT_USAGE)
+
+
+def _remove_stale_runs() -> None:
+    """A run or demo killed by SIGKILL left a folder (a token cache, an unscrubbed
+    notebook, a sandbox's pid): the next start of any command clears it, not only
+    the next run. Never stops the command itself."""
+    import logging
+
+    from .runner.runs import remove_stale_runs
+
+    try:
+        remove_stale_runs()
+    except Exception as exc:  # a cleanup of what others left must not fail this command
+        logging.getLogger("lmreg_nb").info("stale run folders not checked: %s", exc)
+
+
+def _is_invalid_url(exc: BaseException) -> bool:
+    httpx = sys.modules.get("httpx")  # not imported: the error cannot be one of its own
+    return httpx is not None and isinstance(exc, httpx.InvalidURL)
+
+
+def _invalid_url_message(exc: BaseException) -> str:
+    """One line for an httpx.InvalidURL, masked (a URL may carry a key in its query)."""
+    from .i18n import _
+    from .secret import mask_text
+    from .settings import Settings
+
+    why = " ".join(str(exc).split())[:300]
+    # Broken settings: no secret to mask (the text names a host, not a key).
+    with contextlib.suppress(LmregError):
+        why = mask_text(why, Settings.load().secret_values())
+    return _(
+        "not a usable address ({why}); check LMREG_BASE_URL, LMREG_MODEL_URL or the "
+        "registered registryUrl"
+    ).format(why=why)
+
+
+def _os_error(exc: OSError) -> None:
+    """Say what failed on stderr; stdout, when it is what failed, goes to /dev/null."""
+    import os
+
+    from .i18n import _
+    from .terminal import terminal_text
+
+    reason = exc.strerror or str(exc)
+    message = terminal_text(f"{reason}: {exc.filename}" if exc.filename is not None else reason)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is sys.stderr:
+                stream.write(_("error: {message}").format(message=message) + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            # Python flushes the standard streams at exit: that must not fail again.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -72,9 +152,9 @@ def main() -> None:
 
 def _register() -> None:
     # Command modules import only click at module level, so `--help` stays fast.
-    from .commands import batch, capacity, check, notebooks, registry, runs, sandbox
+    from .commands import batch, capacity, check, notebooks, registry, runs, sandbox, watch
 
-    for module in (sandbox, registry, check, capacity, runs, batch, notebooks):
+    for module in (sandbox, registry, check, capacity, runs, batch, notebooks, watch):
         for command in module.COMMANDS:
             main.add_command(command)
 

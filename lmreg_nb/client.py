@@ -5,7 +5,8 @@ Retries are limited to what is safe to repeat:
 
 * a connection that was never made is retried for every operation;
 * timeouts, dropped connections, 5xx and 429 are retried for query and modify
-  (query reads, modify overwrites: sending either twice changes nothing);
+  (query reads, modify overwrites: sending either twice changes nothing); a
+  Retry-After is honoured up to 5 s, a longer one ends the call at once;
 * a register whose outcome is unknown (the request may have reached the
   server) is never resent blindly: the client looks the name up first and
   returns the stored model when it is the one just sent.
@@ -76,8 +77,9 @@ QUERY_PATH = "/openapi/v1/query-models"
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
-#: A server asking for a longer pause than this gets this (a notebook must not hang).
-RETRY_AFTER_CAP_S = 30.0
+#: The longest Retry-After honoured; a server asking for more gets its error at once
+#: (waiting a part of it would only be refused again, and a command must not hang).
+RETRY_AFTER_CAP_S = 5.0
 CONNECT_TIMEOUT_CAP_S = 5.0
 
 # Tests patch this to make backoff instant.
@@ -121,8 +123,11 @@ class RegistryClient:
         max_retries: int = 3,
     ) -> None:
         self.settings = settings if settings is not None else Settings.load()
-        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app).
-        needed = () if self.settings.token else ("app_id", "app_secret")
+        # Every missing variable in one message, not one per run (LMREG_TOKEN replaces the app;
+        # a token cached by notebook 01 replaces the appSecret, see below).
+        reuse = not self.settings.token and not self.settings.app_secret
+        reuse = reuse and bool(self.settings.base_url)  # no platform: no cache to look in
+        needed = () if self.settings.token or reuse else ("app_id", "app_secret")
         self.base_url: str = self.settings.require("base_url", *needed)
         self.max_retries = max(0, int(max_retries))
         self.last_warnings: list[validate.UrlWarning] = []
@@ -142,6 +147,11 @@ class RegistryClient:
         )
         self._tokens = TokenProvider(self.settings, self._exchange)
         self._secrets: set[str] = set(self.settings.secret_values())
+        # Credentials typed into a form: an error's hint names the form, not LMREG_*.
+        self._typed = bool(self.settings.typed & {"app_id", "app_secret"})
+        if reuse:
+            # No appSecret: only a cached token will do; say now when there is none.
+            self.token()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -397,7 +407,7 @@ class RegistryClient:
             token = self.token() if auth else None
             try:
                 response = self._post(path, body, token)
-                return parse_envelope(response, operation, secrets=self._secrets)
+                return parse_envelope(response, operation, secrets=self._secrets, typed=self._typed)
             except (AnswerTooLarge, DeadlineExceeded) as exc:
                 self._raise_bounded(exc, operation, repeatable=repeatable)
             except NotFoundError as exc:
@@ -472,10 +482,11 @@ class RegistryClient:
             if isinstance(exc, RateLimitError):
                 raise exc  # a 429 was refused before anything was stored
             raise _OutcomeUnknown(exc) from exc
-        if attempt >= self.max_retries:
+        retry_after = getattr(exc, "retry_after", None)
+        if attempt >= self.max_retries or (retry_after or 0) > RETRY_AFTER_CAP_S:
             raise exc
         reason = f"HTTP {status} code {exc.code}"
-        return backoff_delay(attempt, getattr(exc, "retry_after", None)), reason
+        return backoff_delay(attempt, retry_after), reason
 
     def _post(self, path: str, body: dict[str, Any], token: Token | None) -> httpx.Response:
         headers = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import errno
 import json
 import logging
 import re
@@ -24,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ._decode import IDENTITY, DecodingError, inflated
 from .errors import (
     ConfigurationError,
     ConnectError,
@@ -34,6 +36,7 @@ from .errors import (
     RequestTimeout,
     TransportError,
     api_error_for,
+    operation_label,
 )
 from .i18n import _
 from .secret import mask_text
@@ -47,6 +50,8 @@ __all__ = [
     "bounded_error",
     "clean_message",
     "not_found_error",
+    "open_files_reason",
+    "out_of_files",
     "parse_envelope",
     "parse_retry_after",
     "read_answer",
@@ -171,7 +176,11 @@ def _read(
     with _Watchdog(ends) as watchdog:
         try:
             with http.stream(
-                "POST", path, json=body, headers=headers, extensions={"trace": watchdog.trace}
+                "POST",
+                path,
+                json=body,
+                headers={**headers, **IDENTITY},
+                extensions={"trace": watchdog.trace},
             ) as response:
                 content = _body(response, ends, deadline_s, limit)
         except httpx.TransportError as exc:
@@ -194,14 +203,18 @@ def _body(response: httpx.Response, ends: float, deadline_s: float, limit: int) 
         raise AnswerTooLarge(limit)
     chunks: list[bytes] = []
     size = 0
-    # iter_bytes decodes gzip/deflate: the cap counts what would sit in memory.
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise AnswerTooLarge(limit)
-        chunks.append(chunk)
-        if time.monotonic() > ends:
-            raise DeadlineExceeded(deadline_s, size)
+    try:
+        # Inflated with a bound: httpx's iter_bytes inflates a whole network read
+        # (64 KiB of a gzip bomb is 64 MiB) before the cap could count it.
+        for chunk in inflated(response, limit):
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(limit)
+            chunks.append(chunk)
+            if time.monotonic() > ends:
+                raise DeadlineExceeded(deadline_s, size)
+    except DecodingError as exc:  # as httpx said it before
+        raise httpx.DecodingError(str(exc), request=response.request) from exc
     if time.monotonic() > ends:
         raise DeadlineExceeded(deadline_s, size)
     return b"".join(chunks)
@@ -253,13 +266,18 @@ def _describe_body(response: httpx.Response) -> str:
 
 
 def parse_envelope(
-    response: httpx.Response, operation: str, *, secrets: Iterable[str] = ()
+    response: httpx.Response,
+    operation: str,
+    *,
+    secrets: Iterable[str] = (),
+    typed: bool = False,
 ) -> dict[str, Any]:
     """The envelope's ``data``, or the typed APIError the response stands for.
 
     Both error styles are errors: an HTTP error status, or HTTP 200 with a
     non-zero code. Anything that is not the JSON envelope raises
-    MalformedResponseError (never a JSONDecodeError).
+    MalformedResponseError (never a JSONDecodeError). ``typed``: the credentials
+    were typed into a form (the error's hint then names the form, not LMREG_*).
     """
     status = response.status_code
     request_id = response.headers.get("x-request-id") or None
@@ -301,7 +319,7 @@ def parse_envelope(
         kw: dict[str, Any] = {"status": status, "code": code or None, "request_id": request_id}
         if issubclass(cls, RateLimitError):
             kw["retry_after"] = parse_retry_after(response.headers.get("retry-after"))
-        raise cls(message or f"HTTP {status}", operation=operation, **kw)
+        raise cls(message or f"HTTP {status}", operation=operation, server=True, typed=typed, **kw)
     data = payload.get("data")
     if not isinstance(data, dict):
         raise malformed(_("the envelope's data is not an object"))
@@ -339,7 +357,12 @@ def bounded_error(exc: AnswerTooLarge | DeadlineExceeded, operation: str, host: 
         _(
             "{operation}: {host} did not finish its answer within {seconds} s "
             "({received} bytes arrived); try again, or raise LMREG_TIMEOUT"
-        ).format(operation=operation, host=host, seconds=f"{exc.seconds:g}", received=exc.received)
+        ).format(
+            operation=operation_label(operation),
+            host=host,
+            seconds=f"{exc.seconds:g}",
+            received=exc.received,
+        )
     )
 
 
@@ -363,9 +386,58 @@ def not_found_error(exc: NotFoundError, operation: str, base_url: str, path: str
         _(
             "{operation}: {host} has no {path} (HTTP 404); check {variable} "
             "(LMREG_BASE_URL is the platform's address, e.g. https://ai.school.example)"
-        ).format(operation=operation, host=base.host, path=path, variable=variable),
+        ).format(
+            operation=operation_label(operation), host=base.host, path=path, variable=variable
+        ),
         variable=variable,
     )
+
+
+def _open_files_errno(exc: BaseException) -> int | None:
+    """EMFILE or ENFILE when one of ``exc``'s causes is this computer running out of files."""
+    current: BaseException | None = exc
+    for _depth in range(10):
+        if current is None:
+            return None
+        if isinstance(current, OSError) and current.errno in (errno.EMFILE, errno.ENFILE):
+            return current.errno
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def out_of_files(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from this computer running out of file descriptors."""
+    return _open_files_errno(exc) is not None
+
+
+def open_files_reason(exc: BaseException, host: str) -> str | None:
+    """The sentence for a connection this computer could not open for want of file
+    descriptors (EMFILE, ENFILE), or None for any other cause.
+
+    A new socket needs one; at the limit the error looks like a connection failure,
+    but it is a limit here, not the server's fault (the server never saw a thing).
+    """
+    code = _open_files_errno(exc)
+    if code is None:
+        return None
+    if code == errno.ENFILE:
+        return _(
+            "this computer has run out of open files for all its programs (ENFILE), so no "
+            "connection to {host} was even tried: a limit here, not a fault of {host}. Close "
+            "programs or raise the system's limit (fs.file-max), then try again"
+        ).format(host=host)
+    try:
+        import resource  # POSIX only
+
+        limit = str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    except (ImportError, OSError, ValueError):
+        limit = "?"
+    return _(
+        "this program has reached its limit of {limit} open files (ulimit -n), so no "
+        "connection to {host} was even tried: a limit here, not a fault of {host}. Raise "
+        "it (e.g. ulimit -n 4096 before the command) or use fewer connections at once, "
+        "then try again"
+    ).format(limit=limit, host=host)
 
 
 def transport_error(
@@ -377,26 +449,29 @@ def transport_error(
     secrets: Iterable[str] = (),
 ) -> TransportError:
     """The one-line error for a request that got no answer."""
+    local = open_files_reason(exc, host)
+    if local is not None:
+        return TransportError(_("{operation}: {reason}").format(operation=operation, reason=local))
     if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
         # A read or write timeout: connected, then no answer (ConnectTimeout is below).
         return RequestTimeout(
             _(
                 "{operation}: no answer from {host} within {seconds} s; "
                 "try again, or raise LMREG_TIMEOUT"
-            ).format(operation=operation, host=host, seconds=f"{timeout:g}")
+            ).format(operation=operation_label(operation), host=host, seconds=f"{timeout:g}")
         )
     if isinstance(exc, (*NEVER_SENT, *HOPELESS)):
         reason = _connect_reason(str(exc) or type(exc).__name__, secrets)
         return ConnectError(
             _("{operation}: could not connect to {host}: {reason}").format(
-                operation=operation, host=host, reason=reason
+                operation=operation_label(operation), host=host, reason=reason
             )
         )
     return TransportError(
         _(
             "{operation}: the connection to {host} broke before an answer arrived "
             "({kind}); try again"
-        ).format(operation=operation, host=host, kind=type(exc).__name__)
+        ).format(operation=operation_label(operation), host=host, kind=type(exc).__name__)
     )
 
 

@@ -26,15 +26,18 @@ LmregError                      base: str(exc) is one line that says what to do
 
 Messages never contain a secret: callers build them from names, codes and
 masked values only, and any text from a server goes through
-:func:`lmreg_nb.secret.mask_text` first. An APIError adds its class's hint
-unless the server's message already says the same (no advice said twice).
+:func:`lmreg_nb.secret.mask_text` first. A message is one line with control
+and bidi characters replaced (:func:`lmreg_nb.terminal.terminal_text`). An
+APIError adds its class's hint unless the server's message already says the
+same (no advice said twice).
 """
 
 from __future__ import annotations
 
 import re
 
-from .i18n import N_, _
+from .i18n import N_, _, pgettext
+from .terminal import terminal_text
 
 __all__ = [
     "APIError",
@@ -58,6 +61,7 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "api_error_for",
+    "operation_label",
 ]
 
 
@@ -65,8 +69,9 @@ class LmregError(Exception):
     """Base of every toolkit error; ``str()`` is a single line."""
 
     def __init__(self, message: str) -> None:
-        # One line, always: notebooks and the CLI print it as it is.
-        super().__init__(" ".join(str(message).split()))
+        # One line, always, and safe on a terminal (a message may quote a server):
+        # notebooks and the CLI print it as it is.
+        super().__init__(terminal_text(" ".join(str(message).split())))
 
     @property
     def message(self) -> str:
@@ -89,6 +94,20 @@ class ValidationError(LmregError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.reason = message
+        #: Every field at fault when one error reports several (see :meth:`every`).
+        self.errors: list[ValidationError] = [self]
+
+    @classmethod
+    def every(cls, errors: list[ValidationError]) -> ValidationError:
+        """One error naming every field at fault, so one run shows all there is to fix."""
+        if len(errors) == 1:
+            return errors[0]
+        rest = pgettext("clause separator", "; ").join(str(e) for e in errors[1:])
+        joined = cls(
+            errors[0].field, pgettext("clause separator", "; ").join([errors[0].reason, rest])
+        )
+        joined.errors = [e for error in errors for e in error.errors]
+        return joined
 
 
 class TransportError(LmregError):
@@ -111,10 +130,34 @@ class SecretLeakError(LmregError):
     """A secret is still in a file about to be written; nothing was written."""
 
 
-class APIError(LmregError):
-    """The platform answered with an error code (HTTP status or envelope code)."""
+#: The API's operation identifiers -> the words a sentence uses for them.
+OPERATIONS = {
+    "token": N_("getting a token"),
+    "register": N_("registering the model"),
+    "modify-model": N_("modifying the model"),
+    "query-models": N_("listing the models"),
+}
 
-    hint = N_("check the request and try again")
+
+def operation_label(operation: str) -> str:
+    """An operation identifier (``token``, ``register``...) as words, in the current language."""
+    return _(OPERATIONS[operation]) if operation in OPERATIONS else operation
+
+
+class APIError(LmregError):
+    """The platform answered with an error code (HTTP status or envelope code).
+
+    An error the platform answered (``server=True``) of a known kind says what it
+    means in the toolkit's words (:attr:`meaning`) and what to do (:attr:`hint`, or
+    :attr:`form_hint` when the value at fault was typed into a form, ``typed``);
+    the platform's own text follows as a detail, quoted.
+    """
+
+    hint: str | None = N_("check the request and try again")
+    #: The hint when the value at fault was typed into a form (None: :attr:`hint`).
+    form_hint: str | None = None
+    #: What this kind of error means, in our words (None: the message says it).
+    meaning: str | None = None
 
     def __init__(
         self,
@@ -124,87 +167,129 @@ class APIError(LmregError):
         code: int | None = None,
         request_id: str | None = None,
         operation: str | None = None,
+        server: bool = False,
+        typed: bool = False,
     ) -> None:
-        head = (
-            _("{operation} failed").format(operation=operation)
-            if operation
-            else _("the platform refused the request")
-        )
-        details = ", ".join(
-            x
-            for x in (
-                f"HTTP {status}" if status is not None else "",
-                _("code {code}").format(code=code) if code is not None else "",
-                _("request id {id}").format(id=request_id) if request_id else "",
+        what = operation_label(operation) if operation else None
+        details = _details(status, code, request_id)
+        chosen = self.form_hint if typed and self.form_hint else self.hint
+        hint = _(chosen) if chosen else ""
+        if server and self.meaning:
+            # The platform's message is quoted: advice it already gives is not said twice.
+            template = (
+                _("{operation} failed: {meaning} (the platform answered {details}: “{message}”)")
+                if not hint or _says_already(message or "", hint)
+                else _(
+                    "{operation} failed: {meaning}; {hint} (the platform answered {details}: "
+                    "“{message}”)"
+                )
             )
-            if x
-        )
-        if details:
-            head += f" ({details})"
-        text = f"{head}: {message}" if message else head
-        hint = _(self.hint) if self.hint else ""
-        if hint and not _says_already(message, hint):
-            text = f"{text}. {hint}"
+            text = template.format(
+                operation=what or _("the request"),
+                meaning=_(self.meaning),
+                hint=hint,
+                details=details or "-",
+                message=message or "-",
+            )
+        else:
+            head = (
+                _("{operation} failed").format(operation=what)
+                if what
+                else _("the platform refused the request")
+            )
+            # Each join is a template: Chinese punctuates it with full-width marks.
+            if details:
+                head = _("{head} ({details})").format(head=head, details=details)
+            text = _("{head}: {message}").format(head=head, message=message) if message else head
+            if hint and not _says_already(message, hint):
+                text = _("{text}. {hint}").format(text=text, hint=hint)
         super().__init__(text)
         self.status = status
         self.code = code
         self.server_message = message
         self.request_id = request_id
         self.operation = operation
+        self.server = server
+        self.typed = typed
+
+
+def _details(status: int | None, code: int | None, request_id: str | None) -> str:
+    return pgettext("list separator", ", ").join(
+        x
+        for x in (
+            f"HTTP {status}" if status is not None else "",
+            _("code {code}").format(code=code) if code is not None else "",
+            _("request id {id}").format(id=request_id) if request_id else "",
+        )
+        if x
+    )
 
 
 class BadRequestError(APIError):
     """40000: the body was not accepted."""
 
-    hint = N_("fix the field the message names and send again")
+    hint = N_("fix the field the platform's message names and send again")
+    meaning = N_("the platform did not accept a field of the request")
 
 
 class AuthenticationError(APIError):
     """40100: the token is missing, malformed or unknown."""
 
     hint = N_("get a new token (notebook 01 or `lmreg-nb token`)")
+    meaning = N_("the platform does not know this token")
 
 
 class TokenExpiredError(AuthenticationError):
     """40101: the token has expired."""
 
     hint = N_("get a new token (notebook 01 or `lmreg-nb token`)")
+    meaning = N_("the token has expired")
 
 
 class CredentialsError(AuthenticationError):
     """40102: appId or appSecret is wrong."""
 
     hint = N_("check LMREG_APP_ID and LMREG_APP_SECRET with the provider")
+    form_hint = N_("check the appId and appSecret you typed with the provider")
+    meaning = N_("the appId or appSecret is wrong")
 
 
 class PermissionDeniedError(APIError):
     """40300: X-ENV is missing or not the token's env."""
 
-    hint = N_("use the env returned with the token (LMREG_ENV), or get a new token")
+    hint = N_(
+        "get a new token (notebook 01 or `lmreg-nb token`); if LMREG_ENV is set, unset it or "
+        "set it to the env returned with the token"
+    )
+    meaning = N_("the env sent with the request (X-ENV) is not the token's env")
 
 
 class NotFoundError(APIError):
     """40400: no such model in this account."""
 
     hint = N_("list the account's models and use one of their modelIds")
+    meaning = N_("there is no model with this modelId in the account")
 
 
 class ConflictError(APIError):
     """40900: the modelName is already used in this account."""
 
     hint = N_("choose another modelName, or modify the existing model")
+    meaning = N_("this modelName is already used in the account")
 
 
 class PayloadTooLargeError(APIError):
     """41300: the body is over 1 MiB."""
 
     hint = N_("shorten reqExample/resExample")
+    meaning = N_("the request is larger than the platform accepts (1 MiB)")
 
 
 class RateLimitError(APIError):
     """42900: too many requests."""
 
     hint = N_("wait a moment and try again")
+    meaning = N_("the platform received too many requests in a short time")
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: object) -> None:
         super().__init__(message, **kw)  # type: ignore[arg-type]
@@ -215,6 +300,7 @@ class ServerError(APIError):
     """5xx or 50300: the platform failed."""
 
     hint = N_("try again later; if it persists, contact provider support with the request id")
+    meaning = N_("the platform had an internal error")
 
 
 class MalformedResponseError(APIError):

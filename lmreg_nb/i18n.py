@@ -9,9 +9,11 @@ later (a notebook parameter, ``--lang``) still applies.
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import locale
 import os
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,13 +23,16 @@ __all__ = [
     "LANGUAGES",
     "N_",
     "_",
+    "clauses",
     "current_language",
     "format_local_time",
+    "listing",
     "local_zone",
     "ngettext",
     "normalize_language",
     "pgettext",
     "set_language",
+    "speaking",
 ]
 
 DOMAIN = "lmreg_nb"
@@ -91,6 +96,20 @@ def _install(translations: gettext.NullTranslations, lang: str) -> None:
     _current = lang
 
 
+@contextlib.contextmanager
+def speaking(lang: str | None) -> Iterator[str]:
+    """Within the block, speak ``lang`` (None: the current language); then as before."""
+    global _current
+    before, translations = _current, _translations
+    chosen = set_language(lang) if lang else current_language()
+    try:
+        yield chosen
+    finally:
+        if lang:
+            _install(translations, before or chosen)
+            _current = before  # None again: chosen from the environment on next use
+
+
 def current_language() -> str:
     """The language in use (chosen from the environment on first use)."""
     return _current if _current is not None else set_language()
@@ -119,6 +138,16 @@ def pgettext(context: str, message: str) -> str:
     if _current is None:
         set_language()
     return _translations.pgettext(context, message)
+
+
+def listing(items: Iterable[str]) -> str:
+    """Items joined as a list in the current language (``a, b`` / ``a，b``)."""
+    return pgettext("list separator", ", ").join(items)
+
+
+def clauses(items: Iterable[str]) -> str:
+    """Clauses joined in the current language (``a; b`` / ``a；b``)."""
+    return pgettext("clause separator", "; ").join(items)
 
 
 def N_(message: str) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .i18n import _
+from .i18n import _, clauses
 from .secret import Secret
 
 __all__ = [
@@ -145,7 +145,7 @@ class RegisteredModel:
             api_key=Secret(str(data.get("apiKey") or "")),
             create_time_ms=times["createTime"],
             update_time_ms=times["updateTime"],
-            invalid="; ".join(problems) or None,
+            invalid=clauses(problems) or None,
         )
 
     def summary(self) -> dict[str, Any]:

@@ -4,9 +4,14 @@
 last 4 characters (:func:`mask`). :func:`mask_text` is the one place that
 hides known secrets inside a text that may come from a server, a notebook or a
 log: their raw, JSON-escaped, HTML-escaped, URL-encoded, unicode-escaped and
-base64 forms, and any 8-character piece of them (a truncated repr or a pandas
-cell shows a secret's head). :func:`find_leaks` and :func:`assert_clean` are
-the checks built on the same rules. Nothing here reads the configuration.
+base64 forms, and any 7-character piece of them (a truncated repr or a pandas
+cell shows a secret's head; a hostile server may echo a key in pieces). Text
+is also read as a person reads it (:func:`fold`): invisible marks between the
+characters, fullwidth letters and added accents do not hide a secret.
+:func:`find_leaks` and :func:`assert_clean` are the checks built on the same
+rules. :func:`url_secrets` names the parts of a notification URL (LMREG_NOTIFY)
+that are secrets, so they are masked and not the host or the address. Nothing
+here reads the configuration.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from .errors import SecretLeakError
-from .i18n import _
+from .i18n import _, ngettext
+from .validate import is_ignorable
 
 __all__ = [
     "WINDOW",
@@ -26,20 +34,81 @@ __all__ = [
     "Secrets",
     "assert_clean",
     "find_leaks",
+    "fold",
     "mask",
     "mask_text",
+    "split_urls",
+    "url_secrets",
 ]
 
-#: A piece of a secret this long, found anywhere, counts as a leak.
-WINDOW = 8
+#: A piece of a secret this long, found anywhere, counts as a leak. 7, not 8: a
+#: hostile server echoed keys in 7-character pieces. Not less: a piece of a random
+#: key (62 symbols) is one of 62**7 = 3.5e12 strings, so a megabyte of record text
+#: holds one by chance with odds of about 1e-6 per piece (hex keys: 1e-3 at worst);
+#: at 6 a short human-chosen key's pieces ("passwo") start to be common words.
+WINDOW = 7
+
+
+def _fold_char(ch: str) -> str:
+    """What a person reads of one character: "" for an invisible mark or an accent,
+    the compatibility form otherwise (fullwidth "Ａ" is "A", "é" is "e")."""
+    if is_ignorable(ch) or unicodedata.category(ch) in ("Cf", "Mn", "Me"):
+        return ""
+    return "".join(
+        c
+        for c in unicodedata.normalize("NFKD", ch)
+        if unicodedata.category(c) not in ("Cf", "Mn", "Me") and not is_ignorable(c)
+    )
+
+
+class _FoldTable(dict[int, str]):
+    """A ``str.translate`` table of :func:`_fold_char`, filled as characters are met."""
+
+    def __missing__(self, code: int) -> str:
+        folded = _fold_char(chr(code))
+        if len(self) < 1 << 16:  # bounded: a text of every code point cannot grow it forever
+            self[code] = folded
+        return folded
+
+
+_FOLD = _FoldTable()
+
+
+def fold(text: str) -> str:
+    """``text`` as a person reads it: invisible marks out, fullwidth and accented letters plain.
+
+    ASCII text is returned as it is (the fast and common case).
+    """
+    return text if text.isascii() else text.translate(_FOLD)
+
+
+def _folded_view(text: str) -> tuple[str, list[int]]:
+    """:func:`fold` of ``text`` and, for each character of it, its index in ``text``."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        for c in ch if ch.isascii() else _FOLD[ord(ch)]:
+            chars.append(c)
+            origin.append(i)
+    return "".join(chars), origin
+
+
+def _occurrences(needle: str, haystack: str) -> Iterable[int]:
+    start = haystack.find(needle)
+    while start >= 0:
+        yield start
+        start = haystack.find(needle, start + 1)
 
 
 def mask(value: str | None) -> str:
-    """Show only the last 4 characters (``…a1b2``); short values show nothing."""
+    """Show only the last 4 characters (``…a1b2``); a short value shows only its length."""
     if not value:
         return _("(not set)")
-    # A value of 8 characters or fewer would be half revealed by its tail.
-    return "…" + value[-4:] if len(value) > 8 else "…"
+    if len(value) > 8:
+        return "…" + value[-4:]
+    # A value of 8 characters or fewer would be half revealed by its tail; its length
+    # still tells a person it is set, and which of two keys it is.
+    return ngettext("…({n} character)", "…({n} characters)", len(value)).format(n=len(value))
 
 
 class Secret:
@@ -176,9 +245,24 @@ class Masker:
             (label, list(dict.fromkeys(w for f in _readable(value) for w in _windows(f))))
             for label, value, _forms in self.items
         ]
+        # The same, as a person reads them: matched against fold(text).
+        self._folded = [
+            (
+                mask(value),
+                [f for f in dict.fromkeys(fold(form) for form in forms) if f],
+                list(dict.fromkeys(p for f in _readable(value) for p in _windows(fold(f)))),
+            )
+            for (_label, value, forms) in self.items
+        ]
+        self.alphabet = frozenset("".join(f for _l, _v, forms in self.items for f in forms))
 
     def __bool__(self) -> bool:
         return bool(self.items)
+
+    def holds(self, ch: str) -> bool:
+        """Whether ``ch`` may be part of a secret as written or as read (an invisible
+        mark, a fullwidth letter): a stream holds such characters back."""
+        return ch in self.alphabet or all(c in self.alphabet for c in fold(ch))
 
     def __call__(self, text: str, *, binary: bool = False) -> str:
         """``text`` with every secret masked; ``binary`` (base64 data) skips the pieces."""
@@ -187,25 +271,67 @@ class Masker:
             for form in forms:
                 if form in text:
                     text = text.replace(form, masked)
-        if binary or len(text) < WINDOW:
+        if binary:
             return text
-        for _label, pieces in self.pieces:
-            for piece in pieces:
-                if piece in text:
-                    text = text.replace(piece, "…")
+        if len(text) >= WINDOW:
+            for _label, pieces in self.pieces:
+                for piece in pieces:
+                    if piece in text:
+                        text = text.replace(piece, "…")
+        # Folding may lengthen a text (a ligature "ﬃ" reads "ffi"): no length shortcut here.
+        if not text.isascii() and self._hidden(fold(text)):
+            text = self._mask_folded(text)
         return text
+
+    def _hidden(self, folded: str) -> bool:
+        """Whether a secret or a piece shows in the folded text (it hid behind marks)."""
+        return any(
+            any(f in folded for f in forms) or any(p in folded for p in pieces)
+            for _masked, forms, pieces in self._folded
+        )
+
+    def _mask_folded(self, text: str) -> str:
+        """Mask what only the folded text shows: each match covers the original
+        characters it was read from, invisible marks between them included."""
+        view, origin = _folded_view(text)
+        spans: list[tuple[int, int, str]] = []
+        for masked, forms, pieces in self._folded:
+            for needle, shown in [(f, masked) for f in forms] + [(p, "…") for p in pieces]:
+                for at in _occurrences(needle, view):
+                    spans.append((origin[at], origin[at + len(needle) - 1] + 1, shown))
+        merged: list[tuple[int, int, str]] = []
+        for start, end, shown in sorted(spans, key=lambda s: (s[0], -s[1])):
+            if merged and start < merged[-1][1]:
+                if end > merged[-1][1]:  # overlaps the one before: one piece-mark for both
+                    merged[-1] = (merged[-1][0], end, "…")
+                continue  # inside the one before (a piece of a whole form)
+            merged.append((start, end, shown))
+        out: list[str] = []
+        last = 0
+        for start, end, shown in merged:
+            out += [text[last:start], shown]
+            last = end
+        return "".join([*out, text[last:]])
 
     def leaks(self, text: str) -> list[str]:
         """The labels of the secrets (or pieces of them) still present in ``text``."""
         found = []
-        for (label, _value, forms), (_l, pieces) in zip(self.items, self.pieces, strict=True):
-            if any(form in text for form in forms) or any(p in text for p in pieces):
+        folded = fold(text)
+        for (label, _value, forms), (_l, pieces), (_m, folded_forms, folded_pieces) in zip(
+            self.items, self.pieces, self._folded, strict=True
+        ):
+            seen = any(form in text for form in forms) or any(p in text for p in pieces)
+            if not seen and folded is not text:  # behind invisible marks, or fullwidth
+                seen = any(f in folded for f in folded_forms) or any(
+                    p in folded for p in folded_pieces
+                )
+            if seen:
                 found.append(label)
         return found
 
 
 def mask_text(text: str, secrets: Secrets) -> str:
-    """``text`` with every secret (in any encoding, and every 8-character piece) masked."""
+    """``text`` with every secret (in any encoding, and every 7-character piece) masked."""
     return Masker(secrets)(text)
 
 
@@ -224,3 +350,50 @@ def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
                 "(report this: the scrubber missed an encoding)"
             ).format(what=what, names=", ".join(leaks))
         )
+
+
+#: Query parameters of a notification URL that address or tune the message, not secrets.
+_PLAIN_QUERY = frozenset(
+    {"to", "from", "cc", "bcc", "name", "format", "method", "mode", "smtp", "port", "user",
+     "overflow", "retry", "wait", "optional", "cto", "reply", "subject", "lang", "tz"}
+)  # fmt: skip
+#: Query parameters whose value is a secret however short.
+_SECRET_QUERY = re.compile(r"token|key|secret|pass|sig|auth|code", re.IGNORECASE)
+#: A URL starts after a comma: LMREG_NOTIFY is comma-separated, but `to=a@x,b@y` is one URL.
+_NEXT_URL = re.compile(r"\s*,\s*(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
+def split_urls(value: str) -> list[str]:
+    """Comma-separated URLs (LMREG_NOTIFY) as a list; a comma inside a query stays."""
+    parts = _NEXT_URL.split(value.strip())
+    return [p.strip().strip(",").strip() for p in parts if p.strip().strip(",").strip()]
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a notification URL that may be secrets: password, tokens, keys.
+
+    A password always; a host without a dot (``dingtalk://TOKEN``: the token
+    sits where a host would); path segments and query values of 8 characters
+    or more; any value of a query parameter named like a token, key or
+    signature. Host names, ports and addresses (``to=``) are not secrets.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return [url] if url else []
+    found: list[str] = []
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if at and ":" in userinfo:
+        found.append(unquote(userinfo.split(":", 1)[1]))
+    elif at and "." not in userinfo and len(userinfo) >= WINDOW:
+        found.append(unquote(userinfo))  # dingtalk://SECRET@TOKEN: no password, a secret
+    host = hostport.rsplit(":", 1)[0] if hostport.count(":") == 1 else hostport
+    if host and "." not in host and host.lower() != "localhost" and not host.startswith("["):
+        found.append(unquote(host))
+    found += [unquote(s) for s in parts.path.split("/") if len(unquote(s)) >= WINDOW]
+    for key, value in parse_qsl(parts.query):
+        if key.lower() in _PLAIN_QUERY or not value:
+            continue
+        if _SECRET_QUERY.search(key) or len(value) >= WINDOW:
+            found.append(value)
+    return list(dict.fromkeys(s for s in found if s))

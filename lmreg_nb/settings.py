@@ -5,11 +5,21 @@ found in the working directory or its parents (up to the home folder, or the
 filesystem root outside it): a notebook's kernel starts in ``notebooks/`` while
 the README puts ``.env`` beside the repository. :attr:`Settings.env_file` says
 which file was read, :attr:`Settings.env_searched` where it was looked for.
+
+A file found by searching is trusted less than one that is named: the search
+stops at the first folder another user could write in (``/tmp`` and the like,
+where anyone may plant a ``.env``), skips a ``.env`` others could change, and
+never takes from it the variables that decide what runs or whose account is
+used (:data:`NAMED_FILE_ONLY`). ``LMREG_ENV_FILE=/dev/null`` turns the search off;
+a run's kernel gets that, so its environment is decided by the parent only.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -18,9 +28,19 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
 from .i18n import _, normalize_language
-from .secret import Secret
+from .secret import Secret, split_urls, url_secrets
+from .validate import is_header_value, looks_numeric, numeric_host_reason
 
-__all__ = ["DEFAULT_TOKEN_PATH", "SECRET_VARIABLES", "VARIABLES", "Settings", "find_env_file"]
+log = logging.getLogger("lmreg_nb")
+
+__all__ = [
+    "DEFAULT_TOKEN_PATH",
+    "NAMED_FILE_ONLY",
+    "SECRET_VARIABLES",
+    "VARIABLES",
+    "Settings",
+    "find_env_file",
+]
 
 DEFAULT_TOKEN_PATH = "/openapi/v1/token"
 DEFAULT_TIMEOUT = 10.0
@@ -40,10 +60,16 @@ VARIABLES: dict[str, str] = {
     "model_name": "LMREG_MODEL_NAME",
     "lang": "LMREG_LANG",
     "notebooks": "LMREG_NOTEBOOKS",
+    "notify": "LMREG_NOTIFY",
 }
 #: The variables whose values are secrets (never shown, never parameters).
-SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY")
-_SECRET_FIELDS = {"app_secret", "token", "model_api_key"}
+SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY", "LMREG_NOTIFY")
+_SECRET_FIELDS = {"app_secret", "token", "model_api_key", "notify"}
+#: Variables a .env found by searching never sets: which notebooks run, and whose token
+#: (and cache) the run uses. Only the environment or a named LMREG_ENV_FILE sets them.
+NAMED_FILE_ONLY = ("LMREG_NOTEBOOKS", "LMREG_TOKEN", "LMREG_ENV", "LMREG_TOKEN_CACHE")
+#: A .env larger than this is not a configuration file.
+_MAX_ENV_FILE = 1 << 20
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
@@ -71,10 +97,17 @@ class Settings:
     lang: str | None = None
     #: The folder holding the notebooks (LMREG_NOTEBOOKS); None: the shipped ones.
     notebooks: Path | None = None
+    #: Where `watch` sends alerts (LMREG_NOTIFY): Apprise URLs, comma-separated.
+    notify: Secret | None = None
     #: The .env file that was read, or None.
     env_file: Path | None = None
     #: The places a .env file was looked for, in order (the last one is env_file when found).
     env_searched: tuple[Path, ...] = ()
+    #: Variables of a searched-for .env that were not taken (see NAMED_FILE_ONLY).
+    env_ignored: tuple[str, ...] = ()
+    #: Settings typed into a form (field names, e.g. "app_secret"): hints then name the
+    #: form, not the LMREG_* variable.
+    typed: frozenset[str] = frozenset()
 
     @classmethod
     def load(
@@ -94,8 +127,13 @@ class Settings:
         if unknown:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         env = dict(os.environ if environ is None else environ)
-        found, searched = find_env_file(env_file or env.get("LMREG_ENV_FILE"))
-        merged = {**_read_env_file(found), **env}
+        named = env_file or env.get("LMREG_ENV_FILE")
+        found, searched = find_env_file(named)
+        from_file = _read_env_file(found)
+        ignored: tuple[str, ...] = ()
+        if found is not None and not named:
+            ignored = tuple(v for v in NAMED_FILE_ONLY if from_file.pop(v, None))
+        merged = {**from_file, **env}
         values: dict[str, Any] = {}
         for name, var in VARIABLES.items():
             raw = overrides.get(name)
@@ -105,11 +143,15 @@ class Settings:
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
-        return cls(**values, env_file=found, env_searched=searched)
+        return cls(**values, env_file=found, env_searched=searched, env_ignored=ignored)
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
-        return replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+        typed = changes.pop("typed", None)
+        values: dict[str, Any] = {k: _coerce(k, v) for k, v in changes.items()}
+        if typed is not None:
+            values["typed"] = frozenset(typed)
+        return replace(self, **values)
 
     def missing(self, *names: str) -> list[str]:
         """The variables of ``names`` (settings fields) that are not set."""
@@ -142,20 +184,29 @@ class Settings:
         else:
             text = _("{variables} are not set: set them in the environment or in {file}")
         text = text.format(variables=", ".join(missing), file=self.env_file or ".env")
-        text += " " + _("(see .env.example)")
+        text = _("{message} (see .env.example)").format(message=text)
         if self.env_file is None and self.env_searched:
             places = ", ".join(str(p.parent) for p in self.env_searched[:3])
             more = " …" if len(self.env_searched) > 3 else ""
-            text += "; " + _("no .env found in {places}").format(places=places + more)
+            text = _("{message}; no .env found in {places}").format(
+                message=text, places=places + more
+            )
         return text
 
     def secret_values(self) -> list[str]:
-        """Every secret this configuration holds, in plain text (for scrubbing)."""
-        return [
-            getattr(self, f.name).reveal()
-            for f in fields(self)
-            if f.name in _SECRET_FIELDS and getattr(self, f.name)
-        ]
+        """Every secret this configuration holds, in plain text (for scrubbing).
+
+        Of LMREG_NOTIFY only the secret parts of its URLs (passwords, tokens): masking
+        every 8 characters of a URL would also mask host names and e-mail addresses.
+        """
+        values = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "notify" and value:
+                values += [s for url in split_urls(value.reveal()) for s in url_secrets(url)]
+            elif f.name in _SECRET_FIELDS and value:
+                values.append(value.reveal())
+        return values
 
 
 def find_env_file(
@@ -164,8 +215,12 @@ def find_env_file(
     """The .env file to read and the places looked at: ``named``, else a search upwards.
 
     The search starts in ``start`` (default: the working directory) and stops
-    after the home folder when it is above, else at the filesystem root.
+    after the home folder when it is above, else at the filesystem root, and
+    before the first folder another user could write in. ``named`` equal to
+    ``os.devnull`` means: no file, no search.
     """
+    if named and str(named) == os.devnull:
+        return None, ()
     if named:
         target = Path(named).expanduser()
         if not target.is_file():
@@ -178,13 +233,35 @@ def find_env_file(
     home = Path.home().resolve()
     searched: list[Path] = []
     for folder in (here, *here.parents):
+        if not _only_mine(folder):
+            break  # anyone may have planted a .env here, or above
         candidate = folder / ".env"
         searched.append(candidate)
         if candidate.is_file():
+            if not _only_mine(candidate):
+                log.warning("ignored %s: another user could have written it", candidate)
+                break
             return candidate, tuple(searched)
         if folder == home:
             break
     return None, tuple(searched)
+
+
+def _only_mine(path: Path) -> bool:
+    """Whether only this user can change ``path``: owned by them, writable by no one else.
+
+    Group write is allowed for the user's own group (user-private groups, umask 002).
+    """
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True  # Windows: ACLs, not modes; the search still stops at the home folder
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    others_write = st.st_mode & stat.S_IWOTH
+    group_write = st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid()
+    return st.st_uid == getuid() and not others_write and not group_write
 
 
 def _read_env_file(target: Path | None) -> dict[str, str]:
@@ -192,7 +269,25 @@ def _read_env_file(target: Path | None) -> dict[str, str]:
         return {}
     from dotenv import dotenv_values  # a small import, only when a file exists
 
-    return {k: v for k, v in dotenv_values(target).items() if v is not None}
+    try:
+        with open(target, "rb") as raw:
+            if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                raise OSError("not a regular file")
+            data = raw.read(_MAX_ENV_FILE + 1)
+    except OSError as exc:
+        raise ConfigurationError(
+            _("cannot read {path}: {reason}").format(path=target, reason=exc.strerror or exc),
+            variable="LMREG_ENV_FILE",
+        ) from None
+    if len(data) > _MAX_ENV_FILE:
+        raise ConfigurationError(
+            _("{path} is too large for a .env file (over 1 MiB): name the right file").format(
+                path=target
+            ),
+            variable="LMREG_ENV_FILE",
+        )
+    text = data.decode("utf-8", errors="replace")
+    return {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
 
 
 def _coerce(name: str, raw: Any) -> Any:
@@ -232,7 +327,7 @@ def _coerce(name: str, raw: Any) -> Any:
 def _check_header_value(variable: str, value: str) -> None:
     # Sent as "Authorization: Bearer <value>": anything but visible ASCII cannot be
     # sent at all (before: a UnicodeEncodeError traceback in the middle of a check).
-    if not all("!" <= ch <= "~" for ch in value):
+    if not is_header_value(value):
         raise ConfigurationError(
             _(
                 "{variable} must be visible ASCII characters only (letters, digits, "
@@ -252,4 +347,9 @@ def _check_base_url(url: str) -> None:
                 "e.g. https://ai.school.example"
             ),
             variable="LMREG_BASE_URL",
+        )
+    if looks_numeric(parts.hostname):
+        # httpx refuses 0177.0.0.1 with a traceback; resolvers read 127.1 as loopback.
+        raise ConfigurationError(
+            "LMREG_BASE_URL: " + numeric_host_reason(parts.hostname), variable="LMREG_BASE_URL"
         )

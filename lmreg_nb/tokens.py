@@ -2,9 +2,17 @@
 
 The cache file (``LMREG_TOKEN_CACHE``, default ``~/.cache/lmreg_nb/tokens.json``)
 is created 0600 inside a 0700 folder and holds, per (base_url, appId, env), the
-token, its env and its expiry: never the appSecret. Writes are atomic (a temp
+token, its env and its expiry: never the appSecret. It is found by base_url and
+appId, so a token obtained once (notebook 01, the secret typed into its form)
+serves the later notebooks, which have no appSecret; when a secret is given, only
+a token earned with that same secret counts (a keyed fingerprint, never the
+secret). Without a secret, a token is lent only from a file and folder no one
+else can write: a planted entry would steer the school's work into a stranger's
+account. Writes are atomic (a temp
 file created 0600, then ``os.replace``) under a ``filelock`` lock (fcntl on
 POSIX, msvcrt on Windows), so two processes never corrupt it and exchange once.
+Nobody waits for that lock longer than LMREG_TIMEOUT: past it (a platform that
+hangs during the holder's exchange) a caller exchanges on its own.
 No HTTP here: :class:`TokenProvider` is handed the function that performs an
 exchange.
 """
@@ -24,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+from filelock import Timeout as FileLockTimeout
 
 from .errors import ConfigurationError, MalformedResponseError
 from .i18n import _
@@ -46,6 +55,10 @@ log = logging.getLogger("lmreg_nb")
 
 #: Spec section 5: a token is valid for 3 days (assumed when the answer gives no expiry).
 DEFAULT_LIFETIME_MS = 3 * 24 * 3600 * 1000
+#: A cache holds a few entries; a bigger file is not ours and is not read.
+MAX_CACHE_BYTES = 1024 * 1024
+#: A cached token with less than this left is not lent out without the appSecret.
+REUSE_MIN_S = 60.0
 #: Refresh when less than max(MIN_MARGIN_S, MARGIN_FRACTION x lifetime) is left.
 MIN_MARGIN_S = 300.0
 MARGIN_FRACTION = 0.10
@@ -135,6 +148,7 @@ class TokenCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._warned = False
+        self._said: set[str] = set()  # warnings about the file already given (read twice)
 
     # -- reading ---------------------------------------------------------------
 
@@ -165,23 +179,72 @@ class TokenCache:
                 best = token
         return best
 
+    def reusable(
+        self, base_url: str, app_id: str | None, env: str | None = None
+    ) -> list[tuple[str, Token]]:
+        """(appId, token) of every entry for this platform (and appId, env when given),
+        expired ones included, for use without the appSecret; none from a file that
+        someone else could have written (see :meth:`private`)."""
+        if not self.private():
+            return []
+        found = []
+        for entry in self._entries():
+            if entry.get("baseUrl") != base_url:
+                continue
+            if (app_id is not None and entry.get("appId") != app_id) or (
+                env is not None and entry.get("env") != env
+            ):
+                continue
+            token = _entry_token(entry)
+            if token is not None and isinstance(entry.get("appId"), str):
+                found.append((str(entry["appId"]), token))
+        return found
+
+    def private(self) -> bool:
+        """Whether only this user can write the file and its folder (POSIX; elsewhere True)."""
+        getuid = getattr(os, "getuid", None)
+        if getuid is None:
+            return True  # Windows: the file lives in the user's profile, behind its ACL
+        try:
+            mine, folder = self.path.stat(), self.path.parent.stat()
+        except OSError:
+            return False
+        uid = getuid()
+        return (
+            mine.st_uid == uid
+            and folder.st_uid == uid
+            and not stat.S_IMODE(mine.st_mode) & 0o022
+            and not stat.S_IMODE(folder.st_mode) & 0o022
+        )
+
     def _entries(self) -> list[dict[str, Any]]:
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = _read_regular(self.path, MAX_CACHE_BYTES)
         except FileNotFoundError:
             return []
         except OSError as exc:
-            log.warning("token cache %s is unreadable (%s); ignoring it", self.path, exc.strerror)
+            self._warn_once("token cache %s is unreadable (%s); ignoring it", str(exc.strerror))
+            return []
+        if raw is None:
+            self._warn_once(
+                "token cache %s is not a file of at most %s bytes; it will be replaced",
+                str(MAX_CACHE_BYTES),
+            )
             return []
         try:
             doc = json.loads(raw)
-        except ValueError:
-            log.warning("token cache %s is not JSON; it will be rewritten", self.path)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            self._warn_once("token cache %s is not JSON; it will be rewritten")
             return []
         entries = doc.get("tokens") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             return []
         return [e for e in entries if isinstance(e, dict)]
+
+    def _warn_once(self, message: str, *args: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            log.warning(message, self.path, *args)
 
     # -- writing ---------------------------------------------------------------
 
@@ -253,14 +316,39 @@ class TokenCache:
             raise
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """An exclusive lock shared by every thread and process using this cache file."""
+    def locked(self, timeout: float = -1) -> Iterator[None]:
+        """An exclusive lock shared by every thread and process using this cache file.
+
+        ``timeout`` seconds at most (negative: no limit), then ``filelock.Timeout``.
+        """
         self._ensure_folder()
         # A new FileLock each time: each holds its own open file, so threads of one
         # process exclude each other as processes do (a shared instance is reentrant).
         lock = FileLock(self.path.with_name(self.path.name + ".lock"), mode=0o600)
-        with lock:
+        with lock.acquire(timeout=timeout):
             yield
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else None.
+
+    Opened without blocking (a FIFO planted there would wait for a writer forever)
+    and checked on the open file, not on its name, so nothing can swap it in between.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks) if size <= limit else None
 
 
 def _entry_token(entry: Mapping[str, Any]) -> Token | None:
@@ -279,8 +367,9 @@ class TokenProvider:
     """Hands out a valid token: LMREG_TOKEN, the memory, the cache file or an exchange.
 
     Thread-safe: threads that need a new token at once cause one exchange (a lock
-    and a re-check); processes share the cache file under its lock, so they too
-    exchange once.
+    and a re-check), and when it fails every thread that waited gets its error
+    (not an exchange of its own, one after another); processes share the cache
+    file under its lock, so they too exchange once.
     """
 
     def __init__(
@@ -297,6 +386,10 @@ class TokenProvider:
         self._lock = threading.Lock()
         self._current: Token | None = None
         self.exchanges = 0  # how many exchanges this provider made (tests, diagnostics)
+        # Threads that waited while an attempt failed get its error, not an attempt of
+        # their own: N callers wait for one exchange, not for N in a row.
+        self._attempts = 0
+        self._failure: Exception | None = None
 
     @property
     def fixed(self) -> bool:
@@ -314,16 +407,17 @@ class TokenProvider:
         current = self._current
         if current is not None and not needs_refresh(current):
             return current
+        seen = self._attempts
         with self._lock:
             # Re-check: another thread may have refreshed while this one waited.
             current = self._current
             if current is not None and not needs_refresh(current):
                 return current
-            self._current = self._obtain(refused=None)
-            return self._current
+            return self._attempt(seen, refused=None)
 
     def refresh(self, refused: Token) -> Token:
         """A new token after the server refused ``refused`` (40100/40101)."""
+        seen = self._attempts
         with self._lock:
             current = self._current
             if (
@@ -332,8 +426,23 @@ class TokenProvider:
                 and not needs_refresh(current)
             ):
                 return current  # another thread already replaced it
+            return self._attempt(seen, refused=refused)
+
+    def _attempt(self, seen: int, *, refused: Token | None) -> Token:
+        """Obtain a token (under ``self._lock``), or re-raise the failure of an attempt
+        that ended while this caller waited (``seen``: the attempt count it saw)."""
+        if self._attempts != seen and self._failure is not None:
+            raise self._failure
+        try:
             self._current = self._obtain(refused=refused)
+        except Exception as exc:
+            self._failure = exc
+            raise
+        else:
+            self._failure = None
             return self._current
+        finally:
+            self._attempts += 1
 
     def _obtain(self, refused: Token | None) -> Token:
         settings = self.settings
@@ -350,6 +459,8 @@ class TokenProvider:
             issued = now_ms()
             # Its real expiry is unknown; the server will say 40101 when it ends.
             return Token(settings.token, env, issued + DEFAULT_LIFETIME_MS, issued, "environment")
+        if not settings.app_secret:
+            return self._reuse(refused)
         base_url: str = settings.require("base_url", "app_id", "app_secret")
         app_id: str = settings.require("app_id")
         if self.cache is None:
@@ -369,22 +480,93 @@ class TokenProvider:
         self, base_url: str, app_id: str, refused: Token | None, cache: TokenCache
     ) -> Token:
         settings = self.settings
-        with cache.locked():
-            # Another process may have exchanged while this one waited for the lock.
-            credential = credential_id(base_url, app_id, settings.require("app_secret"))
-            cached = cache.load(base_url, app_id, settings.env, credential=credential)
-            if refused is not None and cached is not None and cached.token == refused.token:
-                cached = None
-            if cached is not None and not needs_refresh(cached):
-                log.debug("token from cache %s (env %s)", cache.path, cached.env)
-                return cached
-            token = self._do_exchange()
+        credential = credential_id(base_url, app_id, settings.require("app_secret"))
+        # The lock is held through the exchange, so processes sharing the cache exchange
+        # once; but nobody waits for it longer than one request may take (a platform
+        # that hangs, a holder stopped with Ctrl-Z): then this caller exchanges itself.
+        wait = settings.timeout
+        try:
+            with cache.locked(timeout=wait):
+                # Another process may have exchanged while this one waited for the lock.
+                cached = cache.load(base_url, app_id, settings.env, credential=credential)
+                if refused is not None and cached is not None and cached.token == refused.token:
+                    cached = None
+                if cached is not None and not needs_refresh(cached):
+                    log.debug("token from cache %s (env %s)", cache.path, cached.env)
+                    return cached
+                token = self._do_exchange()
+                self._store(cache, base_url, app_id, token, credential)
+                return token
+        except FileLockTimeout:
+            log.warning(
+                "token cache %s stayed locked by another call for %s s; exchanging without it",
+                cache.path,
+                f"{wait:g}",
+            )
+        token = self._do_exchange()
+        # Still locked, or unusable: the token is good all the same (OSError covers both).
+        with contextlib.suppress(OSError), cache.locked(timeout=wait):
+            self._store(cache, base_url, app_id, token, credential)
+        return token
+
+    @staticmethod
+    def _store(
+        cache: TokenCache, base_url: str, app_id: str, token: Token, credential: str
+    ) -> None:
+        """Write the token into the cache (its lock held); a write error is only logged."""
+        try:
+            cache._store_unlocked(base_url, app_id, token, credential=credential)
+        except OSError as exc:
+            # A full disk must not stop the work: the token is still good.
+            log.warning("could not write token cache %s: %s", cache.path, exc.strerror)
+
+    def _reuse(self, refused: Token | None) -> Token:
+        """A cached token for base_url (and appId) without the appSecret, or a one-line
+        ConfigurationError that says to run notebook 01 or set the secret."""
+        settings = self.settings
+        base_url: str = settings.require("base_url")
+        found: list[tuple[str, Token]] = []
+        if self.cache is not None:
             try:
-                cache._store_unlocked(base_url, app_id, token, credential=credential)
+                with self.cache.locked(timeout=settings.timeout):
+                    found = self.cache.reusable(base_url, settings.app_id, settings.env)
             except OSError as exc:
-                # A full disk must not stop the work: the token is still good.
-                log.warning("could not write token cache %s: %s", cache.path, exc.strerror)
-            return token
+                log.warning("token cache %s is unusable (%s)", self.cache.path, exc.strerror)
+        if settings.app_id is None and len({app for app, _token in found}) > 1:
+            raise ConfigurationError(
+                _(
+                    "tokens of several appIds are cached for {base_url}: set LMREG_APP_ID to "
+                    "the one to use"
+                ).format(base_url=base_url),
+                variable="LMREG_APP_ID",
+            )
+        fresh = [
+            token
+            for _app, token in found
+            if token.seconds_left() > REUSE_MIN_S
+            and (refused is None or token.token != refused.token)
+        ]
+        if fresh:
+            best = max(fresh, key=lambda t: t.expires_at_ms)
+            log.debug("token from cache %s without the appSecret (env %s)", base_url, best.env)
+            return best
+        if found:
+            raise ConfigurationError(
+                _(
+                    "the token from notebook 01 has expired and LMREG_APP_SECRET is not set: "
+                    "run notebook 01 again (type the appSecret there), or set LMREG_APP_SECRET"
+                ),
+                variable="LMREG_APP_SECRET",
+            )
+        try:
+            settings.require("app_id", "app_secret")
+        except ConfigurationError as exc:
+            hint = _(
+                "Or get a token in notebook 01 first (type the appSecret into its form): the "
+                "next notebooks reuse it."
+            )
+            raise ConfigurationError(f"{exc} {hint}", variable=exc.variable) from None
+        raise AssertionError("unreachable: the appSecret is missing")  # pragma: no cover
 
     def _do_exchange(self) -> Token:
         token = self._exchange()

@@ -31,8 +31,12 @@ __all__ = [
     "check_model_name",
     "check_registry_url",
     "check_reserved",
+    "is_header_value",
+    "is_ignorable",
     "is_visible",
+    "looks_numeric",
     "model_body",
+    "numeric_host_reason",
     "url_warnings",
 ]
 
@@ -77,11 +81,39 @@ def _has_control(text: str) -> bool:
 _BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029\u200b\u3000")
 
 
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): code
+#: points a renderer shows as nothing at all (joiners, variation selectors, the
+#: combining grapheme joiner, tags, fillers, bidi marks), so "qwen\u034f-72b" looks
+#: exactly like "qwen-72b".
+_IGNORABLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)  # fmt: skip
+
+
+def is_ignorable(ch: str) -> bool:
+    """Whether the character is a default-ignorable code point (shown as nothing)."""
+    code = ord(ch)
+    return any(low <= code <= high for low, high in _IGNORABLE_RANGES)
+
+
 def is_visible(ch: str) -> bool:
     """Whether the character shows something (not a space, control, mark or blank glyph)."""
     if ch in _BLANK_GLYPHS or ch.isspace():
         return False
     return unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zs", "Mn", "Me")
+
+
+def is_header_value(text: str) -> bool:
+    """Whether ``text`` can be sent as ``Authorization: Bearer <text>``: visible ASCII only.
+
+    RFC 6750's b64token: no space, no control character (a CR LF would end the
+    header and start another), no other script (not encodable at all).
+    """
+    return bool(text) and all("!" <= ch <= "~" for ch in text)
 
 
 def check_model_name(value: object) -> str:
@@ -98,6 +130,16 @@ def check_model_name(value: object) -> str:
         raise ValidationError(
             "modelName",
             _("is {n} characters; use at most {max}").format(n=len(text), max=MAX_MODEL_NAME),
+        )
+    hidden = next((ch for ch in text if is_ignorable(ch)), None)
+    if hidden is not None:
+        # Inside the name too: a joiner or variation selector makes an invisible twin.
+        raise ValidationError(
+            "modelName",
+            _(
+                "contains an invisible character ({code}: a zero-width, joiner or "
+                "variation-selector mark); retype the name without it"
+            ).format(code=f"U+{ord(hidden):04X}"),
         )
     if _has_control(text):
         raise ValidationError("modelName", _("must not contain control characters"))
@@ -146,7 +188,24 @@ def check_registry_url(value: object) -> str:
     if port == 0:
         raise ValidationError("registryUrl", _("port 0 is not a port; use the model's port"))
     _check_host(host)
+    _check_parsable(text)
     return text
+
+
+def _check_parsable(url: str) -> None:
+    """Refuse what httpx cannot send to (e.g. a host in fullwidth letters, which IDNA's
+    UTS46 mapping accepts): one line here, not an InvalidURL traceback in a check."""
+    import httpx  # the client's own parser is the judge of what it can send
+
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValidationError(
+            "registryUrl",
+            _("is not a URL an HTTP client can use ({why}); write the host in ASCII").format(
+                why=" ".join(str(exc).split())[:120]
+            ),
+        ) from None
 
 
 def _check_host(host: str) -> None:
@@ -157,6 +216,8 @@ def _check_host(host: str) -> None:
         return
     except ValueError:
         pass
+    if looks_numeric(host):
+        raise ValidationError("registryUrl", numeric_host_reason(host))
     import idna  # httpx's dependency; only needed for names
 
     try:
@@ -173,6 +234,41 @@ def _check_host(host: str) -> None:
         )
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def looks_numeric(host: str) -> bool:
+    """Whether URL parsers read ``host`` as an IPv4 address although it is no dotted quad.
+
+    The WHATWG URL rule: a host whose last label is a number (decimal, or 0x hex)
+    is an IPv4 address, in any of the old forms (octal 0177.0.0.1, hex, fewer
+    parts: 127.1 is 127.0.0.1). httpx refuses some of them, resolvers read others
+    as loopback; only the usual form (four numbers 0 to 255, no leading zero) is
+    unambiguous, and ``ipaddress`` accepts exactly that one.
+    """
+    written = host[:-1] if host.endswith(".") else host
+    # Fullwidth digits count: a resolver or the platform may fold them to ASCII.
+    last = unicodedata.normalize("NFKC", written).rsplit(".", 1)[-1]
+    numeric = last.isascii() and (
+        last.isdigit() or (last[:2].lower() == "0x" and all(c in _HEX for c in last[2:]))
+    )
+    if not numeric:
+        return False
+    try:
+        return str(ipaddress.IPv4Address(written)) != written
+    except ValueError:
+        return True
+
+
+def numeric_host_reason(host: str) -> str:
+    """What to fix about a host that :func:`looks_numeric` (one sentence)."""
+    return _(
+        "host {host} looks like an IPv4 address but is not written as one: use four "
+        "numbers from 0 to 255 separated by dots, without leading zeros "
+        "(e.g. 203.0.113.10), or a host name"
+    ).format(host=host[:80])
+
+
 def check_api_key(value: object) -> str:
     """apiKey: 1 to 512 visible ASCII characters (what an HTTP header can carry)."""
     text = _require_str("apiKey", value)
@@ -182,9 +278,8 @@ def check_api_key(value: object) -> str:
         raise ValidationError(
             "apiKey", _("is {n} characters; use at most {max}").format(n=len(text), max=MAX_API_KEY)
         )
-    if not all("!" <= ch <= "~" for ch in text):
-        # The platform sends it as "Authorization: Bearer <apiKey>": a header carries
-        # visible ASCII only (RFC 6750 b64token), no spaces, no other script.
+    if not is_header_value(text):
+        # The platform sends it as "Authorization: Bearer <apiKey>".
         raise ValidationError(
             "apiKey",
             _("must be visible ASCII characters only (letters, digits, punctuation), no spaces"),

@@ -1,6 +1,6 @@
 """Write the notebooks of this folder from the cell lists below (the source of truth).
 
-    python notebooks/build.py                      # rewrite the six notebooks (checked
+    python notebooks/build.py                      # rewrite the notebooks (checked
                                                    # outputs kept when their cell is unchanged)
     python notebooks/build.py --outputs-from DIR   # keep the outputs of the cells nbval checks,
                                                    # taken from executed copies in DIR
@@ -26,7 +26,7 @@ import nbformat
 from nbformat.v4 import new_notebook
 
 from lmreg_nb.i18n import current_language, set_language
-from lmreg_nb.shipped import NOTEBOOKS
+from lmreg_nb.runner.shipped import NOTEBOOKS
 
 HERE = Path(__file__).resolve().parent
 
@@ -81,7 +81,7 @@ def notebook(
 
 
 def build(lang: str = "en", outputs_from: Path | None = None) -> list[Path]:
-    """Write the six notebooks of ``lang`` (English: into this folder); return their paths."""
+    """Write the notebooks of ``lang`` (English: into this folder); return their paths."""
     out = folder(lang)
     out.mkdir(parents=True, exist_ok=True)
     written = []

@@ -39,6 +39,8 @@ def _start_sandbox() -> None:
         # The kernels must not read or write the developer's token cache.
         "LMREG_TOKEN_CACHE": str(home / "tokens.json"),
         "LMREG_NOTEBOOKS": str(Path(__file__).resolve().parent),
+        # 06_monitor keeps its state under the data folder: not the developer's.
+        "XDG_DATA_HOME": str(home / "data"),
     }
     for name in [n for n in os.environ if n.startswith("LMREG_")] + list(env):
         _saved.setdefault(name, os.environ.get(name))

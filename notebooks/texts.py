@@ -1,4 +1,4 @@
-"""The six notebooks' cells, every sentence a person reads through ``_()``.
+"""The seven notebooks' cells, every sentence a person reads through ``_()``.
 
 ``build.py`` (beside this file) calls each function after choosing the
 language, and writes the notebooks; this file is their one source of truth.
@@ -6,6 +6,7 @@ language, and writes the notebooks; this file is their one source of truth.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import nbformat
@@ -20,15 +21,16 @@ SETUP = """\
 import lmreg_nb.onboarding as ob
 from lmreg_nb import ui
 
-ob.notebook_setup()  # a toolkit error shows as one line: `error: ...`"""
+{call}  # {comment}"""
 
 
 def setup() -> str:
-    """The first code cell; a notebook rendered in another language makes it the kernel's."""
+    """The first code cell; a notebook rendered in another language makes it the kernel's
+    (its comment in that language too)."""
     lang = current_language()
-    if lang == "en":
-        return SETUP
-    return SETUP.replace("ob.notebook_setup()", f'ob.notebook_setup(lang="{lang}")')
+    call = "ob.notebook_setup()" if lang == "en" else f'ob.notebook_setup(lang="{lang}")'
+    comment = _("a toolkit error shows as one line: `error: ...`")
+    return SETUP.format(call=call, comment=comment)
 
 
 def config_help() -> str:
@@ -39,6 +41,11 @@ def config_help() -> str:
         "the configuration shows which file was read. Secrets are shown masked (`…a1b2`); they "
         "are never typed into a notebook parameter."
     )
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Python string literal, non-ASCII as itself (你好, not \\u4f60)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def md(text: str) -> nbformat.NotebookNode:
@@ -287,8 +294,8 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
             _("## Conformance")
             + "\n\n"
             + _(
-                "Each row is one check. `error` rows must pass before go-live; `warning` rows "
-                "are advice."
+                "Each row is one check. Rows marked required must pass before go-live; "
+                "recommended rows are advice; info rows only inform."
             )
             + "\n\n"
             + _(
@@ -339,6 +346,8 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
 
 
 def onboarding() -> list[nbformat.NotebookNode]:
+    # The default chat prompt in the notebook's language: a Chinese record chats in Chinese.
+    prompt = _("Hello! Introduce yourself in one sentence.")
     return [
         md(
             _("# Onboarding: the whole integration in one notebook")
@@ -379,12 +388,16 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 _("requests in flight at once; 0 skips the load test"),
             ),
             (
-                'chat_prompt: str = "Hello! Introduce yourself in one sentence."',
+                f"chat_prompt: str = {_literal(prompt)}",
                 _("sent once, with the checks; reply shown"),
             ),
             (
-                "class_size: int = 0",
+                "class_size: int = 40",
                 _("students of one class chatting at once; 0 skips the capacity test"),
+            ),
+            (
+                "context_need: int = 8000",
+                _("tokens of the longest prompt the course apps send (a long lesson)"),
             ),
             ('lang: str = ""', _("zh-CN or en; empty: LMREG_LANG or the locale")),
         ),
@@ -401,7 +414,8 @@ def onboarding() -> list[nbformat.NotebookNode]:
         ),
         code(
             "run = ob.Onboarding.begin(school, contact_name, contact_mobile, contact_email,\n"
-            "                          class_size=class_size, lang=lang)\n"
+            "                          class_size=class_size, context_need=context_need,\n"
+            "                          lang=lang)\n"
             "run.contact_card() if run.headless else ui.ContactForm(run)"
         ),
         md(
@@ -437,10 +451,17 @@ def onboarding() -> list[nbformat.NotebookNode]:
             + "\n\n"
             + _(
                 "The registered model is called as the platform will call it (its registryUrl "
-                "and apiKey). `error` rows must pass; `warning` rows are advice. With "
+                "and apiKey). Rows marked required must pass; recommended rows are advice. With "
                 "`check_requests` and `check_concurrency` above 0 a small load test runs and "
-                "its figures are kept in the summary. Interactive, the checks run by themselves "
-                "once the model is registered."
+                "its figures are kept in the summary; with 0, the figures are those of one "
+                "request. Interactive, the checks run by themselves once the model is "
+                "registered."
+            )
+            + "\n\n"
+            + _(
+                "The checks also send what the course apps send: a system message (the teacher "
+                "persona), a prompt of `context_need` tokens (a long lesson) and two chats at "
+                "once; and they look for a reasoning model's thinking in the answer."
             )
             + "\n\n"
             + _("**When it fails:** see `05_test_chat_endpoint` for what each check means.")
@@ -448,7 +469,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
         code(
             "load = check_requests if check_concurrency > 0 else 0\n"
             "run.check_endpoint(load, check_concurrency, chat_prompt=chat_prompt) "
-            "if run.headless else ui.ChecksPanel(run)"
+            "if run.headless else ui.ChecksPanel(run, load, check_concurrency)"
         ),
         code("run.verdict()", CHECK),
         code("run.figure()"),
@@ -460,6 +481,11 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "How many students can chat at once while the reply still starts within 2 "
                 "seconds (for 9 in 10 replies). A capacity below the class size stands in the "
                 "way of go-live."
+            )
+            + "\n\n"
+            + _(
+                "So does a capacity not measured: `class_size` 0 skips the test, and go-live "
+                "then lacks the evidence that the model serves a class."
             )
         ),
         code(
@@ -482,6 +508,84 @@ def onboarding() -> list[nbformat.NotebookNode]:
     ]
 
 
+def monitor() -> list[nbformat.NotebookNode]:
+    return [
+        md(
+            _("# Step 6: monitor the registered models")
+            + "\n\n"
+            + _(
+                "**What it does.** After go-live, `lmreg-nb watch` calls every registered model "
+                "each round as the platform does (its registryUrl and apiKey, one short streamed "
+                "chat in Chinese with a small `max_tokens`) and alerts the school's contact when "
+                "one fails several rounds in a row, then once more when it works again. Here you "
+                "choose where alerts go, send a test alert, run one round and look at the state."
+            )
+            + "\n\n"
+            + _(
+                "**What you need.** The platform's settings (as for step 1) and, for alerts, "
+                "Apprise URLs in `LMREG_NOTIFY` (comma-separated) or added in the form below: "
+                "`mailtos://USER:PASSWORD@SMTP.SERVER?to=CONTACT` for e-mail, "
+                "`dingtalk://TOKEN/`, `wecombot://KEY`, `feishu://TOKEN/`, `json://HOST/PATH` "
+                "for a webhook. They hold secrets and are shown masked."
+            )
+            + "\n\n"
+            + config_help()
+        ),
+        code(setup() + "\nfrom lmreg_nb.watch import Monitor"),
+        params(
+            ('school: str = ""', _("the school's name in alerts; empty: the platform's host")),
+            (
+                'contact_email: str = ""',
+                _("the contact card's e-mail, offered as an alert target"),
+            ),
+            ('state_path: str = ""', _("the state file; empty: the one `lmreg-nb watch` uses")),
+            ("fail_after: int = 3", _("failed rounds in a row before a model is down")),
+            ("test_alert: bool = False", _("True: send a test alert to every target")),
+            ("one_round: bool = True", _("True: run one round of the watch below")),
+        ),
+        md(
+            _("## Alert targets")
+            + "\n\n"
+            + _(
+                "The targets from `LMREG_NOTIFY`, masked. Add one for this session in the form "
+                "(it is not saved), then **Send a test alert**: each target should receive it. "
+                "**When it fails:** the line says why (a wrong password, a bot token the service "
+                "refuses, a server that does not answer)."
+            )
+        ),
+        code(
+            "monitor = Monitor(school, state_path=state_path, fail_after=fail_after)\n"
+            "monitor.targets_table()"
+        ),
+        code("ui.MonitorForm(monitor, contact_email=contact_email)"),
+        code("monitor.send_test_alert() if test_alert else None"),
+        md(
+            _("## One round")
+            + "\n\n"
+            + _(
+                "Each registered model is called once. A model is down after `fail_after` failed "
+                "rounds in a row; only then does an alert go out, and one recovery when it "
+                "answers again. The state is kept in the same file as the watch's, so a round "
+                "here counts as one of its rounds."
+            )
+        ),
+        code("monitor.run_round() if one_round else None"),
+        md(_("## State and recent latency")),
+        code("monitor.state_table()"),
+        code("monitor.latency_chart()"),
+        md(
+            _("## Run it for real")
+            + "\n\n"
+            + _(
+                'On a server that stays on: `lmreg-nb watch --school "..." --metrics-port 9108` '
+                "with `LMREG_NOTIFY` set. The README has a systemd unit and a docker-compose "
+                "example. A page with the same table is written beside the state file after "
+                "each round."
+            )
+        ),
+    ]
+
+
 #: stem -> the function making its cells (called after the language is chosen).
 CELLS: dict[str, Callable[[], list[nbformat.NotebookNode]]] = {
     "01_get_token": get_token,
@@ -489,5 +593,6 @@ CELLS: dict[str, Callable[[], list[nbformat.NotebookNode]]] = {
     "03_modify_model": modify_model,
     "04_list_models": list_models,
     "05_test_chat_endpoint": chat_endpoint,
+    "06_monitor": monitor,
     "onboarding": onboarding,
 }

@@ -12,6 +12,22 @@ if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
 
 
+#: Markers of tests that start real processes (papermill, kernels, JupyterLab, Chromium).
+_SLOW_MARKERS = ("browser", "notebooks")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Two lanes: `pytest -m "not slow"` for the inner loop, `pytest` for everything.
+
+    Browser and papermill tests, and nbval's cells, are slow by nature; others say so
+    with @pytest.mark.slow.
+    """
+    for item in items:
+        nbval_cell = type(item).__module__.startswith("nbval")
+        if nbval_cell or any(item.get_closest_marker(m) for m in _SLOW_MARKERS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _clean_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory

@@ -107,7 +107,7 @@ def test_run_notebook_keeps_a_scrubbed_record_and_nothing_else(
     # A failed run shows its summary card, not papermill's banner; the short view has no code.
     assert "An Exception was encountered" not in page
     short = (out / "leaky-short.html").read_text()
-    assert 'class="lmreg-summary"' in short and "An Exception was encountered" not in short
+    assert 'class="verdict' in short and "An Exception was encountered" not in short
     code = 'class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor"'
     assert code in page and code not in short
 
@@ -355,7 +355,7 @@ def test_onboard_command_writes_no_secret(
     parameters = {
         "school": "Onboard School", "contact_name": "Li Hua", "contact_mobile": "13812345678",
         "contact_email": "ai@school.example", "model_name": "records-onboard",
-        "check_requests": "2",
+        "check_requests": "2", "class_size": "0",
     }  # fmt: skip
     args = ["onboard", "--out", str(out)]
     for name, value in parameters.items():

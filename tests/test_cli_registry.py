@@ -127,7 +127,10 @@ def test_register_conflict_is_exit_1_one_line(
     result = run("register", "--name", "dup", "--url", URL)
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: register failed (HTTP 409, code 40900")
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: registering the model failed: this modelName is already used"
+    )
+    assert "HTTP 409, code 40900" in lines[0]
 
 
 def test_register_bad_url_is_exit_2(

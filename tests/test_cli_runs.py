@@ -60,3 +60,34 @@ def test_a_bad_lang_parameter_is_one_line_and_exit_2(recorded: list[dict[str, An
     result = CliRunner().invoke(main, [*ONBOARD, "-p", "lang", "fr"])
     assert result.exit_code == 2 and "lang" in result.stderr
     assert result.stderr.count("\n") == 1 and not recorded
+
+
+def _onboarding_with(folder: Path, parameters: str) -> Path:
+    """An onboarding notebook of our own (LMREG_NOTEBOOKS) declaring ``parameters``."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(parameters)
+    cell.metadata["tags"] = ["parameters"]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    folder.mkdir()
+    nbformat.write(nb, folder / "onboarding.ipynb")
+    return folder
+
+
+def test_onboard_types_parameters_as_the_notebook_declares_them(
+    recorded: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A parameter the notebook gained (context_need) needs no second list in the command.
+    declared = 'school = ""\ncontact_name = ""\ncontact_mobile = ""\ncontact_email = ""\n'
+    declared += 'model_name = ""\ncontext_need = 8000\nlang = ""\n'
+    monkeypatch.setenv("LMREG_NOTEBOOKS", str(_onboarding_with(tmp_path / "nb", declared)))
+    result = CliRunner().invoke(main, [*ONBOARD, "-p", "context_need", "9000"])
+    assert result.exit_code == 0, result.output
+    assert recorded[0]["parameters"]["context_need"] == 9000
+    bad = CliRunner().invoke(main, [*ONBOARD, "-p", "context_need", "lots"])
+    assert bad.exit_code == 2 and "context_need: must be a whole number" in bad.stderr
+    unknown = CliRunner().invoke(main, [*ONBOARD, "-p", "class_size", "40"])
+    assert unknown.exit_code == 2
+    assert "class_size: is not a parameter of onboarding; use one of school," in unknown.stderr
+    assert len(recorded) == 1

@@ -24,6 +24,7 @@ from lmreg_nb.client import (
     MODIFY_PATH,
     QUERY_PATH,
     REGISTER_PATH,
+    RETRY_AFTER_CAP_S,
     RegistryClient,
     backoff_delay,
 )
@@ -396,10 +397,23 @@ def test_429_honours_retry_after(
     platform.fail_next(
         QUERY_PATH,
         envelope_error(429, 42900, "slow down", **{"Retry-After": "2"}),
-        envelope_error(429, 42900, "slow down", **{"Retry-After": "3600"}),
+        envelope_error(429, 42900, "slow down", **{"Retry-After": "5"}),
     )
     assert client.query_models() == []
-    assert sleeps == [2.0, 30.0]  # honoured, and capped
+    assert sleeps == [2.0, 5.0]  # honoured up to RETRY_AFTER_CAP_S
+
+
+def test_429_asking_a_longer_pause_than_the_cap_is_raised_at_once(
+    client: RegistryClient, platform: FakePlatform, sleeps: list[float]
+) -> None:
+    """Retry-After: 3600 used to be slept 30 s per retry (91 s for `models`)."""
+    platform.fail_next(
+        QUERY_PATH, envelope_error(429, 42900, "slow down", **{"Retry-After": "3600"})
+    )
+    with pytest.raises(RateLimitError) as info:
+        client.query_models()
+    assert info.value.retry_after == 3600.0
+    assert sleeps == [] and platform.count(QUERY_PATH) == 1
 
 
 def test_429_on_register_is_raised_not_retried(
@@ -460,7 +474,7 @@ def test_backoff_is_capped_with_jitter() -> None:
     delays = [backoff_delay(a) for a in range(12)]
     assert all(0 < d <= 8 for d in delays)
     assert 0.25 <= delays[0] <= 0.5 and delays[-1] >= 4
-    assert backoff_delay(0, retry_after=1000) == 30
+    assert backoff_delay(0, retry_after=1000) == RETRY_AFTER_CAP_S == 5
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 import tracemalloc
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -130,6 +131,33 @@ def test_an_endless_token_body_fails_fast_in_bounded_memory(
     assert elapsed < 5, elapsed
     assert peak < 64 * 1024 * 1024, peak  # the cap is 8 MiB; before, it read until MemoryError
     assert "MiB" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_gzip_bomb_is_inflated_within_the_cap(
+    hostile: Callable[[Behaviour], int], tmp_path: Path
+) -> None:
+    # 256 MiB of zeros in 256 KiB: httpx inflated each 64 KiB read whole before the cap.
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    bomb = b"".join([*(packer.compress(block) for _ in range(256)), packer.flush()])
+    asked: list[bytes] = []
+
+    def gzip_bomb(conn: socket.socket, request: bytes) -> None:
+        asked.append(request)
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(bomb) + bomb
+        )
+
+    port = hostile(gzip_bomb)
+    tracemalloc.start()
+    with _client(port, tmp_path) as client, pytest.raises(MalformedResponseError) as info:
+        client.token()
+    _current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 32 * 1024 * 1024, peak  # the cap is 8 MiB; before, 64 MiB per read
+    assert "MiB" in str(info.value) and "\n" not in str(info.value)
+    assert b"accept-encoding: identity" in asked[0].lower()
 
 
 def _trickle(conn: socket.socket, request: bytes) -> None:

@@ -91,7 +91,7 @@ def test_api_error_messages_are_one_line_and_say_what_to_do(cls: type[APIError])
     text = str(err)
     assert "\n" not in text
     assert text.startswith(
-        "register failed (HTTP 409, code 40900, request id rid-1): line one line two"
+        "registering the model failed (HTTP 409, code 40900, request id rid-1): line one line two"
     )
     assert cls.hint and text.endswith(cls.hint)
     assert (err.status, err.code, err.request_id, err.server_message) == (

@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 import nbformat
 import pytest
 
-from lmreg_nb.export import render_html
-from lmreg_nb.summary import Step, Summary, build_summary
+from lmreg_nb.records.export import render_html
+from lmreg_nb.summary import ModelRecord, Step, Summary, build_summary
 
 
 class _Refs(HTMLParser):
@@ -56,7 +56,7 @@ def _summary() -> Summary:
     return build_summary(
         school="北京中学", contact=None, base_url=None, env=None,
         steps=[Step(n, True, "done") for n in names],
-        models=[{"modelName": "m", "registryUrl": "http://127.0.0.1:8766/v1/chat/completions"}],
+        models=[ModelRecord("m", registry_url="http://127.0.0.1:8766/v1/chat/completions")],
         checks=[],
     )  # fmt: skip
 

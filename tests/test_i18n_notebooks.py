@@ -47,6 +47,7 @@ STEMS = [
     "03_modify_model",
     "04_list_models",
     "05_test_chat_endpoint",
+    "06_monitor",
     "onboarding",
 ]
 

@@ -224,29 +224,18 @@ def test_forms_come_from_the_catalog(pseudo: None, name: str) -> None:
 
 
 def sample_summary() -> Any:
-    from lmreg_nb.summary import EXPECTED_STEPS, build_summary
+    from lmreg_nb.summary import EXPECTED_STEPS, Check, Contact, ModelRecord, Step, build_summary
 
     return build_summary(
         school="Schoolname",
-        contact={"name": "Personname", "mobile": "13800000000", "email": "a@b.example"},
+        contact=Contact("Personname", "13800000000", "a@b.example"),
         base_url="https://ai.school.example",
         env="envvalue",
-        steps=[{"name": n, "passed": True, "detail": "detailtext"} for n in EXPECTED_STEPS],
-        models=[
-            {
-                "modelName": "campusllm",
-                "modelId": "m1",
-                "registryUrl": "http://127.0.0.1/v1/chat/completions",
-            }
-        ],
+        steps=[Step(n, True, "detailtext") for n in EXPECTED_STEPS],
+        models=[ModelRecord("campusllm", "m1", "http://127.0.0.1/v1/chat/completions")],
         checks=[
-            {"name": "stream-utf8", "passed": True, "severity": "error", "detail": "detailtext"},
-            {
-                "name": "tls-certificate",
-                "passed": False,
-                "severity": "warning",
-                "detail": "detailtext",
-            },
+            Check("stream-utf8", True, "error", "detailtext"),
+            Check("tls-certificate", False, "warning", "detailtext"),
         ],
         performance={"requests": 10, "errors": 1, "ttft_ms": {"p50": 1, "p90": 2, "p99": 3}},
         lang="zh-CN",
@@ -255,7 +244,7 @@ def sample_summary() -> Any:
 
 
 def test_html_record_comes_from_the_catalog(pseudo: None) -> None:
-    from lmreg_nb.record_html import render_summary_html
+    from lmreg_nb.records.html import render_summary_html
 
     page = render_summary_html(sample_summary())
     text = html.unescape(re.sub(r"<style>.*?</style>", " ", page, flags=re.S))

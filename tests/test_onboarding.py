@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 import pytest
 from failing_endpoint import answering_500
 
-from lmreg_nb.configuration import configuration
-from lmreg_nb.contact import Contact, check_contact
-from lmreg_nb.display import Outcome, Table
 from lmreg_nb.errors import LmregError, ValidationError
 from lmreg_nb.i18n import current_language
 from lmreg_nb.models import RegisteredModel
 from lmreg_nb.onboarding import Onboarding
+from lmreg_nb.onboarding.configuration import configuration
+from lmreg_nb.onboarding.contact import Contact, check_contact
+from lmreg_nb.onboarding.display import Outcome, Table
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.summary import Step, build_summary
@@ -437,6 +437,7 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
 ) -> None:
     import lmreg_nb.probe
     import lmreg_nb.probe.capacity
+    from lmreg_nb.probe import Target
 
     called: list[tuple[str, str]] = []
 
@@ -448,16 +449,16 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
         def figure(self) -> None:
             return None
 
-    def fake_check(url: str, key: object, model: str, **kw: object) -> _Report:
-        called.append((url, model))
+    def fake_check(target: Target, **kw: object) -> _Report:
+        called.append((target.url, target.model))
         return _Report()
 
-    def fake_capacity(url: str, key: object, model: str, **kw: object) -> None:
-        called.append((url, model))
+    def fake_capacity(target: Target, **kw: object) -> None:
+        called.append((target.url, target.model))
         raise LmregError("stop here")
 
-    def fake_chat(url: str, key: object, model: str, prompt: str, **kw: object) -> list[str]:
-        called.append((url, model))
+    def fake_chat(target: Target, prompt: str) -> list[str]:
+        called.append((target.url, target.model))
         return ["hi"]
 
     monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", fake_check)
@@ -499,3 +500,22 @@ def test_register_before_connect_records_the_token_the_client_got(sandbox: Sandb
     token_step = next(s for s in run.steps if s.name == "token")
     assert token_step.passed and "env" in token_step.detail
     assert run.summary().env == run.token.env  # type: ignore[union-attr]
+
+
+def test_the_recorded_capacity_is_the_probe_json_with_verdict_and_class_size() -> None:
+    from lmreg_nb.onboarding.endpoint_steps import capacity_record
+    from lmreg_nb.probe.capacity import SLO, CapacityResult, Level
+
+    pct = {"p50": 100.0, "p90": 150.5, "p99": 200.0}
+    levels = [
+        Level(c, requests=2 * c, errors=0, ttft_ms=pct, itl_ms=pct, latency_ms=pct,
+              requests_per_s=1.5 * c, output_tokens_per_s=40.0 * c, meets_slo=c <= 4)
+        for c in (1, 2, 4, 8)
+    ]  # fmt: skip
+    levels[-1].failed = "ttft"
+    result = CapacityResult(SLO(ttft_ms=2000), levels, need=40)
+    recorded = capacity_record(result, 40)
+    # What the summary recorded before it was typed: the probe's JSON plus two keys.
+    expected = {**result.to_json(), "verdict": result.verdict(40), "class_size": 40}
+    assert recorded.to_json() == expected
+    assert (recorded.concurrency, recorded.limited_by) == (4, "ttft")

@@ -24,7 +24,7 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """find_capacity replaced: each call's arguments, its progress reported as a search would."""
     calls: list[dict[str, Any]] = []
 
-    def fake(url: str, key: object, model: str, **kw: Any) -> CapacityResult:
+    def fake(target: object, **kw: Any) -> CapacityResult:
         calls.append(kw)
         need = kw["need"]
         report = kw["on_progress"]

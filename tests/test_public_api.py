@@ -33,3 +33,22 @@ def test_import_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"imported at import time: {out.stdout.strip()}"
+
+
+def test_every_error_class_is_exported() -> None:
+    import importlib
+    import pkgutil
+
+    from lmreg_nb.errors import LmregError
+
+    for info in pkgutil.walk_packages(lmreg_nb.__path__, "lmreg_nb."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    found: set[str] = set()
+    pending = [LmregError]
+    while pending:
+        cls = pending.pop()
+        found.add(cls.__name__)
+        pending += cls.__subclasses__()
+    public = {n for n in found if not n.startswith("_")}
+    assert public <= set(lmreg_nb.__all__), f"not exported: {public - set(lmreg_nb.__all__)}"

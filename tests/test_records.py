@@ -24,6 +24,7 @@ from lmreg_nb.records import (
     to_jsonable,
 )
 from lmreg_nb.secret import Secret
+from lmreg_nb.summary import Summary
 
 SUMMARY: dict[str, Any] = {
     "school": "Example Middle School",
@@ -153,7 +154,7 @@ def test_record_refuses_an_empty_name() -> None:
 
 
 def test_summary_html_shows_every_part_and_the_phases_as_a_checklist() -> None:
-    page = render_summary_html(SUMMARY)
+    page = render_summary_html(Summary.from_json(SUMMARY))
     for text in ("Example Middle School", "Li Hua", "13812345678", "ai@school.example",
                  "https://ai.school.example", "mdl_1", "reachable", "plain http", "51.5", "371",
                  "304", "lmreg-status-ok"):  # fmt: skip
@@ -169,12 +170,12 @@ def test_summary_html_shows_local_times_with_their_zone(monkeypatch: pytest.Monk
         "models": [{"modelName": "m", "createTime": "2026-11-22T05:10:58.251000+00:00"}],
     }
     monkeypatch.setenv("TZ", "UTC")
-    page = render_summary_html(summary)
+    page = render_summary_html(Summary.from_json(summary))
     assert "2026-01-01 00:00 UTC" in page
     assert "2026-11-22 05:10 UTC" in page and ".251000" not in page
     # A Chinese record shows Beijing time, named; the JSON keeps UTC.
     monkeypatch.delenv("TZ")
-    page = render_summary_html({**summary, "lang": "zh-CN"})
+    page = render_summary_html(Summary.from_json({**summary, "lang": "zh-CN"}))
     assert "2026-11-22 13:10 Asia/Shanghai (UTC+08:00)" in page
 
 
@@ -189,7 +190,7 @@ def test_summary_html_escapes_untrusted_values() -> None:
         "performance": {"ttft_ms": {"p50": evil}},
         "status": evil,
     }
-    page = render_summary_html(summary)
+    page = render_summary_html(Summary.from_json(summary))
     assert "<script" not in page
     assert "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -206,28 +207,28 @@ def test_summary_html_escapes_untrusted_values() -> None:
     ],
 )
 def test_summary_renders_with_missing_or_odd_keys(summary: dict[str, Any]) -> None:
-    page = render_summary_html(summary)
-    text = render_summary_text(summary)
+    page = render_summary_html(Summary.from_json(summary))
+    text = render_summary_text(Summary.from_json(summary))
     assert page.startswith('<div class="lmreg-summary">') and page.endswith("</div>")
     assert text.startswith("Onboarding record:")
 
 
 def test_summary_without_load_test_says_so() -> None:
     steps = [{"name": "chat endpoint checks", "passed": True, "detail": "ok"}]
-    page = render_summary_html({**SUMMARY, "performance": None, "steps": steps})
+    page = render_summary_html(Summary.from_json({**SUMMARY, "performance": None, "steps": steps}))
     assert "No load test in this run." in page
 
 
 def test_summary_html_starts_with_two_plain_verdicts_and_what_to_do() -> None:
-    from lmreg_nb.summary import Step, build_summary
+    from lmreg_nb.summary import ModelRecord, Step, build_summary
 
     names = ("contact card", "token", "register", "list models", "chat endpoint checks")
     steps = [Step(n, True, "done") for n in names]
     loopback = "http://127.0.0.1:8766/v1/chat/completions"
     summary = build_summary(
         school="Rehearsal School", contact=None, base_url=None, env=None, steps=steps,
-        models=[{"modelName": "m", "registryUrl": loopback}], checks=[],
-        performance={"requests": 1, "errors": 1},
+        models=[ModelRecord("m", registry_url=loopback)], checks=[],
+        performance={"requests": 2, "errors": 1},
     )  # fmt: skip
     page = render_summary_html(summary)
     steps_at = page.index("Onboarding steps: all done")
@@ -235,8 +236,8 @@ def test_summary_html_starts_with_two_plain_verdicts_and_what_to_do() -> None:
     blockers = page[page.index('<ol class="lmreg-blockers">') : page.index("</ol>")]
     assert steps_at < not_ready < page.index("<h3>")  # the verdicts come first
     assert "127.0.0.1" in blockers and "plain http" in blockers
-    assert "1 request, 1 error," in page and "1 requests" not in page
-    text = render_summary_text(summary.to_json())
+    assert "2 requests, 1 error," in page and "1 errors" not in page
+    text = render_summary_text(Summary.from_json(summary.to_json()))
     assert "[ ] Not ready for go-live" in text and "127.0.0.1" in text
 
 
@@ -248,3 +249,49 @@ def test_a_summary_object_is_recorded_as_its_json() -> None:
     )
     assert to_jsonable(summary) == summary.to_json()
     assert to_jsonable(summary)["status"] == "incomplete"
+
+
+def _no_json_reading(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Count the summaries read from JSON (the real reader still runs)."""
+    read: list[object] = []
+    real = Summary.from_json.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Summary], data: Any) -> Summary:
+        read.append(data)
+        return real(cls, data)
+
+    monkeypatch.setattr(Summary, "from_json", classmethod(counted))
+    return read
+
+
+def test_recording_a_summary_renders_the_object_and_reads_no_json(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = Summary.from_json(SUMMARY)
+    read = _no_json_reading(monkeypatch)
+    (output,) = _displayed(shell, "summary", summary)
+    assert read == []  # the typed object travels: no renderer parses it again
+    assert output.data[RECORD_MIME]["value"] == summary.to_json()
+    assert "Example Middle School" in output.data["text/plain"]
+    assert "lmreg-summary" in output.data["text/html"]
+    _displayed(shell, "summary", SUMMARY)  # a plain dict recorded: read once, at the edge
+    assert len(read) == 1
+
+
+def test_a_run_reads_its_summary_record_once(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from lmreg_nb.runner.record import Ended, make_record, write_record
+
+    outputs = _displayed(shell, "summary", Summary.from_json(SUMMARY))
+    nb = _notebook_with([{"data": o.data, "metadata": o.metadata} for o in outputs])
+    read = _no_json_reading(monkeypatch)
+    clean, records, summary, error = make_record(
+        tmp_path / "onboarding.ipynb", Ended(0), nb, True, {}
+    )
+    paths = write_record(clean, summary, tmp_path, "onboarding", {}, "onboarding.ipynb")
+    assert len(read) == 1 and error is None
+    assert summary is not None and summary.school == "Example Middle School"
+    assert records["summary"] == summary.to_json()
+    assert all(p.is_file() for p in paths)
+    assert "Example Middle School" in paths[1].read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ import pytest
 
 from lmreg_nb.errors import SecretLeakError, ValidationError
 from lmreg_nb.runner import check_parameters, clean_environment
-from lmreg_nb.scrub import looks_secret, scrub_notebook, secret_values
+from lmreg_nb.runner.scrub import looks_secret, scrub_notebook, secret_values
 from lmreg_nb.secret import WINDOW, assert_clean, find_leaks, mask_text
 
 # Quotes, a backslash, markup and an ampersand: every escaping scheme changes it.
@@ -210,3 +210,16 @@ def test_clean_environment_keeps_the_base_and_drops_the_operators_secrets(
     assert "LMREG_APP_SECRET" not in env
     assert "JUPYTER_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert looks_secret("JUPYTER_TOKEN") and not looks_secret("LMREG_TOKEN_PATH")
+
+
+def test_papermill_writes_chinese_parameters_as_people_read_them() -> None:
+    from papermill.translators import translate_parameters
+
+    from lmreg_nb.runner.kernels import readable_parameters
+
+    readable_parameters()
+    cell = translate_parameters(
+        "python3", "python", {"contact_name": "王芳", "odd": "a\u2028b"}, "# Parameters"
+    )
+    assert "contact_name = '王芳'" in cell and "\\u738b" not in cell
+    assert "\u2028" not in cell and "odd = 'a\\u2028b'" in cell  # not printable: escaped

@@ -29,11 +29,26 @@ def test_reveal_gives_the_value_once_asked() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "shown"), [("", "(not set)"), ("abc", "…"), ("12345678", "…"), ("123456789", "…6789")]
+    ("value", "shown"),
+    [
+        ("", "(not set)"),
+        ("a", "…(1 character)"),
+        ("abc", "…(3 characters)"),
+        ("12345678", "…(8 characters)"),
+        ("123456789", "…6789"),
+    ],
 )
-def test_short_values_show_nothing_of_themselves(value: str, shown: str) -> None:
+def test_short_values_show_their_length_and_nothing_of_themselves(value: str, shown: str) -> None:
     assert mask(value) == shown
     assert mask(None) == "(not set)"
+
+
+def test_an_eight_character_key_is_masked_sensibly_in_chinese() -> None:
+    from lmreg_nb import i18n
+
+    with i18n.speaking("zh-CN"):
+        shown = mask("sk-12345")
+    assert shown == "…（8 个字符）" and not any(c in shown for c in "sk-12345")
 
 
 def test_equality_hash_and_truth() -> None:

@@ -126,7 +126,12 @@ def test_secrets_are_secret_and_listed() -> None:
     assert sorted(s.secret_values()) == ["key-value-cccc", "secret-value-aaaa", "token-value-bbbb"]
     text = repr(s) + str(s)
     assert not any(v in text for v in s.secret_values())
-    assert set(SECRET_VARIABLES) == {"LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY"}
+    assert set(SECRET_VARIABLES) == {
+        "LMREG_APP_SECRET",
+        "LMREG_TOKEN",
+        "LMREG_MODEL_API_KEY",
+        "LMREG_NOTIFY",
+    }
 
 
 def test_token_path_and_cache_are_normalised(tmp_path: Path) -> None:
@@ -149,7 +154,7 @@ def test_every_design_variable_is_known() -> None:
     design = {
         "LMREG_BASE_URL", "LMREG_APP_ID", "LMREG_APP_SECRET", "LMREG_TOKEN_PATH", "LMREG_TOKEN",
         "LMREG_ENV", "LMREG_TOKEN_CACHE", "LMREG_TIMEOUT", "LMREG_MODEL_URL",
-        "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME", "LMREG_LANG", "LMREG_NOTEBOOKS",
+        "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME", "LMREG_LANG", "LMREG_NOTEBOOKS", "LMREG_NOTIFY",
     }  # fmt: skip
     assert set(VARIABLES.values()) == design
 
@@ -216,3 +221,109 @@ def test_a_model_api_key_no_header_can_carry_is_a_configuration_error() -> None:
     assert info.value.variable == "LMREG_MODEL_API_KEY" and "ключ" not in str(info.value)
     ok = Settings.load(environ={"LMREG_MODEL_API_KEY": "sk-visible-ascii-1234"})
     assert ok.require("model_api_key").reveal() == "sk-visible-ascii-1234"
+
+
+# ---------------------------------------------------------------- a planted .env (issue 20, item 1)
+
+PLANTED = """
+LMREG_BASE_URL=https://attacker.example
+LMREG_NOTEBOOKS=/tmp/attacker-notebooks
+LMREG_TOKEN=attacker-token-123456
+LMREG_ENV=attacker-env
+LMREG_TOKEN_CACHE=/tmp/attacker-cache.json
+"""
+
+
+def _shared_folder(tmp_path: Path) -> Path:
+    """A folder like /tmp: anyone may write in it (sticky, world-writable)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    return shared
+
+
+def test_the_search_stops_below_a_folder_others_can_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _shared_folder(tmp_path)
+    (shared / ".env").write_text(PLANTED)  # planted by another user of the machine
+    work = shared / "school" / "work"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    s = Settings.load()
+    assert s.env_file is None and s.token is None and s.notebooks is None and s.base_url is None
+    assert s.env_searched == ((work / ".env").resolve(), (work.parent / ".env").resolve())
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o757])
+def test_a_folder_writable_by_others_is_not_searched_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: int
+) -> None:
+    open_folder = tmp_path / "open"
+    (open_folder / "work").mkdir(parents=True)
+    (open_folder / ".env").write_text(PLANTED)
+    open_folder.chmod(mode)
+    monkeypatch.chdir(open_folder / "work")
+    assert Settings.load().env_file is None
+
+
+def test_a_dotenv_others_can_write_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".env").write_text(ENV_FILE)
+    (work / ".env").chmod(0o666)
+    monkeypatch.chdir(work)
+    assert Settings.load().env_file is None
+
+
+def test_a_fifo_named_dotenv_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    work = Path.home() / "work"
+    work.mkdir()
+    os.mkfifo(work / ".env")  # reading it would block forever
+    monkeypatch.chdir(work)
+    assert Settings.load().env_file is None
+
+
+def test_a_searched_dotenv_never_sets_notebooks_or_token_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    work = Path.home() / "work"
+    work.mkdir()
+    (work / ".env").write_text(PLANTED)
+    monkeypatch.chdir(work)
+    s = Settings.load()
+    assert s.env_file == (work / ".env").resolve()
+    assert s.base_url == "https://attacker.example"  # an ordinary variable is read
+    assert s.notebooks is None and s.token is None and s.env is None
+    assert s.token_cache != Path("/tmp/attacker-cache.json")
+    assert s.env_ignored == ("LMREG_NOTEBOOKS", "LMREG_TOKEN", "LMREG_ENV", "LMREG_TOKEN_CACHE")
+    from lmreg_nb.onboarding.configuration import env_file_line
+
+    assert "not taken from it: LMREG_NOTEBOOKS, LMREG_TOKEN" in env_file_line(s)
+
+
+def test_a_named_env_file_may_set_them(tmp_path: Path) -> None:
+    named = tmp_path / "school.env"
+    named.write_text(PLANTED)
+    s = Settings.load(environ={"LMREG_ENV_FILE": str(named)})
+    assert s.token is not None and s.token.reveal() == "attacker-token-123456"
+    assert s.notebooks == Path("/tmp/attacker-notebooks") and s.env_ignored == ()
+
+
+def test_lmreg_env_file_devnull_turns_the_search_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    (Path.cwd() / ".env").write_text(ENV_FILE)
+    s = Settings.load(environ={"LMREG_ENV_FILE": os.devnull})
+    assert s.env_file is None and s.env_searched == () and s.base_url is None
+
+
+def test_an_oversized_env_file_is_one_clear_error(tmp_path: Path) -> None:
+    named = tmp_path / "huge.env"
+    named.write_text("LMREG_APP_ID=x\n" + "#" * (2 << 20))
+    with pytest.raises(ConfigurationError, match="too large"):
+        Settings.load(environ={"LMREG_ENV_FILE": str(named)})

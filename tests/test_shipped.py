@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lmreg_nb import shipped
 from lmreg_nb.cli import main
 from lmreg_nb.errors import ConfigurationError
-from lmreg_nb.shipped import NOTEBOOKS, copy_notebooks, notebook_path
+from lmreg_nb.runner import shipped
+from lmreg_nb.runner.shipped import NOTEBOOKS, copy_notebooks, notebook_path
 
 REPO_NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -58,7 +58,7 @@ def test_copy_never_overwrites_a_changed_notebook_without_force(tmp_path: Path) 
     mine = changed.read_text()
     again = copy_notebooks(dest)
     assert again.kept == ["onboarding.ipynb"] and again.written == []
-    assert len(again.unchanged) == 5 and changed.read_text() == mine
+    assert len(again.unchanged) == len(NOTEBOOKS) - 1 and changed.read_text() == mine
     forced = copy_notebooks(dest, force=True)
     assert forced.written == ["onboarding.ipynb"]
     assert changed.read_bytes() == (REPO_NOTEBOOKS / "onboarding.ipynb").read_bytes()
@@ -69,7 +69,10 @@ def test_cli_notebooks_copies_six_and_says_how_to_open_them(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["--lang", "en", "notebooks", str(dest)])
     assert result.exit_code == 0, result.output
     assert sorted(p.stem for p in dest.glob("*.ipynb")) == sorted(NOTEBOOKS)
-    assert f"6 notebooks ready in {dest}: jupyter lab {dest}" in result.output
+    assert f"{len(NOTEBOOKS)} notebooks ready in {dest}: jupyter lab {dest}" in result.output
+    # .env.example comes along, documenting each LMREG_* variable; it is never a .env.
+    assert "LMREG_APP_SECRET" in (dest / ".env.example").read_text()
+    assert "wrote     .env.example" in result.output and not (dest / ".env").exists()
     (dest / "04_list_models.ipynb").write_text("{}")
     kept = CliRunner().invoke(main, ["notebooks", str(dest)])
     assert kept.exit_code == 0 and "kept      04_list_models.ipynb" in kept.output

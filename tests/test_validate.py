@@ -53,7 +53,7 @@ def test_model_name_examples() -> None:
     assert refuses(check_model_name, None, "modelName") == "is required"
     assert "got int" in refuses(check_model_name, 5, "modelName")
     assert "control" in refuses(check_model_name, "a\x00b", "modelName")
-    assert "control" in refuses(check_model_name, "a\u200bb", "modelName")  # zero-width space
+    assert "invisible" in refuses(check_model_name, "a\u200bb", "modelName")  # zero-width space
     assert "control" in refuses(check_model_name, "a\ud800b", "modelName")  # lone surrogate
 
 
@@ -99,7 +99,10 @@ def test_names_are_nfc_so_look_alikes_are_one_name() -> None:
 # -- registryUrl ---------------------------------------------------------------------------
 
 LABEL = r"[a-z](?:[a-z0-9-]{0,19}[a-z0-9])?"
-hosts = st.from_regex(rf"\A{LABEL}(\.{LABEL}){{1,3}}\Z")
+# IDNA reserves "--" in a label's third and fourth places (xn--...): such names are refused.
+hosts = st.from_regex(rf"\A{LABEL}(\.{LABEL}){{1,3}}\Z").filter(
+    lambda host: all(label[2:4] != "--" for label in host.split("."))
+)
 paths = st.lists(
     st.text(alphabet=string.ascii_letters + string.digits + "-_.~", min_size=1, max_size=10),
     max_size=4,
@@ -358,3 +361,49 @@ def test_emails(raw: str) -> None:
         assert check_email(raw) == raw.strip()
     else:
         refuses(check_email, raw, "contact_email")
+
+
+# -- numbers that only look like IPv4 addresses, invisible marks in names (issue 20) --------
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["0177.0.0.1", "256.1.1.1", "01.2.3.4", "1.2.3", "127.1", "0x7f.0.0.1", "0x7f000001",
+     "2130706433", "1.2.3.4.5", "x.1", "llm.school.0x1f", "１２７.０.０.１"],
+)  # fmt: skip
+def test_numeric_hosts_that_are_not_dotted_quads_are_refused(host: str) -> None:
+    # httpx refuses some (InvalidURL crashed `check`), and the resolver reads others
+    # as an address (127.1 is loopback): only the usual dotted quad is an address.
+    reason = refuses(check_registry_url, f"http://{host}:8000/v1/chat/completions", "registryUrl")
+    assert "four numbers from 0 to 255" in reason
+
+
+@pytest.mark.parametrize(
+    "host", ["203.0.113.10", "0.0.0.0", "255.255.255.255", "10.0.0.5", "1.2.3.4.", "v1.example"]
+)
+def test_dotted_quads_and_names_with_digits_stay_accepted(host: str) -> None:
+    url = f"http://{host}:8000/v1/chat/completions"
+    assert check_registry_url(url) == url
+
+
+@pytest.mark.parametrize(
+    "mark",
+    ["\u034f", "\ufe00", "\ufe0f", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad",
+     "\u180b", "\u17b4", "\U000e0100", "\U000e0041", "\u115f", "\u3164"],
+)  # fmt: skip
+def test_invisible_marks_inside_a_model_name_are_refused(mark: str) -> None:
+    reason = refuses(check_model_name, f"qwen{mark}-72b", "modelName")
+    assert "invisible" in reason and f"U+{ord(mark):04X}" in reason
+
+
+def test_visible_combining_marks_stay_accepted() -> None:
+    # A combining accent or a vowel sign shows something: not an invisible mark.
+    assert check_model_name("mo\u0308del") == "m\u00f6del"
+    assert check_model_name("हिन्दी-llm") == "हिन्दी-llm"
+
+
+@pytest.mark.parametrize("host", ["\uff21\uff22\uff23.example", "\uff4c\uff4c\uff4d.school.cn"])
+def test_hosts_httpx_cannot_parse_are_refused(host: str) -> None:
+    # Valid for IDNA's UTS46 mapping, refused by httpx (a traceback in `check` before).
+    reason = refuses(check_registry_url, f"https://{host}/v1/chat/completions", "registryUrl")
+    assert "HTTP client" in reason

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lmreg_nb.records import read_records
-from lmreg_nb.shipped import NOTEBOOKS
+from lmreg_nb.runner.shipped import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +78,7 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     (wheel,) = wheels.glob("lmreg_nb-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"lmreg_nb/notebooks/{n}.ipynb" for n in NOTEBOOKS} <= names
+    assert "lmreg_nb/notebooks/.env.example" in names
     assert any(n.startswith("lmreg_nb/locale/") and n.endswith(".mo") for n in names)
 
     venv = tmp_path / "venv"
@@ -102,3 +103,4 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     out = _run([lmreg, "notebooks", "my-onboarding"], cwd=empty, env=env, timeout=60)
     assert sorted(p.stem for p in (empty / "my-onboarding").glob("*.ipynb")) == sorted(NOTEBOOKS)
     assert "jupyter lab my-onboarding" in out
+    assert "LMREG_APP_SECRET" in (empty / "my-onboarding" / ".env.example").read_text()

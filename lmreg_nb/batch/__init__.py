@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LmregError
-from ..i18n import _
+from ..i18n import _, current_language, speaking
 from ..runner import RunResult, run_notebook, write_atomic
-from ..runs import Interrupted, interruptible, resume_runs, stop_all_runs
-from ..scrub import secret_values
+from ..runner.runs import Interrupted, interruptible, resume_runs, stop_all_runs
+from ..runner.scrub import secret_values
 from ..secret import mask_text
 from .plan import (
     DEFAULT_NOTEBOOK,
@@ -180,6 +180,8 @@ def _tasks(
         env = dict(common)
         if run.env_file:
             env.update(load_env_file(run.env_file, _("run {run_id}").format(run_id=run.run_id)))
+        if run.lang:
+            env["LMREG_LANG"] = run.lang  # every sentence of the run in the row's language
         tasks.append(
             RunTask(run.run_id, str(run.notebook), str(run_dir), run.parameters, env,
                     timeout, print_)
@@ -275,6 +277,7 @@ def run_batch(
     force: bool = False,
     env_file: Path | None = None,
     progress: bool = True,
+    lang: str | None = None,
 ) -> BatchResult:
     """Run every row of ``plan`` (a CSV path, or rows from :func:`read_plan`) into ``out_dir``.
 
@@ -282,9 +285,15 @@ def run_batch(
     ``get_executor()``) is used as given and not shut down; by default a thread
     pool of ``jobs`` workers drives the papermill processes. On SIGINT or SIGTERM
     the runs are stopped (their records name the interruption), summary.csv and
-    index.html are written, then :class:`~lmreg_nb.runs.Interrupted` is raised.
+    index.html are written, then :class:`~lmreg_nb.runner.runs.Interrupted` is raised.
+    ``lang``: the language of every run without a ``lang`` of its own, and of
+    summary.csv and index.html (default: the current language).
     """
-    runs = read_plan(plan, env_file=env_file) if isinstance(plan, str | Path) else list(plan)
+    lang = lang or current_language()
+    if isinstance(plan, str | Path):
+        runs = read_plan(plan, env_file=env_file, lang=lang)
+    else:
+        runs = list(plan)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     common = load_env_file(env_file, "--env-file") if env_file else {}
@@ -294,8 +303,9 @@ def run_batch(
     interrupted = _run_all(executor, jobs, futures, tasks, results, progress)
     ordered = _in_plan_order(runs, futures, results)
     summary_csv, index_html = out / "summary.csv", out / "index.html"
-    write_summary_csv(summary_csv, ordered)
-    write_index_html(index_html, ordered)
+    with speaking(lang):
+        write_summary_csv(summary_csv, ordered)
+        write_index_html(index_html, ordered)
     if interrupted is not None:
         raise interrupted
     return BatchResult(

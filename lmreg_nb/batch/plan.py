@@ -9,7 +9,6 @@ line naming the line and the column.
 
 from __future__ import annotations
 
-import ast
 import csv
 import hashlib
 import io
@@ -20,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..i18n import _
+from ..i18n import _, normalize_language
 from ..runner import clean_environment
-from ..scrub import looks_secret, secret_values
+from ..runner.parameters import convert, declared_types
+from ..runner.scrub import looks_secret, secret_values
 from ..secret import WINDOW
 
 __all__ = ["DEFAULT_NOTEBOOK", "PlannedRun", "fingerprint", "load_env_file", "read_plan",
@@ -31,8 +31,6 @@ __all__ = ["DEFAULT_NOTEBOOK", "PlannedRun", "fingerprint", "load_env_file", "re
 DEFAULT_NOTEBOOK = "onboarding"
 _RESERVED = ("run_id", "notebook", "env_file")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_TRUE = {"true", "yes", "y", "1", "on"}
-_FALSE = {"false", "no", "n", "0", "off"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +42,8 @@ class PlannedRun:
     parameters: dict[str, Any]
     env_file: Path | None
     line: int
+    #: The run's language (the row's ``lang``, else the batch's); None: the locale's.
+    lang: str | None = None
 
 
 def resolve_notebook(name: str, base: Path | None = None, lang: str | None = None) -> Path:
@@ -56,47 +56,9 @@ def resolve_notebook(name: str, base: Path | None = None, lang: str | None = Non
         if not path.is_file():
             raise ConfigurationError(_("notebook {path} does not exist").format(path=path))
         return path
-    from ..shipped import notebook_path
+    from ..runner.shipped import notebook_path
 
     return notebook_path(name, lang)
-
-
-def _declared_types(notebook: Path) -> dict[str, str]:
-    """Parameter name -> type name, from the notebook's parameters cell."""
-    import papermill
-
-    types: dict[str, str] = {}
-    for name, info in papermill.inspect_notebook(str(notebook)).items():
-        kind = info.get("inferred_type_name") or "None"
-        if kind == "None":
-            # papermill reads only annotations; an unannotated default tells the type.
-            try:
-                kind = type(ast.literal_eval(info.get("default") or "None")).__name__
-            except (ValueError, SyntaxError):
-                kind = "str"
-        types[name] = kind
-    return types
-
-
-def _convert(raw: str, kind: str) -> Any:
-    kind = kind.lower()
-    if kind == "int":
-        return int(raw)
-    if kind == "float":
-        return float(raw)
-    if kind == "bool":
-        low = raw.lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-        raise ValueError("not a bool")
-    if kind in ("list", "dict", "tuple"):
-        value = json.loads(raw)
-        if not isinstance(value, list | dict):
-            raise ValueError(f"not a {kind}")
-        return value
-    return raw  # str, NoneType and anything papermill could not name
 
 
 def load_env_file(path: Path, where: str) -> dict[str, str]:
@@ -207,7 +169,7 @@ def _parameters(
                 )
             )
         try:
-            parameters[name] = _convert(raw, types[name])
+            parameters[name] = convert(raw, types[name])
         except ValueError:
             raise ConfigurationError(
                 _("{column}: {value} is not a {kind}").format(
@@ -225,7 +187,7 @@ def _parameters(
 def _types(where: str, notebook: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]:
     if notebook not in cache:
         try:
-            cache[notebook] = _declared_types(notebook)
+            cache[notebook] = declared_types(notebook)
         except Exception as exc:  # papermill raises several types for a bad notebook
             raise ConfigurationError(
                 _("{where}, column notebook: {path} has no readable parameters ({kind})").format(
@@ -235,8 +197,15 @@ def _types(where: str, notebook: Path, cache: dict[Path, dict[str, str]]) -> dic
     return cache[notebook]
 
 
-def read_plan(path: str | Path, *, env_file: Path | None = None) -> list[PlannedRun]:
-    """Read and check a whole plan; ConfigurationError (one line: which line, which column)."""
+def read_plan(
+    path: str | Path, *, env_file: Path | None = None, lang: str | None = None
+) -> list[PlannedRun]:
+    """Read and check a whole plan; ConfigurationError (one line: which line, which column).
+
+    ``lang`` (``--lang`` or LMREG_LANG) is every row's language unless the row has a
+    ``lang`` of its own: the notebook of that language, and its ``lang`` parameter
+    when it declares one.
+    """
     plan = Path(path)
     rows = _rows(plan)
     header = _header(plan, rows[0][1])
@@ -256,8 +225,9 @@ def read_plan(path: str | Path, *, env_file: Path | None = None) -> list[Planned
         where = _("{plan} line {line} (run_id {run_id})").format(
             plan=plan.name, line=line, run_id=run_id
         )
+        row_lang = cells.get("lang") or lang
         try:
-            notebook = resolve_notebook(cells.get("notebook", ""), plan.parent, cells.get("lang"))
+            notebook = resolve_notebook(cells.get("notebook", ""), plan.parent, row_lang)
         except ConfigurationError as exc:
             raise ConfigurationError(
                 _("{where}, column notebook: {reason}").format(where=where, reason=exc)
@@ -273,7 +243,15 @@ def read_plan(path: str | Path, *, env_file: Path | None = None) -> list[Planned
         types = _types(where, notebook, types_of)
         secrets = secret_values(clean_environment(env))
         parameters = _parameters(where, cells, notebook, types, secrets)
-        runs.append(PlannedRun(run_id, notebook, parameters, row_env_file, line))
+        if normalize_language(lang) not in (None, "en") and "lang" in types:
+            # The batch's language reaches the notebook (English is its default already,
+            # so the runs of a plan made before languages keep their fingerprint).
+            parameters.setdefault("lang", lang)
+        runs.append(
+            PlannedRun(
+                run_id, notebook, parameters, row_env_file, line, normalize_language(row_lang)
+            )
+        )
     if not runs:
         raise ConfigurationError(
             _("plan {path} has no runs: add a row under the header").format(path=plan)
@@ -292,6 +270,8 @@ def fingerprint(run: PlannedRun) -> str:
         "notebook": str(run.notebook.resolve()),
         "parameters": run.parameters,
         "env_file": str(run.env_file.resolve()) if run.env_file else None,
+        # Not for English, so the runs of a plan made before languages are not redone.
+        **({"lang": run.lang} if run.lang not in (None, "en") else {}),
     }
     digest.update(json.dumps(payload, sort_keys=True, default=str).encode())
     return digest.hexdigest()

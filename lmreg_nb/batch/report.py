@@ -16,11 +16,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..i18n import _, ngettext
+from ..i18n import _, clauses, current_language, format_local_time, ngettext, pgettext
 from ..runner import write_atomic
 from ..summary import Summary
 
-__all__ = ["SUMMARY_COLUMNS", "key_figures", "write_index_html", "write_summary_csv"]
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "key_figures",
+    "run_status_label",
+    "write_index_html",
+    "write_summary_csv",
+]
 
 #: summary.csv's columns: the run, readiness, then the summary record's key figures.
 SUMMARY_COLUMNS = (
@@ -43,8 +49,7 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
         value = perf.get(key)
         return value.get("p50") if isinstance(value, Mapping) else None
 
-    found = (summary.capacity or {}).get("capacity")
-    capacity = found.get("concurrency") if isinstance(found, Mapping) else None
+    capacity = summary.capacity.concurrency if summary.capacity is not None else None
     return {
         "school": summary.school or None,
         "summary_status": summary.status,
@@ -66,13 +71,67 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
     }
 
 
+def _csv_headers() -> list[str]:
+    """summary.csv's header in the current language (English keeps the identifiers)."""
+    words = {
+        "run_id": pgettext("summary.csv column", "run_id"),
+        "status": pgettext("summary.csv column", "status"),
+        "error": pgettext("summary.csv column", "error"),
+        "school": pgettext("summary.csv column", "school"),
+        "summary_status": pgettext("summary.csv column", "summary_status"),
+        "ready": pgettext("summary.csv column", "ready"),
+        "blockers": pgettext("summary.csv column", "blockers"),
+        "checks_passed": pgettext("summary.csv column", "checks_passed"),
+        "checks_failed": pgettext("summary.csv column", "checks_failed"),
+        "warnings": pgettext("summary.csv column", "warnings"),
+        "models": pgettext("summary.csv column", "models"),
+        "requests": pgettext("summary.csv column", "requests"),
+        "errors": pgettext("summary.csv column", "errors"),
+        "ttft_p50_ms": pgettext("summary.csv column", "ttft_p50_ms"),
+        "itl_p50_ms": pgettext("summary.csv column", "itl_p50_ms"),
+        "latency_p50_ms": pgettext("summary.csv column", "latency_p50_ms"),
+        "requests_per_s": pgettext("summary.csv column", "requests_per_s"),
+        "output_tokens_per_s": pgettext("summary.csv column", "output_tokens_per_s"),
+        "capacity": pgettext("summary.csv column", "capacity"),
+        "class_size": pgettext("summary.csv column", "class_size"),
+        "kernel_retried": pgettext("summary.csv column", "kernel_retried"),
+        "duration_s": pgettext("summary.csv column", "duration_s"),
+        "finished_at": pgettext("summary.csv column", "finished_at"),
+        "notebook": pgettext("summary.csv column", "notebook"),
+        "html": pgettext("summary.csv column", "html"),
+        "short_html": pgettext("summary.csv column", "short_html"),
+    }
+    return [words.get(column, column) for column in SUMMARY_COLUMNS]
+
+
+def run_status_label(status: str | None) -> str:
+    """A run's status in words (result.json keeps the identifier)."""
+    if status == "ok":
+        return pgettext("run status", "ok")
+    if status == "failed":
+        return pgettext("run status", "failed")
+    if status == "incomplete":
+        return pgettext("run status", "incomplete")
+    if status in (None, "not run"):
+        return pgettext("run status", "not run")
+    return status
+
+
+def _local(value: Any) -> Any:
+    """An ISO time of a result (UTC) in the school's local time, with the zone."""
+    try:
+        return format_local_time(datetime.fromisoformat(str(value))) if value else value
+    except ValueError:
+        return value
+
+
 def _csv_cell(value: Any) -> Any:
     # A spreadsheet runs a cell starting with = + - @ as a formula; these values
     # come from servers and forms, so such text is quoted (numbers are left alone).
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return _("yes") if value else _("no")
     if isinstance(value, list):
-        value = "; ".join(str(v) for v in value)
+        value = clauses(str(v) for v in value)
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
         try:
             float(value)
@@ -82,16 +141,23 @@ def _csv_cell(value: Any) -> Any:
 
 
 def write_summary_csv(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
-    """summary.csv: one row per run, SUMMARY_COLUMNS; UTF-8 with a BOM, so Excel reads it."""
+    """summary.csv: one row per run, SUMMARY_COLUMNS; UTF-8 with a BOM, so Excel reads it.
+
+    The header and the yes/no words are in the current language (English keeps the
+    column identifiers); times are local, with the zone.
+    """
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
-    writer.writeheader()
+    writer = csv.writer(buffer)
+    writer.writerow(_csv_headers())
     for run in runs:
         row = {k: _csv_cell(run.get(k)) for k in SUMMARY_COLUMNS}
+        row["finished_at"] = _local(run.get("finished_at"))
+        for key in ("status", "summary_status"):
+            row[key] = run_status_label(run[key]) if run.get(key) else row[key]
         for key in _LINKS:
             if run.get(key):
                 row[key] = f"{run['run_id']}/{run[key]}"
-        writer.writerow(row)
+        writer.writerow([row[k] for k in SUMMARY_COLUMNS])
     # Excel on a Chinese Windows reads a CSV without a BOM as GBK and garbles it.
     write_atomic(path, buffer.getvalue(), encoding="utf-8-sig")
 
@@ -105,9 +171,11 @@ def _readiness(run: Mapping[str, Any]) -> str:
     if ready is None:
         return ""
     if ready:
-        return f"<span class='ok'>{_e(_('ready'))}</span>"
+        word = _e(_("ready"))
+        return f"<span class='ok'>{word}</span>"
+    word = _e(_("not ready"))
     items = "".join(f"<li>{_e(b)}</li>" for b in run.get("blockers") or [])
-    return f"<span class='failed'>{_e(_('not ready'))}</span><ul>{items}</ul>"
+    return f"<span class='failed'>{word}</span><ul>{items}</ul>"
 
 
 def _checks(run: Mapping[str, Any]) -> str:
@@ -142,9 +210,11 @@ def _row(run: Mapping[str, Any]) -> str:
                            ("notebook", ".ipynb"))
         if run.get(key)
     )  # fmt: skip
-    css = status if status in ("ok", "failed") else "none"
+    # Green only for a run ready for go-live: never a green "ok" beside "not ready".
+    css = {"ok": "ok" if run.get("ready") else "warn", "failed": "failed"}.get(status, "none")
     cells = [
-        _e(rid), _e(status), _e(run.get("school")), _readiness(run), _checks(run),
+        _e(rid), _e(run_status_label(status)), _e(run.get("school")), _readiness(run),
+        _checks(run),
         _figures(run), _e(run.get("duration_s")), _e(run.get("error")), links,
     ]  # fmt: skip
     tds = "".join(
@@ -158,6 +228,7 @@ _CSS = (
     "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
     "ul{margin:2px 0;padding-left:1.2em}span.ok{color:#176b2c}span.failed{color:#a11}"
     "td.ok{background:#d4f4dd}td.failed{background:#fde0e0}td.none{background:#eee}"
+    "td.warn{background:#fff3cd}"
 )
 
 
@@ -172,11 +243,12 @@ def write_index_html(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
         "{n} runs: {failed} not ok, {ready} ready for go-live.",
         len(runs),
     ).format(n=len(runs), failed=failed, ready=ready)
-    updated = _("Updated {when}.").format(when=datetime.now(UTC).isoformat(timespec="seconds"))
+    updated = _("Updated {when}.").format(when=format_local_time(datetime.now(UTC)))
+    title = _e(_("Onboarding batch"))
     page = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{_e(_('Onboarding batch'))}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{_e(_('Onboarding batch'))}</h1><p>{_e(counts)} {_e(updated)}</p>"
+        f"<!DOCTYPE html><html lang='{_e(current_language())}'><head><meta charset='utf-8'>"
+        f"<title>{title}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{title}</h1><p>{_e(counts)} {_e(updated)}</p>"
         "<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in heads) + "</tr></thead>"
         "<tbody>" + "".join(_row(run) for run in runs) + "</tbody></table></body></html>\n"
     )

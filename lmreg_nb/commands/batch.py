@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ._types import FiniteRange
+
 __all__ = ["COMMANDS"]
 
 
@@ -21,7 +23,7 @@ __all__ = ["COMMANDS"]
     help="Runs at the same time.",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+    "--timeout", type=FiniteRange(min=1), default=600.0, show_default=True,
     help="Seconds per run before it is stopped.",
 )  # fmt: skip
 @click.option("--force", is_flag=True, help="Run again the runs that already succeeded.")
@@ -41,14 +43,22 @@ def batch(
     2 if the plan is wrong (nothing runs then).
     """
     from ..batch import read_plan, run_batch
-    from ..i18n import _, ngettext
+    from ..batch.report import run_status_label
+    from ..i18n import _, current_language, ngettext
+    from ._paths import output_folder
 
-    runs = read_plan(plan, env_file=env_file)  # the whole plan is checked before any run
-    result = run_batch(runs, out_dir, jobs=jobs, timeout=timeout, force=force, env_file=env_file)
+    # --lang (or LMREG_LANG, or the locale) is every run's language unless its row says.
+    lang = current_language()
+    runs = read_plan(plan, env_file=env_file, lang=lang)  # checked whole before any run
+    output_folder(out_dir)
+    result = run_batch(
+        runs, out_dir, jobs=jobs, timeout=timeout, force=force, env_file=env_file, lang=lang
+    )
+    width = max(len(run_status_label(r.get("status"))) for r in result.runs)
     for run in result.runs:
         note = _(" (earlier run)") if run["run_id"] in result.skipped else ""
         error = f"  {run.get('error')}" if run.get("error") else ""
-        click.echo(f"{run.get('status', '?'):7} {run['run_id']}{note}{error}")
+        click.echo(f"{run_status_label(run.get('status')):{width}} {run['run_id']}{note}{error}")
     failed = len(result.failed)
     ready = sum(1 for run in result.runs if run.get("ready"))
     click.echo(

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._types import FiniteRange
+
 if TYPE_CHECKING:
     from ..probe.capacity import CapacityResult, Progress
-    from ..secret import Secret
+    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "capacity"]
 
@@ -16,20 +18,20 @@ __all__ = ["COMMANDS", "capacity"]
 @click.command("capacity")
 @click.option(
     "--slo-ttft-ms",
-    type=click.FloatRange(min=1, max=600_000),
+    type=FiniteRange(min=1, max=600_000),
     default=2000.0,
     show_default=True,
     help="Time to first token (p90) a chat may take, in milliseconds.",
 )
 @click.option(
     "--slo-itl-ms",
-    type=click.FloatRange(min=0.1, max=60_000),
+    type=FiniteRange(min=0.1, max=60_000),
     default=None,
     help="Time between tokens (p90) a chat may take, in milliseconds [default: no limit].",
 )
 @click.option(
     "--max-error-rate",
-    type=click.FloatRange(min=0, max=1, max_open=True),
+    type=FiniteRange(min=0, max=1, max_open=True),
     default=0.01,
     show_default=True,
     help="Share of requests that may fail (errors, timeouts, cut streams).",
@@ -55,7 +57,7 @@ __all__ = ["COMMANDS", "capacity"]
 )
 @click.option(
     "--level-seconds",
-    type=click.FloatRange(min=0, max=60),
+    type=FiniteRange(min=0, max=60),
     default=0.0,
     show_default=True,
     help="Each level runs at least this long (0: until its verdict is settled, at least "
@@ -94,17 +96,16 @@ def capacity(
     import sys
 
     from ..probe.capacity import SLO, LevelPlan, find_capacity
+    from ._paths import check_figure_path
 
     _check_need(need, max_concurrency)
-    url, key, model, timeout = _target(registered)
+    if not as_json:
+        check_figure_path(figure_path)  # before the search, not minutes after it
     result = find_capacity(
-        url,
-        key,
-        model,
+        _target(registered),
         slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, max_error_rate=max_error_rate),
         max_concurrency=max_concurrency,
         need=need,
-        timeout=timeout,
         on_progress=None if as_json else _ProgressLine(sys.stderr.isatty()),
         plan=LevelPlan(min_seconds=level_seconds, max_seconds=max(15.0, 5 * level_seconds)),
     )
@@ -170,26 +171,21 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
         return
     click.echo(format_capacity(result, need))
     if result.levels:
-        result.figure().savefig(figure_path, dpi=100)
+        from ._paths import save_figure
+
+        save_figure(result.figure(), figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))
 
 
-def _target(registered: str | None) -> tuple[str, Secret | str, str, float]:
-    """URL, key, body model and timeout: from the settings, or from the registration."""
+def _target(registered: str | None) -> Target:
+    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
+    from ..probe.target import Target
     from ..settings import Settings
 
     settings = Settings.load()
     if registered is not None:
-        from ..probe.registered import registered_target
-
-        target = registered_target(settings, registered)
-        return target.url, target.api_key, target.model, settings.timeout
-    return (
-        settings.require("model_url"),
-        settings.require("model_api_key"),
-        settings.require("model_name"),
-        settings.timeout,
-    )
+        return Target.from_registered(settings, registered)
+    return Target.from_settings(settings)
 
 
 COMMANDS: list[click.Command] = [capacity]

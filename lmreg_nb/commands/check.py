@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._types import FiniteRange
+
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
-    from ..secret import Secret
-    from ..settings import Settings
+    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "check"]
 
@@ -35,7 +36,7 @@ __all__ = ["COMMANDS", "check"]
 @click.option(
     "--duration",
     "max_duration",
-    type=click.FloatRange(min=0.1, max=3600),
+    type=FiniteRange(min=0.1, max=3600),
     default=300.0,
     show_default=True,
     help="Stop the load test after this many seconds.",
@@ -47,6 +48,16 @@ __all__ = ["COMMANDS", "check"]
     metavar="NAME",
     help="Check the model registered under this modelName as the platform will call it: "
     "its registryUrl and apiKey (LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not used).",
+)
+@click.option(
+    "--context-need",
+    "context_need",
+    default="8000",
+    show_default=True,
+    metavar="TOKENS",
+    callback=lambda _ctx, _param, value: _context_need(value),
+    help="Tokens of the longest prompt the course apps send (a long lesson), 1 to 131072: "
+    "the context-window check sends a prompt this long.",
 )
 @click.option(
     "--figure",
@@ -63,6 +74,7 @@ def check(
     as_json: bool,
     figure_path: str,
     registered: str | None,
+    context_need: int,
 ) -> None:
     """Check the chat endpoint in LMREG_MODEL_URL with LMREG_MODEL_API_KEY and LMREG_MODEL_NAME.
 
@@ -74,20 +86,17 @@ def check(
 
     from ..i18n import _
     from ..probe import check_endpoint
-    from ..settings import Settings
+    from ._paths import check_figure_path
 
-    settings = Settings.load()
-    url, key, model, also_name = _endpoint(settings, registered)
+    if not as_json:
+        check_figure_path(figure_path)  # before any request, not after the load test
     report = check_endpoint(
-        url,
-        key,
-        model,
+        _target(registered),
         requests=requests,
         concurrency=concurrency,
-        timeout=settings.timeout,
         progress=not as_json and sys.stderr.isatty(),
         max_duration=max_duration,
-        also_name=also_name,
+        context_need=context_need,
     )
     _show(report, as_json, figure_path)
     if not report.ok:
@@ -98,20 +107,27 @@ def check(
         sys.exit(1)
 
 
-def _endpoint(
-    settings: Settings, registered: str | None
-) -> tuple[str, Secret | str, str, str | None]:
-    """URL, key, body model and the registered name: from the settings, or the registration."""
-    if registered is not None:
-        from ..probe import registered_target
+def _context_need(value: str) -> int:
+    """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
+    from ..errors import ValidationError
+    from ..probe.context_window import check_context_need
 
-        target = registered_target(settings, registered)
-        return target.url, target.api_key, target.model, target.registered_name
+    try:
+        return check_context_need(value)
+    except ValidationError as exc:
+        raise ValidationError("--context-need", exc.reason) from None
+
+
+def _target(registered: str | None) -> Target:
+    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
+    from ..probe import Target
+    from ..settings import Settings
+
+    settings = Settings.load()
+    if registered is not None:
+        return Target.from_registered(settings, registered)
     # Every missing variable in one message (Settings.require checks them together).
-    url = settings.require("model_url", "model_api_key", "model_name")
-    key = settings.require("model_api_key")
-    model = settings.require("model_name")
-    return url, key, model, None
+    return Target.from_settings(settings)
 
 
 def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:
@@ -127,7 +143,9 @@ def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:
     click.echo(format_report(report))
     fig = report.figure()
     if fig is not None:
-        fig.savefig(figure_path, dpi=100)
+        from ._paths import save_figure
+
+        save_figure(fig, figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))
 
 

@@ -36,10 +36,37 @@ def _echo_warnings(client: RegistryClient) -> None:
 
 def _describe(model: RegisteredModel) -> str:
     from ..i18n import _
+    from ..terminal import terminal_text as shown
 
     return _("{name} (modelId {id}, registryUrl {url})").format(
-        name=model.model_name, id=model.model_id, url=model.registry_url
+        name=shown(model.model_name), id=shown(model.model_id), url=shown(model.registry_url)
     )
+
+
+def _shown_models(client: RegistryClient, models: list[RegisteredModel]) -> list[RegisteredModel]:
+    """The models as the platform sent them, with every known secret masked in their texts.
+
+    A key the school put in the registryUrl's query (``?api_key=...``) is masked
+    here as the records mask it: by the one masker, knowing the apiKeys and the
+    configured secrets.
+    """
+    import dataclasses
+
+    from ..secret import Masker
+
+    secrets = [*client.settings.secret_values(), *(m.api_key.reveal() for m in models)]
+    secrets.append(client.token().token.reveal())  # the one just used: no new exchange
+    # Under 4 characters is no real key; masking it would garble every table cell.
+    masker = Masker([s for s in secrets if len(s) >= 4])
+    return [
+        dataclasses.replace(
+            m,
+            model_id=masker(m.model_id),
+            model_name=masker(m.model_name),
+            registry_url=masker(m.registry_url),
+        )
+        for m in models
+    ]
 
 
 def _interactive() -> bool:
@@ -90,7 +117,9 @@ def token_command(as_json: bool) -> None:
         click.echo(json.dumps(info))
         return
     # The labels are the JSON keys (identifiers): aligned, not translated.
-    click.echo(f"env:     {token.env}")
+    from ..terminal import terminal_text
+
+    click.echo(f"env:     {terminal_text(token.env)}")
     click.echo(f"token:   {token.token.masked}")
     if token.source == "environment":
         expires = _("unknown (token from LMREG_TOKEN)")
@@ -109,11 +138,13 @@ def token_command(as_json: bool) -> None:
 def models_command(as_json: bool) -> None:
     """List the account's registered models (apiKey masked)."""
     from ..i18n import _, ngettext
+    from ..terminal import terminal_json, terminal_text
 
     with _client() as client:
-        models = client.query_models()
+        models = _shown_models(client, client.query_models())
     if as_json:
-        click.echo(json.dumps([m.summary() for m in models], ensure_ascii=False))
+        # Escaped, not replaced: a program reading the JSON gets the platform's exact text.
+        click.echo(terminal_json([m.summary() for m in models]))
         return
     if not models:
         click.echo(_("no models registered yet (register one with `lmreg-nb register`)"))
@@ -123,6 +154,9 @@ def models_command(as_json: bool) -> None:
     frame = models_frame(models)
     for column in ("createTime", "updateTime"):
         frame[column] = frame[column].dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+    for column in frame.columns:
+        # Each cell made safe before the table is laid out, so its columns stay aligned.
+        frame[column] = frame[column].map(terminal_text, na_action="ignore")
     click.echo(frame.to_string(index=False))
     invalid = [m for m in models if m.invalid]
     if invalid:
@@ -171,10 +205,12 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
         draft_name, draft_url, _api_key(settings, purpose=_("for the platform to call it"))
     )
     with _client(settings) as client:
-        model = client.register_model(draft)
+        model = _shown_models(client, [client.register_model(draft)])[0]
         _echo_warnings(client)
+    from ..terminal import terminal_json
+
     if as_json:
-        click.echo(json.dumps(model.summary(), ensure_ascii=False))
+        click.echo(terminal_json(model.summary()))
     else:
         click.echo(_("registered {model}").format(model=_describe(model)))
 
@@ -229,9 +265,12 @@ def modify_command(
             raise click.UsageError(
                 _("the platform did not return the stored apiKey: add --new-api-key")
             ) from None
+        model = _shown_models(client, [model])[0]
         _echo_warnings(client)
+    from ..terminal import terminal_json
+
     if as_json:
-        click.echo(json.dumps(model.summary(), ensure_ascii=False))
+        click.echo(terminal_json(model.summary()))
     else:
         click.echo(_("modified {model}").format(model=_describe(model)))
 

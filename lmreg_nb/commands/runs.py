@@ -7,29 +7,16 @@ from typing import Any
 
 import click
 
+from ._types import FiniteRange
+
 __all__ = [
     "COMMANDS",
     "DEMO_CLASS_SIZE",
     "DEMO_PARAMETERS",
     "DEMO_SANDBOX_ARGS",
-    "ONBOARDING_PARAMETERS",
     "parse_parameters",
 ]
 
-#: The onboarding notebook's parameters and their types (DESIGN.md, onboarding contract).
-ONBOARDING_PARAMETERS: dict[str, type] = {
-    "school": str,
-    "contact_name": str,
-    "contact_mobile": str,
-    "contact_email": str,
-    "model_name": str,
-    "registry_url": str,
-    "check_requests": int,
-    "check_concurrency": int,
-    "chat_prompt": str,
-    "class_size": int,
-    "lang": str,
-}
 _REQUIRED = ("school", "contact_name", "contact_mobile", "contact_email", "model_name")
 
 #: What `lmreg-nb demo` fills in (a made-up school; the sandbox is the platform).
@@ -49,12 +36,17 @@ DEMO_CLASS_SIZE = 4
 DEMO_SANDBOX_ARGS = ("--slots", "2")
 
 
-def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs as typed onboarding parameters; refuses secrets and unknown names."""
+def parse_parameters(
+    pairs: tuple[tuple[str, str], ...], notebook: Path | None = None
+) -> dict[str, Any]:
+    """``-p NAME VALUE`` pairs typed as the notebook declares them (default: the onboarding
+    notebook); refuses secrets and names the notebook does not declare."""
     from ..errors import ValidationError
     from ..i18n import _, normalize_language
-    from ..scrub import looks_secret
+    from ..runner.parameters import convert
+    from ..runner.scrub import looks_secret
 
+    types = _parameter_types(notebook) if pairs else {}
     out: dict[str, Any] = {}
     for name, raw in pairs:
         if looks_secret(name):
@@ -65,15 +57,15 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
                     "never with -p"
                 ),
             )
-        kind = ONBOARDING_PARAMETERS.get(name)
+        kind = types.get(name)
         if kind is None:
             raise ValidationError(
                 name,
                 _("is not a parameter of onboarding; use one of {names}").format(
-                    names=", ".join(ONBOARDING_PARAMETERS)
+                    names=", ".join(types)
                 ),
             )
-        if kind is int:
+        if kind == "int":
             try:
                 out[name] = int(raw)
             except ValueError:
@@ -82,13 +74,41 @@ def parse_parameters(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
                 ) from None
             if out[name] < 0:
                 raise ValidationError(name, _("must be 0 or more"))
+            if name == "context_need":
+                from ..probe.context_window import check_context_need
+
+                check_context_need(raw)
         elif name == "lang":
             if normalize_language(raw) is None:
                 raise ValidationError(name, _("must be zh-CN or en"))
             out[name] = normalize_language(raw)
         else:
-            out[name] = raw
+            try:
+                out[name] = convert(raw, kind)
+            except ValueError:
+                raise ValidationError(
+                    name,
+                    _("must be of type {kind}, got {value}").format(kind=kind, value=repr(raw)),
+                ) from None
     return out
+
+
+def _parameter_types(notebook: Path | None) -> dict[str, str]:
+    """The parameters ``notebook`` declares (default: the onboarding notebook), by type."""
+    from ..errors import ConfigurationError
+    from ..i18n import _
+    from ..runner.parameters import declared_types
+    from ..runner.shipped import notebook_path
+
+    path = notebook or notebook_path("onboarding")
+    try:
+        return declared_types(path)
+    except Exception as exc:  # papermill raises several unrelated types for a bad notebook
+        raise ConfigurationError(
+            _("{path} is not a readable notebook ({kind}): give an .ipynb file").format(
+                path=path, kind=type(exc).__name__
+            )
+        ) from None
 
 
 def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
@@ -110,7 +130,7 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
         settings.require(name)
     env: dict[str, str] = {}
     for name, var in VARIABLES.items():
-        value = getattr(settings, name, None)
+        value = getattr(settings, name)  # every key of VARIABLES is a Settings field
         if name in ("token_cache", "notebooks", "env_file") or value is None or value == "":
             continue
         env[var] = value.reveal() if isinstance(value, Secret) else str(value)
@@ -134,11 +154,15 @@ def _report(result: Any) -> None:
             click.echo(f"  {mark} {step_label(step.name)}: {step.detail}")
         for check in summary.failed_checks:
             click.echo(
-                "  " + _("failed: {name}: {detail}").format(name=check.name, detail=check.detail)
+                "  "
+                + _("required, failed: {name}: {detail}").format(
+                    name=check.name, detail=check.detail
+                )
             )
         for check in summary.warnings:
             click.echo(
-                "  " + _("warning: {name}: {detail}").format(name=check.name, detail=check.detail)
+                "  "
+                + _("recommended: {name}: {detail}").format(name=check.name, detail=check.detail)
             )
         if summary.go_live.ready:
             click.echo(_("go-live: ready"))
@@ -157,16 +181,14 @@ def _report(result: Any) -> None:
 
 def _declared(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:
     """Only the parameters the notebook declares (an older notebook lacks lang, class_size)."""
-    import papermill
-
-    names = set(papermill.inspect_notebook(str(notebook)))
+    names = set(_parameter_types(notebook))
     return {k: v for k, v in parameters.items() if k in names}
 
 
 def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: float) -> None:
     from ..i18n import current_language
     from ..runner import run_notebook
-    from ..shipped import notebook_path
+    from ..runner.shipped import notebook_path
 
     lang = str(parameters.get("lang") or current_language())
     notebook = notebook_path("onboarding", lang)
@@ -185,7 +207,11 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
     help="Folder for onboarding.ipynb, onboarding.html and onboarding-short.html.",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=float, default=300.0, show_default=True, help="Seconds for the run."
+    "--timeout",
+    type=FiniteRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds for the run.",
 )
 @click.option(
     "--class-size", type=click.IntRange(min=0), default=DEMO_CLASS_SIZE, show_default=True,
@@ -194,10 +220,20 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
 def demo(out: Path, timeout: float, class_size: int) -> None:
     """Run the whole onboarding headless against a sandbox started for it."""
     from ..i18n import _
+    from ..runner.runs import note_child, run_folder
     from ..sandbox.process import running_sandbox
+    from ._paths import output_folder
 
+    output_folder(out)  # before a sandbox starts
     click.echo(_("starting a sandbox platform on loopback…"))
-    with running_sandbox(args=DEMO_SANDBOX_ARGS) as sandbox:
+    # The sandbox's database and pid live in a private run folder: if this process is
+    # SIGKILLed, the next start of any command stops the sandbox and removes both.
+    with (
+        run_folder() as state,
+        running_sandbox(args=DEMO_SANDBOX_ARGS, db=state / "sandbox.sqlite3") as sandbox,
+    ):
+        if sandbox.pid is not None:
+            note_child(state, sandbox.pid)
         click.echo(_("sandbox at {url}; running onboarding.ipynb…").format(url=sandbox.base_url))
         parameters = {**DEMO_PARAMETERS, "class_size": class_size}
         _run(out, parameters, sandbox.env(), timeout)
@@ -214,7 +250,11 @@ def demo(out: Path, timeout: float, class_size: int) -> None:
     help="An onboarding parameter, e.g. -p school 'Example School' (never a secret).",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=float, default=600.0, show_default=True, help="Seconds for the run."
+    "--timeout",
+    type=FiniteRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds for the run.",
 )
 def onboard(out: Path, pairs: tuple[tuple[str, str], ...], timeout: float) -> None:
     """Run the onboarding notebook headless against the configured platform.
@@ -234,6 +274,9 @@ def onboard(out: Path, pairs: tuple[tuple[str, str], ...], timeout: float) -> No
             ),
         )
     env = _settings_env(parameters)
+    from ._paths import output_folder
+
+    output_folder(out)  # before a kernel starts
     _run(out, parameters, env, timeout)
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._types import FiniteRange
+
 if TYPE_CHECKING:
     from ..sandbox.app import PlatformConfig
     from ..sandbox.server import SandboxOptions
@@ -53,7 +55,7 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "--token-ttl",
     default=3 * 24 * 3600.0,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     help="Token lifetime in seconds.",
 )
 @click.option(
@@ -67,35 +69,35 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "--fail-rate",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(0, 1),
+    type=FiniteRange(0, 1),
     help="Share of platform requests answered 50300.",
 )
 @click.option(
     "--latency-ms",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Added to every platform request.",
 )
 @click.option(
     "--rate-limit",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Requests per second per account before 42900 (0: off).",
 )
 @click.option(
     "--ttft-ms",
     default=50.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Mock model: time to first token.",
 )
 @click.option(
     "--itl-ms",
     default=10.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Mock model: inter-token latency.",
 )
 @click.option(
@@ -116,8 +118,17 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "--slowdown",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     help="Mock model: each gap between tokens grows by this share per other reply in progress.",
+)
+@click.option(
+    "--context-window",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Mock model: tokens of prompt and max_tokens it accepts; a longer prompt gets "
+    "vLLM's 400 (with --quirk truncate-prompt: cut silently, as Ollama does). 0: no limit.",
 )
 @click.option(
     "--quirk",
@@ -139,6 +150,7 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     is_flag=True,
     help="Allow a non-loopback --host (the sandbox has demo credentials and no TLS).",
 )
+@click.option("--parent-pid", type=int, default=None, hidden=True)  # stop when it dies
 @click.pass_context
 def sandbox(
     ctx: click.Context,
@@ -156,9 +168,11 @@ def sandbox(
     tokens: int,
     slots: int,
     slowdown: float,
+    context_window: int,
     quirks: tuple[str, ...],
     served: tuple[str, ...],
     allow_remote: bool,
+    parent_pid: int | None,
 ) -> None:
     """Run the platform and a mock school model on loopback until Ctrl-C.
 
@@ -184,6 +198,8 @@ def sandbox(
         slots=slots,
         slowdown=slowdown,
         served=tuple(name.strip() for name in served if name.strip()),
+        parent_pid=parent_pid,
+        context_window=context_window,
     )
     _serve(options)
 

@@ -1,20 +1,20 @@
 """The onboarding flow as plain objects: the facade the notebooks and forms call.
 
-:class:`Onboarding` (``facade``: contact card, token, summary) combines
-``registry`` (register, modify, list the models) and ``endpoint`` (the
-chat-endpoint checks, the chat, the capacity step); ``step`` is the rule that
-records every step's outcome. The summary is :mod:`lmreg_nb.summary`.
+:class:`Onboarding` (``facade``) is one class with one short method per step; the
+work is done by plain functions taking the client and settings explicitly:
+``registry_steps`` (register, modify, list the models) and ``endpoint_steps`` (the
+chat-endpoint checks, the chat, the capacity step). The summary it records is
+:mod:`lmreg_nb.summary`.
 """
 
 from __future__ import annotations
 
-from ..configuration import configuration
-from ..contact import Contact, check_contact
-from ..display import FigureView, Outcome, Table
-from ..notebook import notebook_setup
 from ..summary import Step, Summary, build_summary
+from .configuration import configuration
+from .contact import Contact, check_contact
+from .display import FigureView, Outcome, Table
 from .facade import Onboarding
-from .step import step
+from .notebook import notebook_setup
 
 __all__ = [
     "Contact",
@@ -28,5 +28,4 @@ __all__ = [
     "check_contact",
     "configuration",
     "notebook_setup",
-    "step",
 ]

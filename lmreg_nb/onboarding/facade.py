@@ -6,35 +6,46 @@ interactive one leave the same trace. In a headless run a failing step is
 recorded and shown as a failed outcome (the cell does not raise), later steps
 are skipped, and :meth:`Onboarding.finish` always records the summary.
 Interactive callers (the forms) get the toolkit error raised, one line.
+
+The work is done by plain functions (:mod:`.registry_steps`, :mod:`.endpoint_steps`)
+that take the client and settings explicitly; the class keeps the run's state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from ..contact import Contact, check_contact
-from ..display import Outcome
 from ..errors import LmregError, ValidationError
-from ..i18n import _, current_language, format_local_time, set_language
-from ..secret import Secret, mask_text
-from ..summary import Step, Summary, build_summary
-from .endpoint import EndpointSteps
-from .registry import RegistrySteps, secret_of
-from .step import step
+from ..i18n import _, current_language, pgettext, set_language
+from ..secret import Secret
+from ..summary import CapacityRecord, Check, Step, StepName, Summary, build_summary
+from . import endpoint_steps as endpoint_
+from . import registry_steps as registry_
+from .contact import Contact, card_outcome, check_contact
+from .display import Outcome, Table
+from .parameters import class_size_of, configured_language, context_need_of
+from .step import failure_line, step
 
 if TYPE_CHECKING:
     from ..client import RegistryClient
     from ..models import RegisteredModel, Token
+    from ..probe import EndpointReport, Target
+    from ..probe.capacity import CapacityResult, Progress
     from ..settings import Settings
 
 __all__ = ["Onboarding"]
 
 log = logging.getLogger("lmreg_nb")
 
+#: Steps that talk to the platform: once one passed, the client holds a token.
+_USES_TOKEN = frozenset({StepName.REGISTER, StepName.MODIFY, StepName.LIST_MODELS})
 
-class Onboarding(RegistrySteps, EndpointSteps):
+
+class Onboarding:
     """One school's onboarding: each method is one step, recorded in :attr:`steps`."""
 
     def __init__(
@@ -45,8 +56,8 @@ class Onboarding(RegistrySteps, EndpointSteps):
         settings: Settings | None = None,
         client: RegistryClient | None = None,
         class_size: int = 0,
+        context_need: int | None = None,
     ) -> None:
-        super().__init__()
         self.school = school.strip()
         self.contact = contact
         self._settings = settings
@@ -56,15 +67,29 @@ class Onboarding(RegistrySteps, EndpointSteps):
         self.token: Token | None = None
         self.model: RegisteredModel | None = None
         #: The last modify's changes: (field, old, new) for each field sent.
-        self.changes: list[tuple[str, str, str]] = []
+        self.changes: list[registry_.Change] = []
         self.class_size = max(0, int(class_size or 0))
+        #: Tokens of the longest prompt the course apps send (None: the check's default).
+        self.context_need = context_need
         #: True when the notebook's parameters drive the run (no forms); set by :meth:`begin`.
         self.headless = False
         #: The first step that failed in a headless run (later steps are skipped).
-        self.stopped_by: str | None = None
+        self.stopped_by: StepName | None = None
         # The settings given (or None: the environment's), to go back to after use_credentials.
         self._given_settings = settings
         self._live_id: str | None = None  # the live summary's display id (interactive runs)
+        # -- the chat endpoint --
+        #: The registered model as the platform will call it (resolved on first use).
+        self.target: Target | None = None
+        #: The endpoint given to the last checks (url, model), used by capacity and chat after.
+        self.checked_endpoint: tuple[str, str] | None = None
+        self.report: EndpointReport | None = None
+        self.checks: list[Check] = []
+        self.chat_prompt: str | None = None
+        self.chat_reply: str | None = None
+        self.chat_error: str | None = None
+        self.capacity_result: CapacityResult | None = None
+        self._capacity_size: int | None = None
 
     @classmethod
     def begin(
@@ -75,29 +100,28 @@ class Onboarding(RegistrySteps, EndpointSteps):
         contact_email: str = "",
         *,
         class_size: int = 0,
+        context_need: int | None = None,
         lang: str = "",
         settings: Settings | None = None,
     ) -> Onboarding:
-        """Begin an onboarding from the notebook's parameters.
-
-        ``lang`` (empty: LMREG_LANG or the locale) chooses the language. All
-        contact parameters empty: an interactive run (the notebook shows forms).
-        Otherwise a headless run whose first step checks the school and contact.
-        """
-        set_language(lang.strip() or _configured_language(settings))
-        try:
-            size, bad_size = _class_size(class_size), None
-        except ValidationError as exc:
-            size, bad_size = 0, exc
+        """Begin an onboarding from the notebook's parameters (``lang`` empty: LMREG_LANG or
+        the locale). All contact parameters empty: an interactive run (the notebook shows
+        forms); else a headless run whose first step checks the school and contact.
+        ``context_need``: tokens of the longest prompt the course apps send (None: 8000,
+        the context-window check's default)."""
+        set_language(lang.strip() or configured_language(settings))
+        size, bad_size = class_size_of(class_size)
+        need, bad_need = context_need_of(context_need)
+        bad_size = bad_size or bad_need
         if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
             if bad_size is not None:
                 raise bad_size
-            return cls("", settings=settings, class_size=size)
-        run = cls(school, settings=settings, class_size=size)
+            return cls("", settings=settings, class_size=size, context_need=need)
+        run = cls(school, settings=settings, class_size=size, context_need=need)
         run.headless = True
         if bad_size is not None:
             # A bad parameter stops the run before anything is sent, like a bad contact card.
-            run.note(Step("parameters", False, str(bad_size)))
+            run.note(Step(StepName.PARAMETERS, False, str(bad_size)))
         run.set_contact(contact_name, contact_mobile, contact_email, school)
         return run
 
@@ -122,18 +146,12 @@ class Onboarding(RegistrySteps, EndpointSteps):
 
     def failure_text(self, exc: BaseException) -> str:
         """One line for a failed step, with every known secret masked."""
-        text = str(exc) if isinstance(exc, LmregError) else f"{type(exc).__name__}: {exc}"
-        try:
-            current = self.settings
-        except LmregError:
-            current = None
-        secrets: list[Secret] = []
-        if current is not None:
-            found = (current.app_secret, current.token, current.model_api_key)
-            secrets = [s for s in found if s]
+        secrets: list[str | Secret] = []
+        with contextlib.suppress(LmregError):  # settings that do not load hold no secret
+            secrets += self.settings.secret_values()
         if self.target is not None:
             secrets.append(self.target.api_key)  # the registered key may differ from ours
-        return " ".join(mask_text(text, secrets).split()) or type(exc).__name__
+        return failure_line(exc, secrets)
 
     def note(self, done: Step) -> None:
         """Record a step's outcome; a step run twice (a form clicked again) keeps its latest."""
@@ -147,83 +165,223 @@ class Onboarding(RegistrySteps, EndpointSteps):
         if self._live_id is not None:
             self._record(update=True)
 
-    # -- steps ---------------------------------------------------------------
+    # -- contact and token ---------------------------------------------------
     def contact_card(self) -> Outcome:
         """The contact card as shown in the notebook (or why there is none)."""
-        if self.contact is None:
-            failed = next((s for s in self.steps if s.name == "contact card"), None)
-            if failed is not None:
-                return Outcome(_("contact card: failed"), [(_("error"), failed.detail)], ok=False)
-            return Outcome(_("no contact card yet: fill in the form below"), ok=False, pending=True)
-        return Outcome(
-            _("contact for {school}").format(school=self.school or _("the school")),
-            [
-                (_("name"), self.contact.name),
-                (_("mobile"), self.contact.mobile),
-                (_("e-mail"), self.contact.email),
-            ],
-            value=self.contact,
-        )
+        failed = next((s for s in self.steps if s.name == StepName.CONTACT_CARD), None)
+        return card_outcome(self.school, self.contact, failed)
 
-    @step("contact card")
+    @step(StepName.CONTACT_CARD)
     def set_contact(self, name: str, mobile: str, email: str, school: str = "") -> Outcome:
         """Validate and keep a contact card (and the school, when given): the form's action."""
         if school.strip():
             self.school = school.strip()
-        if not self.school:
-            raise ValidationError("school", _("must name the school, e.g. Example Middle School"))
-        self.contact = check_contact(name, mobile, email)
-        self.note(
-            Step(
-                "contact card",
-                True,
-                f"{self.contact.name}, {self.contact.mobile}, {self.contact.email}",
-            )
-        )
+        errors = [] if self.school else [
+            ValidationError("school", _("must name the school, e.g. Example Middle School"))
+        ]  # fmt: skip
+        try:
+            card = check_contact(name, mobile, email)
+        except ValidationError as exc:
+            errors.append(exc)
+        if errors:  # every mistake at once: a batch row is fixed in one go
+            raise ValidationError.every(errors)
+        self.contact = card
+        listed = pgettext("list separator", ", ").join([card.name, card.mobile, card.email])
+        self.note(Step(StepName.CONTACT_CARD, True, listed))
         return self.contact_card()
 
-    @step("token")
+    @step(StepName.TOKEN)
     def connect(self) -> Outcome:
         """Get a token (cached or exchanged for appId/appSecret)."""
-        token = self._take_token()
-        expires = format_local_time(token.expires_at)
-        return Outcome(
-            _("token obtained"),
-            [
-                (_("platform"), str(self.settings.base_url)),
-                (_("env"), token.env),
-                (_("token"), token.token.masked),
-                (_("expires"), expires),
-            ],
-            value=token,
-        )
+        return registry_.token_outcome(str(self.settings.base_url), self._take_token())
 
     def _take_token(self) -> Token:
         token = self.token = self.client.token()
-        expires = format_local_time(token.expires_at)
-        self.note(
-            Step("token", True, _("env {env}, expires {when}").format(env=token.env, when=expires))
-        )
+        self.note(Step(StepName.TOKEN, True, registry_.token_detail(token)))
         return token
 
     def use_credentials(self, app_id: str, app_secret: str | Secret | None) -> None:
-        """Use this appId (and appSecret, when given) instead of the environment's.
-
-        An empty appSecret goes back to LMREG_APP_SECRET, never to one typed before.
-        """
-        from ..settings import Settings
-
-        base = self._given_settings or Settings.load()
-        changes: dict[str, Any] = {"app_id": app_id.strip() or base.app_id}
-        if app_secret:
-            changes["app_secret"] = secret_of(app_secret)
-        # A token from other credentials must not be reused: drop LMREG_TOKEN too.
-        self._settings = base.with_(token=None, env=None, **changes)
+        """Use this appId (and appSecret, when given) instead of the environment's; an
+        empty appSecret goes back to LMREG_APP_SECRET, never to one typed before."""
+        self._settings = registry_.with_credentials(self._given_settings, app_id, app_secret)
         if self._client is not None:
             self._client.close()
         self._client = None
         self.target = self.token = None
 
+    # -- the models ----------------------------------------------------------
+    @step(StepName.REGISTER)
+    def register(
+        self,
+        model_name: str,
+        registry_url: str = "",
+        api_key: str | Secret | None = None,
+        *,
+        update_existing: bool = True,
+        **extra: Unpack[registry_.Examples],
+    ) -> Outcome:
+        """Register the model (``update_existing``: update the one of that name); empty
+        ``registry_url``/``api_key``: LMREG_MODEL_URL/LMREG_MODEL_API_KEY. ``extra``:
+        reqParams, reqExample, resExample (``req_params=[...]`` and so on)."""
+        model, action = registry_.register(
+            self.client, self.settings, model_name, registry_url, api_key,
+            update_existing=update_existing, **extra,
+        )  # fmt: skip
+        self._use_model(model)
+        self.note(Step(StepName.REGISTER, True, registry_.registered_detail(model, action)))
+        return registry_.registered_outcome(model, action)
+
+    @step(StepName.MODIFY)
+    def modify(
+        self, model_id: str, model_name: str, registry_url: str, api_key: str | Secret | None = None
+    ) -> Outcome:
+        """Overwrite a model's modelName, registryUrl and apiKey (empty ``api_key``: the
+        current key, else LMREG_MODEL_API_KEY); shows old -> new values."""
+        model, self.changes = registry_.modify(
+            self.client, self.settings, model_id, model_name, registry_url, api_key
+        )
+        self._use_model(model)
+        self.note(Step(StepName.MODIFY, True, registry_.modified_detail(model)))
+        return registry_.modify_outcome(model, self.changes)
+
+    def update(
+        self, model_name: str, *, new_model_name: str = "", new_registry_url: str = "",
+        api_key_from_env: bool = False,
+    ) -> Outcome:  # fmt: skip
+        """Modify the model called ``model_name``; empty new values keep the current ones
+        (the apiKey too, or LMREG_MODEL_API_KEY with ``api_key_from_env``)."""
+        current = self.client.find_model(name=model_name)
+        if current is None:
+            error = registry_.no_such_model(model_name)
+            self.note(Step(StepName.MODIFY, False, str(error)))
+            raise error
+        key = self.settings.require("model_api_key") if api_key_from_env else None
+        return self.modify(
+            current.model_id,
+            new_model_name.strip() or current.model_name,
+            new_registry_url.strip() or current.registry_url,
+            key,
+        )
+
+    def _use_model(self, model: RegisteredModel) -> None:
+        # The checks, chat and capacity now call what is registered.
+        self.model, self.target, self.checked_endpoint = model, None, None
+
+    def refresh(self) -> list[RegisteredModel]:
+        """Query the account's models again (kept in :attr:`models`); records no step."""
+        self.models = self.client.query_models()
+        return self.models
+
+    def find(self, *, model_id: str = "", model_name: str = "") -> RegisteredModel | None:
+        """The account's model with this modelId or modelName (asks the platform)."""
+        if model_id:
+            return self.client.find_model(model_id=model_id)
+        return self.client.find_model(name=model_name) if model_name.strip() else None
+
+    @step(StepName.LIST_MODELS)
+    def list_models(self, name_contains: str = "") -> Table:
+        """List the account's models (apiKey masked, local times); checks ours is there."""
+        self.models = self.client.query_models()
+        registry_.check_listed(self.models, self.model)
+        self.note(Step(StepName.LIST_MODELS, True, registry_.listed_detail(len(self.models))))
+        return registry_.models_table(self.models, name_contains)
+
+    def models_frame(self, name_contains: str = "") -> Any:
+        """The account's models as a pandas DataFrame (apiKey masked, times tz-aware UTC)."""
+        from ..frames import models_frame
+
+        self.list_models()
+        return models_frame([m for m in self.models if name_contains.strip() in m.model_name])
+
+    # -- the chat endpoint ---------------------------------------------------
+    def endpoint(self, model_url: str = "", model: str = "") -> Target:
+        """The endpoint to call: given, else the registered model's, else the settings'."""
+        if not model_url.strip() and self.checked_endpoint is not None:
+            model_url, model = self.checked_endpoint[0], model or self.checked_endpoint[1]
+        if self.model is not None:
+            self.target = endpoint_.registered(self.settings, self.client, self.model, self.target)
+        target = self.target if self.model is not None else None
+        return endpoint_.endpoint(self.settings, target, model_url, model)
+
+    @step(StepName.CHECKS)
+    def check_endpoint(
+        self, requests: int = 0, concurrency: int = 1, *, model_url: str = "", model: str = "",
+        chat_prompt: str | None = None,
+    ) -> Table:  # fmt: skip
+        """Run the chat-endpoint checks (a load test when ``requests`` > 0): one row each.
+        With ``chat_prompt``, a streamed chat reply runs with them (:meth:`reply` shows it)."""
+        target = self.endpoint(model_url, model)
+        if model_url.strip():
+            self.checked_endpoint = (target.url, model.strip())
+        self.report = None
+        self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
+        report = self.report = endpoint_.run_checks(
+            target, requests=requests, concurrency=concurrency, chat_prompt=self.chat_prompt,
+            context_need=self.context_need,
+        )  # fmt: skip
+        self.checks = list(report.checks)
+        self.note(endpoint_.checks_step(self.checks))
+        if self.chat_prompt:
+            self.chat_reply, self.chat_error = report.chat_reply, report.chat_error
+            self.note(endpoint_.chat_step(report.chat_error))
+        return self.checks_table()
+
+    def checks_table(self) -> Table:
+        """The checks, one row each (names stay as they are: they are identifiers)."""
+        return endpoint_.checks_table(self.checks)
+
+    def verdict(self) -> Outcome:
+        """The chat checks in one line: passed, or which required checks failed."""
+        return endpoint_.verdict(self.checks)
+
+    def figure(self) -> Any:
+        """The load test's plots, or a note when no load test ran."""
+        return endpoint_.load_figure(self.report)
+
+    def reply(self) -> Outcome:
+        """The reply to the chat prompt sent with the checks (shown escaped, never as HTML)."""
+        return endpoint_.reply_outcome(self.chat_prompt, self.chat_reply, self.chat_error)
+
+    def chat(
+        self, prompt: str, on_piece: Callable[[str], None] | None = None, *,
+        model_url: str = "", model: str = "",
+    ) -> str:  # fmt: skip
+        """Send one prompt to the school's model; the reply (streamed to ``on_piece``) is
+        untrusted text: callers show it escaped, never as HTML."""
+        if not prompt.strip():
+            raise ValidationError("prompt", _("type a question for the model first"))
+        return endpoint_.stream_reply(self.endpoint(model_url, model), prompt, on_piece)
+
+    @step(StepName.CAPACITY)
+    def capacity(
+        self, class_size: int | None = None, slo_ttft_ms: float = 2000, *,
+        model_url: str = "", model: str = "",
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Outcome:  # fmt: skip
+        """Measure how many chats at once the model serves within the SLO, against the class
+        (``class_size``, default the run's; 0 skips it); the endpoint as for the checks.
+        ``on_progress``: where the search is (default: a line in the notebook's output)."""
+        size = self.class_size if class_size is None else max(0, int(class_size))
+        if size <= 0:
+            return Outcome(_("capacity test skipped: class_size is 0"))
+        self.class_size = size
+        target = self.endpoint(model_url, model)
+        result = endpoint_.measure_capacity(target, size, slo_ttft_ms, on_progress)
+        self.capacity_result, self._capacity_size = result, size
+        self.note(Step(StepName.CAPACITY, True, result.verdict(size)))
+        return endpoint_.capacity_outcome(result, size)
+
+    def capacity_figure(self) -> Any:
+        """The capacity charts, or a note when capacity was not measured."""
+        return endpoint_.capacity_figure(self.capacity_result)
+
+    def capacity_record(self) -> CapacityRecord | None:
+        """The summary's ``capacity``: the contract JSON, the verdict and the class size."""
+        if self.capacity_result is None:
+            return None
+        return endpoint_.capacity_record(self.capacity_result, self._capacity_size)
+
+    # -- the summary ---------------------------------------------------------
     def summary(self, *, generated_at: datetime | None = None) -> Summary:
         """The ``summary`` of this run: status and go-live decided from what happened."""
         report = self.report
@@ -231,29 +389,20 @@ class Onboarding(RegistrySteps, EndpointSteps):
             base_url = self.settings.base_url
         except LmregError:
             base_url = None
+        # performance: the probe's figures (the load test's, or its one streamed request's).
         return build_summary(
-            school=self.school,
-            contact=self.contact,
-            base_url=base_url,
-            env=self.token.env if self.token else None,
-            steps=self.steps,
-            models=self.models or ([self.model] if self.model else []),
-            checks=self.checks,
-            # The probe's figures: the load test's, or those of its single streamed request.
+            school=self.school, contact=self.contact, base_url=base_url,
+            env=self.token.env if self.token else None, steps=self.steps,
+            models=self.models or ([self.model] if self.model else []), checks=self.checks,
             performance=report.summary if report is not None else None,
-            capacity=self.capacity_record(),
-            class_size=self.class_size or None,
-            lang=current_language(),
-            generated_at=generated_at,
+            capacity=self.capacity_record(), class_size=self.class_size or None,
+            lang=current_language(), generated_at=generated_at,
             target_urls=[self.model.registry_url] if self.model else [],
-        )
+        )  # fmt: skip
 
     def finish(self) -> None:
-        """Record the ``summary``: always, also when steps failed or never ran.
-
-        Interactive, the recorded summary is rewritten in place each time a later
-        step finishes, so it never says more than what was done.
-        """
+        """Record the ``summary``: always, also when steps failed or never ran. Interactive,
+        it is rewritten in place as later steps finish (it never says more than was done)."""
         import secrets
 
         if not self.headless and self._live_id is None:
@@ -264,31 +413,3 @@ class Onboarding(RegistrySteps, EndpointSteps):
         from ..records import record
 
         record("summary", self.summary(), display_id=self._live_id, update=update)
-
-
-#: Steps that talk to the platform: once one passed, the client holds a token.
-_USES_TOKEN = frozenset({"register", "modify", "list models"})
-
-
-def _configured_language(settings: Settings | None) -> str | None:
-    """LMREG_LANG from the settings (a .env file included), or None: the locale decides."""
-    from ..settings import Settings
-
-    try:
-        current = settings or Settings.load()
-    except LmregError:
-        return None
-    lang = getattr(current, "lang", None)
-    return lang if isinstance(lang, str) and lang else None
-
-
-def _class_size(value: object) -> int:
-    try:
-        size = int(str(value).strip() or 0)
-    except ValueError:
-        raise ValidationError(
-            "class_size", _("must be a whole number of students, e.g. 40 (0 skips the test)")
-        ) from None
-    if size < 0:
-        raise ValidationError("class_size", _("must be 0 or more"))
-    return size

@@ -1,80 +1,43 @@
-"""One onboarding step: its outcome recorded, its failure caught in a headless run."""
+"""The rule of an onboarding step: its outcome recorded, its failure caught in a headless run."""
 
 from __future__ import annotations
 
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from ..display import Outcome
+from ..errors import LmregError
 from ..i18n import _
-from ..summary import Step, step_label
+from ..secret import Secrets, mask_text
+from ..summary import Step, StepName, step_label
+from .display import Outcome
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
-    from ..models import RegisteredModel
-    from ..settings import Settings
+    from .facade import Onboarding
 
-__all__ = ["Run", "StepsHost", "step"]
+__all__ = ["failure_line", "step"]
 
 log = logging.getLogger("lmreg_nb")
 
-
-class Run(Protocol):
-    """What :func:`step` needs of the run it records into."""
-
-    headless: bool
-    stopped_by: str | None
-
-    def note(self, done: Step) -> None: ...
-
-    def failure_text(self, exc: BaseException) -> str: ...
-
-
-class StepsHost:
-    """What the steps mixins use of the :class:`~lmreg_nb.onboarding.Onboarding` they make up.
-
-    Declarations for type checkers only; the Onboarding class defines them.
-    """
-
-    model: RegisteredModel | None
-    headless: bool
-    stopped_by: str | None
-
-    if TYPE_CHECKING:
-
-        @property
-        def settings(self) -> Settings: ...
-
-        @property
-        def client(self) -> RegistryClient: ...
-
-        def note(self, done: Step) -> None: ...
-
-        def failure_text(self, exc: BaseException) -> str: ...
-
-
-S = TypeVar("S", bound=Run)
 P = ParamSpec("P")
 R = TypeVar("R")
+Method = Callable[Concatenate["Onboarding", P], R]
 
 
-def step(
-    name: str,
-) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R | Outcome]]:
-    """Make a method one onboarding step: its failure is recorded (and, headless, shown).
+def step(name: StepName) -> Callable[[Method[P, R]], Method[P, R | Outcome]]:
+    """Make a method of :class:`Onboarding` one step: its failure is recorded (headless, shown).
 
     Headless, a failure becomes a failed :class:`Outcome`, so the notebook goes
     on and records its summary; the steps after a failed one are skipped (an
     invalid contact card stops everything before anything is sent). Interactive,
     the error is raised again for the form to show. The method records its own
-    success with ``self.note(Step(name, True, detail))``.
+    success with :meth:`Onboarding.note`.
     """
 
-    def wrap(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R | Outcome]:
+    def wrap(method: Method[P, R]) -> Method[P, R | Outcome]:
         @functools.wraps(method)
-        def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R | Outcome:
+        def run(self: Onboarding, /, *args: P.args, **kwargs: P.kwargs) -> R | Outcome:
             if self.headless and self.stopped_by is not None:
                 return Outcome(
                     _("{step}: skipped, because “{failed}” failed").format(
@@ -99,3 +62,9 @@ def step(
         return run
 
     return wrap
+
+
+def failure_line(exc: BaseException, secrets: Secrets) -> str:
+    """One line for a failed step, with ``secrets`` masked (a toolkit error: its message)."""
+    text = str(exc) if isinstance(exc, LmregError) else f"{type(exc).__name__}: {exc}"
+    return " ".join(mask_text(text, secrets).split()) or type(exc).__name__

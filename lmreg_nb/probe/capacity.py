@@ -1,7 +1,7 @@
 """How many students can chat at once: the largest concurrency served within an SLO.
 
 ```python
-result = find_capacity(url, api_key, model, slo=SLO(ttft_ms=2000), need=40)
+result = find_capacity(Target.from_settings(settings), slo=SLO(ttft_ms=2000), need=40)
 result.capacity.concurrency; result.verdict(class_size=40); result.figure()
 ```
 
@@ -27,7 +27,6 @@ while latency kept rising), ``"max-concurrency"``, ``"need-met"``, or
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..secret import Secret, mask_text
-from .exchange import Target, make_target
+from ..secret import mask_text
+from .blocking import current_interrupt, interruptible
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
+from .target import Target
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -224,9 +224,7 @@ def saturation_point(levels: list[Level]) -> int | None:
     return None
 
 
-def _check(
-    slo: SLO, max_concurrency: int, need: int | None, timeout: float, budget_s: float
-) -> None:
+def _check(slo: SLO, max_concurrency: int, need: int | None, budget_s: float) -> None:
     if not 0 < slo.ttft_ms <= 600_000:
         raise ValidationError("slo.ttft_ms", _("must be between 0 and 600000 ms"))
     if slo.itl_ms is not None and not 0 < slo.itl_ms <= 60_000:
@@ -242,39 +240,43 @@ def _check(
                 n=max_concurrency
             ),
         )
-    if not 0 < timeout <= 600:
-        raise ValidationError("timeout", _("must be between 0 and 600 seconds"))
     if budget_s <= 0:
         raise ValidationError("budget_s", _("must be a positive number of seconds"))
 
 
 async def find_capacity_async(
-    url: str,
-    api_key: str | Secret,
-    model: str,
+    target: Target,
     *,
     slo: SLO = DEFAULT_SLO,
     max_concurrency: int = 64,
     need: int | None = None,
-    timeout: float = 10.0,
     on_level: Callable[[Level], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     plan: LevelPlan = DEFAULT_PLAN,
     budget_s: float = BUDGET_S,
     max_tokens: int | None = 256,
 ) -> CapacityResult:
-    """:func:`find_capacity` for code already inside an event loop (``await`` it)."""
-    _check(slo, max_concurrency, need, timeout, budget_s)
-    result = CapacityResult(slo, need=need, max_concurrency=max_concurrency)
-    search = Search(result, on_level, on_progress)
-    return await _run(search, make_target(url, api_key, model, timeout), plan, budget_s, max_tokens)
+    """Find how many chats at once ``target`` serves within ``slo`` (see the module docstring).
 
-
-async def _run(
-    search: Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
-) -> CapacityResult:
-    search.loop = asyncio.get_running_loop()
-    search.task = asyncio.current_task()
+    ``await find_capacity_async(...)`` inside a loop; :func:`find_capacity`, its
+    blocking twin, is safe inside Jupyter's running loop (the search runs in a
+    thread with its own loop), and Ctrl-C (KeyboardInterrupt) there stops the
+    search and returns what was measured so far, with ``stopped ==
+    "interrupted"``. A server that fails gives levels with errors, not an
+    exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
+    ``on_level(level)`` is called after each level and ``on_progress(progress)``
+    at the warm-up, at each level's start, about twice a second while it runs
+    and at its end, both from the search's thread (a progress display; the
+    search prints nothing). ``plan`` sets when a level ends; ``budget_s``
+    bounds the whole search, the warm-up included.
+    """
+    _check(slo, max_concurrency, need, budget_s)
+    search = Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level,
+                    on_progress)  # fmt: skip
+    interrupt = current_interrupt()  # Ctrl-C of the blocking twin (see .blocking)
+    if interrupt is not None:
+        interrupt.attach()
+        search.interrupted = interrupt.fired
     try:
         await run_search(search, target, plan, budget_s, max_tokens)
     except asyncio.CancelledError:
@@ -287,44 +289,5 @@ async def _run(
     return search.result
 
 
-def find_capacity(
-    url: str,
-    api_key: str | Secret,
-    model: str,
-    *,
-    slo: SLO = DEFAULT_SLO,
-    max_concurrency: int = 64,
-    need: int | None = None,
-    timeout: float = 10.0,
-    on_level: Callable[[Level], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    plan: LevelPlan = DEFAULT_PLAN,
-    budget_s: float = BUDGET_S,
-    max_tokens: int | None = 256,
-) -> CapacityResult:
-    """Find how many chats at once ``url`` serves within ``slo`` (see the module docstring).
-
-    Safe inside Jupyter's running loop (the search runs in a thread with its
-    own loop). Ctrl-C (KeyboardInterrupt) stops the search and returns what
-    was measured so far, with ``stopped == "interrupted"``. A server that
-    fails gives levels with errors, not an exception; a bad argument raises
-    :class:`~lmreg_nb.errors.ValidationError`. ``on_level(level)`` is called
-    after each level and ``on_progress(progress)`` at the warm-up, at each
-    level's start, about twice a second while it runs and at its end, both
-    from the search's thread (a progress display; the search prints nothing).
-    ``plan`` sets when a level ends; ``budget_s`` bounds the whole search,
-    the warm-up included.
-    """
-    _check(slo, max_concurrency, need, timeout, budget_s)
-    target = make_target(url, api_key, model, timeout)
-    result = CapacityResult(slo, need=need, max_concurrency=max_concurrency)
-    search = Search(result, on_level, on_progress)
-    coro = _run(search, target, plan, budget_s, max_tokens)
-    # Always a thread of our own: the loop may be Jupyter's, and Ctrl-C lands here.
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lmreg-capacity") as pool:
-        future = pool.submit(asyncio.run, coro)
-        try:
-            return future.result()
-        except KeyboardInterrupt:
-            search.interrupt()
-            return future.result()
+#: The blocking twin of :func:`find_capacity_async` (same parameters).
+find_capacity = interruptible(find_capacity_async)

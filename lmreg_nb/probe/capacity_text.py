@@ -307,22 +307,11 @@ def table(result: CapacityResult) -> DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return _("yes") if value else _("no")
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    return str(value)
-
-
 def format_capacity(result: CapacityResult, class_size: int | None = None) -> str:
     """Plain text for the CLI: the levels table, the capacity and the verdict."""
-    rows = [_row(lv) for lv in sorted(result.levels, key=lambda lv: lv.concurrency)]
-    cells = [list(COLUMNS)] + [[_cell(r[c]) for c in COLUMNS] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    from .capacity_table import levels_text, limited_by_label
+
+    lines = levels_text(result.levels).splitlines()  # the record's columns, in words
     for level in result.levels:
         if level.errors_by_kind:
             kinds = kinds_text(level.errors_by_kind)
@@ -335,7 +324,7 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     lines.append("")
     lines.append(
         _("capacity: {n} (limited by {limited_by})").format(
-            n=cap.concurrency, limited_by=cap.limited_by
+            n=cap.concurrency, limited_by=limited_by_label(cap.limited_by)
         )
     )
     lines.append(_("verdict: {text}").format(text=verdict(result, class_size)))

@@ -12,6 +12,9 @@ and stop with a one-line error instead of running on:
 - the whole reply over ``timeout`` x :data:`TOTAL_TIMEOUT_FACTOR` seconds;
 - the connection closing before ``data: [DONE]`` (and before a finish_reason).
 
+The reply is accumulated by :class:`~lmreg_nb.probe.reply.Reply` (as every
+reader's is); a compressed body is inflated with a bound (a gzip bomb stays small).
+
 Every text that came from the server (the reply, an error message) goes
 through the masker with the key before it is shown or raised: a server that
 echoes the Authorization header gets nothing printed.
@@ -22,25 +25,22 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
 
 import httpx
 
+from .._decode import DecodingError, ainflated, inflated
 from .._tls import tls_context
 from ..errors import ConnectError, LmregError, RequestTimeout
 from ..i18n import _
 from ..secret import Masker, Secret
-from .exchange import (
-    MAX_BODY_BYTES,
-    MAX_TEXT_CHARS,
-    TOTAL_TIMEOUT_FACTOR,
-    Target,
-    chat_body,
-    make_target,
-)
+from .exchange import MAX_BODY_BYTES, MAX_TEXT_CHARS, TOTAL_TIMEOUT_FACTOR, chat_body
 from .reasons import snippet as _snippet
 from .reasons import transport_reason
-from .shapes import chunk_text, error_message, finish_reason, is_error_object, reply_text
+from .reply import Reply
+from .shapes import error_message, reply_text
 from .sse import SSEDecoder
+from .target import Target
 
 __all__ = ["ChatEndpointError", "ChatReader", "StreamMasker", "chat_reply", "stream_chat"]
 
@@ -60,14 +60,14 @@ class StreamMasker:
     """Masks secrets in text that arrives in pieces, holding back what might be one.
 
     A secret in any of its forms is made only of the characters of those forms
-    (no whitespace, no CJK text unless the key has it), so text is released up
-    to the last character that cannot be part of a form: an echoed key split
-    over two pieces is still masked whole.
+    (no whitespace, no CJK text unless the key has it), or of characters read as
+    them (invisible marks, fullwidth letters: :meth:`Masker.holds`), so text is
+    released up to the last character that cannot be part of a form: an echoed
+    key split over two pieces is still masked whole.
     """
 
     def __init__(self, secrets: Iterable[str | Secret]) -> None:
         self._mask = Masker(list(secrets))
-        self._chars = frozenset("".join(f for _l, _v, forms in self._mask.items for f in forms))
         self._pending = ""
 
     def push(self, text: str) -> str:
@@ -76,7 +76,7 @@ class StreamMasker:
             return text
         self._pending += text
         cut = len(self._pending)
-        while cut > 0 and self._pending[cut - 1] in self._chars:
+        while cut > 0 and self._mask.holds(self._pending[cut - 1]):
             cut -= 1
         ready, self._pending = self._pending[:cut], self._pending[cut:]
         return self._mask(ready) if ready else ""
@@ -99,10 +99,8 @@ class ChatReader:
         self.timeout = timeout
         self.mask = mask
         self.decoder = SSEDecoder()
+        self.reply = Reply()
         self.size = 0
-        self.chars = 0
-        self.done = False
-        self.finished = False  # a finish_reason arrived
         now = time.monotonic()
         self.last_event = now
         self.deadline = now + timeout * TOTAL_TIMEOUT_FACTOR
@@ -130,26 +128,49 @@ class ChatReader:
         events = self.decoder.feed(chunk)
         if events or self.decoder.framing.comments != comments:  # keep-alives count as life
             self.last_event = now
+        reply = self.reply
         for event in events:
-            if self.done:
-                continue
-            if event.data == "[DONE]":
-                self.done = True
-                continue
-            text = self._event_text(event.data)
+            text = reply.take_data(event.data, time.perf_counter())
+            self._judge(event.data)
             if text:
-                room = MAX_TEXT_CHARS - self.chars
-                if room <= 0:
-                    raise self.error(
-                        _("{url} sent a reply over {n} characters; stopped").format(
-                            url=self.url, n=MAX_TEXT_CHARS
-                        )
-                    )
-                self.chars += min(room, len(text))
-                pieces.append(text[:room])
+                pieces.append(text)
         if now - self.last_event > self.timeout:
             raise self.stalled()
         return pieces
+
+    def _judge(self, data: str) -> None:
+        """Stop at the first event that is not a chunk, an error object, or text past the cap."""
+        reply = self.reply
+        if reply.non_json:
+            raise self.error(
+                _("the stream held a chunk that is not JSON: {text}").format(
+                    text=repr(_snippet(data, 60))
+                )
+            )
+        if reply.error_events:
+            raise self.error(
+                _("the model reported an error mid-stream: {message}").format(
+                    message=_snippet(_said(reply.error_events[0]), 160)
+                )
+            )
+        if reply.truncated:
+            raise self.error(
+                _("{url} sent a reply over {n} characters; stopped").format(
+                    url=self.url, n=MAX_TEXT_CHARS
+                )
+            )
+
+    def whole(self, body: bytes) -> str:
+        """A reply sent as one JSON body: its text (raw, not masked)."""
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+        if reply_text(obj) is None:
+            raise self.error(
+                _("the reply was JSON but not a chat completion; check the endpoint URL")
+            )
+        return self.reply.take_whole(obj, time.perf_counter())
 
     def stalled(self) -> RequestTimeout:
         """The error for a stream that stopped sending complete events."""
@@ -162,7 +183,7 @@ class ChatReader:
     def end(self) -> None:
         """The connection closed: fine after [DONE] (or a finish_reason), an error before."""
         self.decoder.close()
-        if not self.done and not self.finished:
+        if not self.reply.done and self.reply.finish is None:
             raise self.error(
                 _("{url}: connection closed before [DONE] after {n} bytes").format(
                     url=self.url, n=self.size
@@ -173,25 +194,12 @@ class ChatReader:
         """A one-line error with any secret masked."""
         return ChatEndpointError(self.mask(message), status=status)
 
-    def _event_text(self, data: str) -> str:
-        try:
-            obj = json.loads(data)
-        except ValueError:
-            raise self.error(
-                _("the stream held a chunk that is not JSON: {text}").format(
-                    text=repr(_snippet(data, 60))
-                )
-            ) from None
-        if is_error_object(obj):
-            said = error_message(obj) or json.dumps(obj)[:200]
-            raise self.error(
-                _("the model reported an error mid-stream: {message}").format(
-                    message=_snippet(said, 160)
-                )
-            )
-        if finish_reason(obj):
-            self.finished = True
-        return chunk_text(obj) or ""
+
+def _said(error: Any) -> str:
+    """The message of an error object found in a stream (as :class:`Reply` keeps it)."""
+    if isinstance(error, str):
+        return error
+    return error_message(error) or json.dumps(error)[:200]
 
 
 def status_error(status: int, body: bytes, url: str, mask: StreamMasker) -> ChatEndpointError:
@@ -220,18 +228,6 @@ def status_error(status: int, body: bytes, url: str, mask: StreamMasker) -> Chat
     )
 
 
-def _whole(body: bytes, reader: ChatReader) -> str:
-    try:
-        text = reply_text(json.loads(body))
-    except ValueError:
-        text = None
-    if text is None:
-        raise reader.error(
-            _("the reply was JSON but not a chat completion; check the endpoint URL")
-        )
-    return text[:MAX_TEXT_CHARS]
-
-
 def _transport_error(exc: httpx.HTTPError, url: str, reader: ChatReader) -> LmregError:
     if isinstance(exc, httpx.TimeoutException):
         if reader.size:
@@ -257,14 +253,7 @@ def _html_error(url: str) -> str:
     ).format(url=url)
 
 
-def stream_chat(
-    url: str,
-    api_key: str | Secret,
-    model: str,
-    prompt: str,
-    *,
-    timeout: float = 10.0,
-) -> Iterator[str]:
+def stream_chat(target: Target, prompt: str) -> Iterator[str]:
     """Yield the reply's text as it arrives (masked; at most 256 Ki characters).
 
     Raises a one-line :class:`~lmreg_nb.errors.LmregError` on failure:
@@ -273,28 +262,29 @@ def stream_chat(
     stream, a reply over the size caps, a connection closed before [DONE]).
     A server that ignores ``stream`` and sends one JSON body gives one piece.
     """
-    target = make_target(url, api_key, model, timeout)
     mask = StreamMasker([target.api_key])
     reader = ChatReader(target.url, target.timeout, mask)
     body = json.dumps(chat_body(target.model, prompt, stream=True, max_tokens=None)).encode()
+    timeout = httpx.Timeout(target.timeout)
     try:
         with (
-            httpx.Client(timeout=httpx.Timeout(timeout), verify=tls_context()) as client,
+            httpx.Client(timeout=timeout, verify=tls_context()) as client,
             client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
         ):
+            chunks = inflated(reply, MAX_BODY_BYTES)
             if reply.status_code // 100 != 2:
-                raw = _capped(reply.iter_bytes(), MAX_ERROR_BYTES)
+                raw = _capped(chunks, MAX_ERROR_BYTES)
                 raise status_error(reply.status_code, raw, target.url, mask)
             media = reply.headers.get("content-type", "").lower()
             if media.startswith("text/html"):
                 raise reader.error(_html_error(target.url))
             if "json" in media:
-                text = _whole(_capped(reply.iter_bytes(), MAX_BODY_BYTES), reader)
+                text = reader.whole(_capped(chunks, MAX_BODY_BYTES))
                 if text:
                     yield mask(text)
                 return
             try:
-                for chunk in reply.iter_bytes():
+                for chunk in chunks:
                     for piece in reader.feed(chunk):
                         shown = mask.push(piece)
                         if shown:
@@ -306,6 +296,8 @@ def stream_chat(
                 yield rest
     except httpx.HTTPError as exc:
         raise _transport_error(exc, target.url, reader) from exc
+    except DecodingError as exc:
+        raise reader.error(str(exc)) from None
 
 
 def _capped(chunks: Iterable[bytes], limit: int) -> bytes:
@@ -342,15 +334,16 @@ async def chat_reply(client: httpx.AsyncClient, target: Target, prompt: str) -> 
             asyncio.timeout(target.timeout * TOTAL_TIMEOUT_FACTOR),
             client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
         ):
+            chunks = ainflated(reply, MAX_BODY_BYTES)
             if reply.status_code // 100 != 2:
-                raw = await _acapped(reply.aiter_bytes(), MAX_ERROR_BYTES)
+                raw = await _acapped(chunks, MAX_ERROR_BYTES)
                 raise status_error(reply.status_code, raw, target.url, mask)
             media = reply.headers.get("content-type", "").lower()
             if media.startswith("text/html"):
                 raise reader.error(_html_error(target.url))
             if "json" in media:
-                return mask(_whole(await _acapped(reply.aiter_bytes(), MAX_BODY_BYTES), reader))
-            async for chunk in reply.aiter_bytes():
+                return mask(reader.whole(await _acapped(chunks, MAX_BODY_BYTES)))
+            async for chunk in chunks:
                 pieces.extend(reader.feed(chunk))
             reader.end()
     except TimeoutError:
@@ -363,4 +356,6 @@ async def chat_reply(client: httpx.AsyncClient, target: Target, prompt: str) -> 
         ) from None
     except httpx.HTTPError as exc:
         raise _transport_error(exc, target.url, reader) from exc
+    except DecodingError as exc:
+        raise reader.error(str(exc)) from None
     return mask("".join(pieces))

@@ -50,36 +50,19 @@ model name may be the cause).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..i18n import _
+from ..summary import SEVERITIES, Check, Severity
 from ..validate import url_warnings
 from .exchange import Exchange, snippet
+from .reasons import LOCAL_LIMIT
 from .shapes import completion_tokens, reply_shape, reply_text
 
 __all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "row", "url_checks"]
 
-#: Severities, most serious first.
-SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check: its name, whether it passed, its severity and what to do."""
-
-    name: str
-    passed: bool
-    severity: str  # "error" | "warning" | "info"
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "passed", "severity", "detail"}``."""
-        return {
-            "name": self.name,
-            "passed": self.passed,
-            "severity": self.severity,
-            "detail": self.detail,
-        }
+#: The probe's name for a check row: the summary's :class:`~lmreg_nb.summary.Check` itself
+#: (one type from the probe to the record; the name stays for the probe's many rows).
+CheckResult = Check
 
 
 @dataclass
@@ -101,7 +84,7 @@ class Conformance:
         return self.streamed is not None and (self.streamed.status or 0) // 100 == 2
 
 
-def row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+def row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
     """One check row."""
     return CheckResult(name, passed, severity, detail)
 
@@ -113,9 +96,7 @@ def _url_warning_codes(url: str) -> dict[str, str]:
     """url_warnings as {code: message}; codes, never the wording, decide the rows."""
     found: dict[str, str] = {}
     for warning in url_warnings(url):
-        code = getattr(warning, "code", None)
-        if isinstance(code, str):
-            found.setdefault(code, str(getattr(warning, "message", "")))
+        found.setdefault(warning.code, warning.message)
     return found
 
 
@@ -195,7 +176,7 @@ def status_advice(ex: Exchange) -> str:
 
 def transport_row(ex: Exchange, url: str) -> CheckResult:
     """``reachable`` failed: the plain reason of :mod:`.reasons` (DNS, refused, TLS...)."""
-    if ex.failure == "connect":
+    if ex.failure in ("connect", LOCAL_LIMIT):
         advice = ex.failure_detail or _("could not connect to {url}").format(url=url)
     elif ex.failure == "timeout":
         advice = _(
@@ -257,7 +238,7 @@ def chat_rows(ex: Exchange) -> list[CheckResult]:
 
 
 def wrong_key_row(ex: Exchange) -> CheckResult:
-    if ex.failure in ("connect", "timeout", "transport"):
+    if ex.failure in ("connect", "timeout", "transport", LOCAL_LIMIT):
         return _row(
             "wrong-key-rejected",
             False,
@@ -314,7 +295,7 @@ def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
                 url=url, n=len(text)
             ),
         )
-    if ex.failure in ("connect", "timeout", "transport"):
+    if ex.failure in ("connect", "timeout", "transport", LOCAL_LIMIT):
         seen = ex.failure_detail
     elif (ex.status or 0) // 100 == 2:
         seen = _("HTTP {status} without choices[0].text").format(status=ex.status)

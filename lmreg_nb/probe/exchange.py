@@ -4,7 +4,9 @@
 timeout, error status, a broken stream): it returns an :class:`Exchange`
 whose ``failure`` says what happened, so the checker can judge it and the
 load test can count it. Every time is ``time.perf_counter()`` seconds.
-A model's reply is untrusted: bodies and text are size-capped.
+A model's reply is untrusted: bodies and text are size-capped, and a compressed
+body is inflated with a bound (:mod:`lmreg_nb._decode`). What the reply says is
+accumulated by :class:`~lmreg_nb.probe.reply.Reply`, which an Exchange is.
 
 Times start when the request's headers have been written to the connection
 (httpcore's trace hook), not when :func:`send` was called: waiting for a pooled
@@ -23,77 +25,32 @@ from typing import Any
 
 import httpx
 
-from ..errors import ValidationError
+from .._decode import DecodingError, ainflated
+from ..envelope import out_of_files
 from ..i18n import _, ngettext
-from ..secret import Secret
-from ..validate import check_registry_url
-from .reasons import snippet, transport_reason
-from .shapes import (
-    chunk_delta,
-    chunk_text,
-    error_message,
-    finish_reason,
-    is_error_object,
-    reply_text,
-    usage_of,
-)
+from .reasons import LOCAL_LIMIT, snippet, transport_reason
+from .reply import MAX_TEXT_CHARS, Reply
+from .shapes import error_message, reply_text
 from .sse import Framing, SSEDecoder
+from .target import Target
 
 __all__ = [
     "MAX_BODY_BYTES",
     "MAX_TEXT_CHARS",
     "TOTAL_TIMEOUT_FACTOR",
     "Exchange",
-    "Target",
     "chat_body",
     "completion_body",
     "completions_url",
-    "make_target",
     "send",
     "snippet",
 ]
 
-#: The most of a reply the probe reads (a stream or a JSON body).
+#: The most of a reply the probe reads (a stream or a JSON body), after any decoding.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-#: The most reply text it keeps.
-MAX_TEXT_CHARS = 256 * 1024
 #: A whole reply may take this many times the (per-read) timeout.
 TOTAL_TIMEOUT_FACTOR = 6
 DEFAULT_PROMPT = "In two sentences, what is a language model?"
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where and how to call: URL, the key (plain, held only here), model name, timeout."""
-
-    url: str
-    api_key: str
-    model: str
-    timeout: float = 10.0
-
-    def __repr__(self) -> str:  # the key never shows
-        return f"Target(url={self.url!r}, model={self.model!r}, timeout={self.timeout})"
-
-    def headers(self, api_key: str | None = None) -> dict[str, str]:
-        """Request headers; ``api_key`` replaces the target's key (the wrong-key check)."""
-        return {
-            "Authorization": f"Bearer {self.api_key if api_key is None else api_key}",
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream, application/json",
-        }
-
-
-def make_target(url: str, api_key: str | Secret, model: str, timeout: float) -> Target:
-    """A checked :class:`Target`; a bad argument raises a one-line ValidationError."""
-    url = check_registry_url(url)
-    key = api_key.reveal() if isinstance(api_key, Secret) else api_key
-    if not isinstance(key, str) or not key.strip():
-        raise ValidationError("apiKey", _("must not be empty: set LMREG_MODEL_API_KEY"))
-    if not isinstance(model, str) or not model.strip():
-        raise ValidationError("model", _("must not be empty: set LMREG_MODEL_NAME"))
-    if not 0 < timeout <= 600:
-        raise ValidationError("timeout", _("must be between 0 and 600 seconds"))
-    return Target(url=url, api_key=key.strip(), model=model.strip(), timeout=float(timeout))
 
 
 def chat_body(
@@ -104,11 +61,16 @@ def chat_body(
     max_tokens: int | None = 256,
     temperature: float = 0.2,
     include_usage: bool = True,
+    system: str | None = None,
 ) -> dict[str, Any]:
-    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default."""
+    """A chat request body (spec 4.5); a streamed one asks for a usage chunk by default.
+
+    ``system``: a system message before the prompt (what the course apps send).
+    """
+    messages = [{"role": "system", "content": system}] if system is not None else []
     body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": [*messages, {"role": "user", "content": prompt}],
         "stream": stream,
         "temperature": temperature,
     }
@@ -134,10 +96,10 @@ def completions_url(chat_url: str) -> str | None:
 
 
 @dataclass(slots=True)
-class Exchange:
-    """Everything observed about one request."""
+class Exchange(Reply):
+    """Everything observed about one request: the reply (:class:`Reply`) and how it came."""
 
-    stream_requested: bool
+    stream_requested: bool = False
     t_begin: float = 0.0  # send() called
     t_start: float = 0.0  # request headers written (or t_begin, without a trace)
     t_headers: float | None = None
@@ -150,24 +112,10 @@ class Exchange:
     body: bytes = b""  # a non-streamed body (capped)
     json_body: Any = None
     streamed: bool = False  # the reply was an event stream (not one JSON body)
-    events: int = 0
     data_events: list[str] = field(default_factory=list)  # kept only when asked
-    non_json: list[str] = field(default_factory=list)  # data that was not a JSON object
-    error_events: list[Any] = field(default_factory=list)  # {"error": ...} inside the stream
-    done: bool = False  # saw `data: [DONE]`
-    after_done: int = 0  # events after [DONE]
-    role_only_first: bool = False
-    null_content: int = 0
-    usage_chunks: int = 0  # chunks with empty choices and a usage object
-    usage: dict[str, Any] | None = None
-    pieces: list[str] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)  # arrival of each content piece
-    text_chars: int = 0
-    truncated: bool = False
     framing: Framing | None = None
     reads: int = 0  # network reads of the body
-    size: int = 0  # bytes of the body read
-    finish: str | None = None  # the last finish_reason seen
+    size: int = 0  # bytes of the body read (decoded)
     split_chars: int = 0  # network reads that ended inside a multi-byte UTF-8 character
 
     @property
@@ -176,35 +124,20 @@ class Exchange:
         return self.failure is None
 
     @property
-    def text(self) -> str:
-        """The reply text received (capped)."""
-        return "".join(self.pieces)
-
-    @property
     def latency(self) -> float | None:
         """Seconds from sending to the end of the reply."""
         return self.t_end - self.t_start if self.t_end else None
 
     @property
     def ttft(self) -> float | None:
-        """Seconds from sending to the first non-empty content."""
+        """Seconds from sending to the first token of any kind (thinking included)."""
+        first = self.first_token_at
+        return first - self.t_start if first is not None else None
+
+    @property
+    def first_answer(self) -> float | None:
+        """Seconds from sending to the first token of the answer (content; thinking excluded)."""
         return self.times[0] - self.t_start if self.times else None
-
-    @property
-    def gaps(self) -> list[float]:
-        """Seconds between consecutive content pieces."""
-        t = self.times
-        return [t[i] - t[i - 1] for i in range(1, len(t))]
-
-    @property
-    def output_tokens(self) -> tuple[int, str]:
-        """Output tokens and where the number comes from: ``"usage"`` or ``"chunks"``."""
-        usage = self.usage
-        if usage is not None:
-            tokens = usage.get("completion_tokens")
-            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
-                return tokens, "usage"
-        return len(self.pieces), "chunks"
 
 
 async def send(
@@ -259,16 +192,22 @@ async def send(
         ex.failure_detail = _(
             "the reply did not finish within {seconds} s (stopped after {n} bytes)"
         ).format(seconds=f"{total:g}", n=ex.size)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL is no HTTPError
         ex.failure, ex.failure_detail = _failure(exc, ex, url or target.url, target.timeout)
+    except DecodingError as exc:
+        ex.failure, ex.failure_detail = "transport", str(exc)
     ex.t_end = time.perf_counter()
     if ex.failure is None:
         _judge(ex)
     return ex
 
 
-def _failure(exc: httpx.HTTPError, ex: Exchange, url: str, timeout: float) -> tuple[str, str]:
+def _failure(
+    exc: httpx.HTTPError | httpx.InvalidURL, ex: Exchange, url: str, timeout: float
+) -> tuple[str, str]:
     """The failure kind and its plain reason for a transport error."""
+    if out_of_files(exc):
+        return LOCAL_LIMIT, transport_reason(exc, url)
     if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
         return "connect", transport_reason(exc, url)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
@@ -292,7 +231,7 @@ def _failure(exc: httpx.HTTPError, ex: Exchange, url: str, timeout: float) -> tu
 async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in reply.aiter_bytes():
+    async for chunk in ainflated(reply, MAX_BODY_BYTES):
         ex.reads += 1
         size += len(chunk)
         ex.size = size
@@ -308,29 +247,7 @@ async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
             ex.json_body = None
     if ex.stream_requested and isinstance(ex.json_body, dict) and "choices" in ex.json_body:
         # A streamed request answered with one body: the whole text arrives at once.
-        now = time.perf_counter()
-        _take_whole(ex, ex.json_body, now)
-
-
-def _take_whole(ex: Exchange, reply: dict[str, Any], now: float) -> None:
-    text = reply_text(reply)
-    if text:
-        _add_piece(ex, text, now)
-    ex.finish = finish_reason(reply)
-    usage = usage_of(reply)
-    if usage is not None:
-        ex.usage = usage
-
-
-def _add_piece(ex: Exchange, text: str, now: float) -> None:
-    room = MAX_TEXT_CHARS - ex.text_chars
-    if room <= 0:
-        ex.truncated = True
-        return
-    piece = text[:room]
-    ex.text_chars += len(piece)
-    ex.pieces.append(piece)
-    ex.times.append(now)
+        ex.take_whole(ex.json_body, time.perf_counter())
 
 
 async def _read_stream(
@@ -341,9 +258,8 @@ async def _read_stream(
     decoder = SSEDecoder()
     ex.framing = decoder.framing
     size = 0
-    first = True
     last = time.perf_counter()
-    async for chunk in reply.aiter_bytes():
+    async for chunk in ainflated(reply, MAX_BODY_BYTES):
         now = time.perf_counter()
         ex.reads += 1
         size += len(chunk)
@@ -364,54 +280,12 @@ async def _read_stream(
             ).format(n=size, seconds=f"{stall:g}")
             break
         for event in events:
-            ex.events += 1
             if keep_events:
                 ex.data_events.append(event.data[:2000])
-            first = _take_event(ex, event.data, now, first)
+            ex.take_data(event.data, now)
         if ex.truncated:  # the text cap is reached: reading on only costs memory
             break
     decoder.close()
-
-
-def _take_event(ex: Exchange, data: str, now: float, first: bool) -> bool:
-    """Record one data event; returns whether the next chunk is still the first one."""
-    if ex.done:
-        ex.after_done += 1
-        return first
-    if data == "[DONE]":
-        ex.done = True
-        return first
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        obj = None
-    if not isinstance(obj, dict):
-        ex.non_json.append(data[:200])
-        return first
-    if is_error_object(obj):
-        ex.error_events.append(obj.get("error", obj))
-        return first
-    usage = usage_of(obj)
-    if usage is not None:
-        ex.usage = usage
-    choices = obj.get("choices")
-    if not choices:
-        if usage is not None:
-            ex.usage_chunks += 1
-        return first
-    if not isinstance(choices, list) or not isinstance(choices[0], dict):
-        ex.non_json.append(data[:200])
-        return first
-    delta = chunk_delta(obj)
-    text = chunk_text(obj)
-    if first and delta is not None and "role" in delta and not text:
-        ex.role_only_first = True
-    ex.finish = finish_reason(obj) or ex.finish
-    if text:
-        _add_piece(ex, text, now)
-    elif text is None and (delta is None or delta.get("content", "") is None):
-        ex.null_content += 1
-    return False
 
 
 def _ends_mid_char(chunk: bytes) -> bool:

@@ -32,11 +32,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..i18n import _
+from .._decode import DecodingError, ainflated
+from ..i18n import _, clauses, ngettext
+from ..summary import Severity
 from .checks import CheckResult
-from .exchange import Exchange, Target
+from .exchange import Exchange
 from .reasons import snippet
 from .shapes import error_message, model_ids
+from .target import Target
 from .tls import EXPIRY_WARNING_DAYS, Certificate
 
 __all__ = [
@@ -61,7 +64,7 @@ MAX_TOKENS_PROBE = 4
 MAX_MODEL_LIST_BYTES = 1024 * 1024
 
 
-def _row(name: str, passed: bool, severity: str, detail: str) -> CheckResult:
+def _row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
     return CheckResult(name, passed, severity, detail)
 
 
@@ -103,14 +106,21 @@ def utf8_row(ex: Exchange) -> CheckResult:
                 "whole characters"
             ).format(garbled=garbled, bad=bad, sample=repr(snippet(text[max(0, where - 8) :], 30))),
         )
+    if ex.split_chars:
+        detail = ngettext(
+            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
+            "({split} character arrived split across network reads and was put back together)",
+            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
+            "({split} characters arrived split across network reads and were put back together)",
+            ex.split_chars,
+        )
+    else:
+        detail = _("a Chinese reply of {chars} characters in {events} events, all valid UTF-8")
     return _row(
         name,
         True,
         "error",
-        _(
-            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
-            "({split} characters split across network reads were reassembled)"
-        ).format(chars=len(text), events=ex.events, split=ex.split_chars),
+        detail.format(chars=len(text), events=ex.events, split=ex.split_chars),
     )
 
 
@@ -178,11 +188,12 @@ async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | 
         ):
             status = reply.status_code
             if status // 100 == 2:
-                async for chunk in reply.aiter_bytes():  # capped: an answer may never end
+                # Inflated with a bound, capped: an answer may be a gzip bomb, or never end.
+                async for chunk in ainflated(reply, MAX_MODEL_LIST_BYTES):
                     raw += chunk
                     if len(raw) > MAX_MODEL_LIST_BYTES:
                         return ModelList(status, None, _("too large"))
-    except (httpx.HTTPError, TimeoutError) as exc:
+    except (httpx.HTTPError, TimeoutError, DecodingError) as exc:
         return ModelList(None, None, snippet(str(exc), 120) or type(exc).__name__)
     body: Any = None
     if status // 100 == 2:
@@ -211,7 +222,7 @@ def _name_state(name: str, listing: ModelList | None, ex: Exchange | None) -> tu
         )
     elif ex is not None:
         seen.append(_("a chat request with it answered HTTP {status}").format(status=ex.status))
-    return listed is not False and answered, "; ".join(seen)
+    return listed is not False and answered, clauses(seen)
 
 
 def model_name_row(
@@ -225,9 +236,9 @@ def model_name_row(
     served_text = ", ".join(served[:10]) if served else None
     if all(ok for _n, ok, _s in states):
         parts = [f'"{n}": {seen}' for n, _ok, seen in states]
-        return _row("model-name-served", True, "warning", "; ".join(parts))
+        return _row("model-name-served", True, "warning", clauses(parts))
     bad = [(n, seen) for n, ok, seen in states if not ok]
-    detail = "; ".join(
+    detail = clauses(
         _('the platform will send model "{name}": {seen}').format(name=n, seen=seen)
         for n, seen in bad
     ).rstrip(".")

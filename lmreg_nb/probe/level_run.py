@@ -20,10 +20,11 @@ from typing import Protocol
 import httpx
 
 from ..i18n import _
-from .exchange import Exchange, Target, send
+from .exchange import Exchange, send
 from .levels import CUT, SLO, Level, LevelPlan, Sample, judge, to_sample
 from .settle import Tally, settled
 from .stream_client import ChatConnection
+from .target import Target
 
 __all__ = ["PROGRESS_EVERY_S", "TICK_S", "Connection", "run_level"]
 

@@ -1,8 +1,10 @@
 """Load test: N streamed chat requests at concurrency C, bounded in count and in time.
 
-C workers share one ``httpx.AsyncClient`` (a pool of at least C connections)
-and take request numbers from a common counter until N are sent or the
-overall deadline passes. Requests still running at the deadline are cancelled
+C workers, each with a keep-alive connection of the lean client the capacity
+search uses (:mod:`lmreg_nb.probe.stream_client`: it timestamps each network
+read as it arrives, so a busy load generator does not add its own lag to the
+server's ITL), take request numbers from a common counter until N are sent or
+the overall deadline passes. Requests still running at the deadline are cancelled
 and counted as errors of kind ``"deadline"``; requests never started are not
 counted. Figures of the summary (TTFT, ITL, latency, throughput) are over the
 successful requests; ``errors`` counts the others, by kind in ``errors_by_kind``.
@@ -18,15 +20,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from ..i18n import _
-from .exchange import DEFAULT_PROMPT, Exchange, Target, chat_body, send
+from .exchange import DEFAULT_PROMPT, Exchange, chat_body
 from .levels import CUT, cut_kind, run_workers
 from .metrics import percentiles, request_metrics
-from .pool import pooled_transport
+from .stream_client import ChatConnection
+from .target import Target
 
-__all__ = ["MAX_CONCURRENCY", "MAX_REQUESTS", "LoadResult", "make_client", "run_load"]
+__all__ = ["MAX_CONCURRENCY", "MAX_REQUESTS", "LoadResult", "run_load"]
 
 MAX_REQUESTS = 100_000
 MAX_CONCURRENCY = 1024
@@ -70,23 +71,16 @@ class LoadResult:
             "requests": len(self.rows),
             "errors": len(self.rows) - len(good),
             "ttft_ms": percentiles([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
+            # What students feel: the answer's first token, thinking excluded.
+            "first_answer_ms": percentiles(
+                [r["first_answer_ms"] for r in good if r["first_answer_ms"] is not None]
+            ),
             # Per request (decode time / (tokens - 1)), not pooled read gaps: see metrics.
             "itl_ms": percentiles([r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None]),
             "latency_ms": percentiles([r["latency_ms"] for r in good]),
             "requests_per_s": round(len(good) / duration, 3) if duration > 0 else None,
             "output_tokens_per_s": round(tokens / duration, 3) if duration > 0 else None,
         }
-
-
-def make_client(concurrency: int, timeout: float) -> httpx.AsyncClient:
-    """One client shared by every request: a pool of ``concurrency`` connections.
-
-    A pool over 8 connections is sharded (see :mod:`lmreg_nb.probe.pool`) so
-    that its bookkeeping does not become the load generator's bottleneck.
-    """
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), transport=pooled_transport(max(1, concurrency))
-    )
 
 
 async def run_load(
@@ -98,7 +92,6 @@ async def run_load(
     max_tokens: int | None = 256,
     prompt: str | None = None,
     progress: bool = False,
-    client: httpx.AsyncClient | None = None,
 ) -> LoadResult:
     """Send ``requests`` streamed chat requests, ``concurrency`` at a time."""
     requests = max(0, min(requests, MAX_REQUESTS))
@@ -107,16 +100,12 @@ async def run_load(
         chat_body(target.model, prompt or DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
     )
     result = LoadResult(concurrency=concurrency)
-    own = client is None
-    http = client or make_client(concurrency, target.timeout)
     bar = _progress_bar(requests, progress)
-    run = _LoadRun(http, target, body.encode(), result, bar, iter(range(requests)), max_duration)
+    run = _LoadRun(target, body.encode(), result, bar, iter(range(requests)), max_duration)
     try:
         await run.run(concurrency)
     finally:
         bar.close()
-        if own:
-            await http.aclose()
     _soft_cuts(result.rows)
     ends = [r["end_s"] for r in result.rows]
     result.duration_s = max(ends) if ends else time.perf_counter() - run.start
@@ -126,9 +115,8 @@ async def run_load(
 
 @dataclass
 class _LoadRun:
-    """What the workers of one load test share: the client, the request counter, the result."""
+    """What the workers of one load test share: the target, the request counter, the result."""
 
-    http: httpx.AsyncClient
     target: Target
     payload: bytes
     result: LoadResult
@@ -144,23 +132,24 @@ class _LoadRun:
     async def worker(self) -> None:
         """Send requests one after the other; one cancelled at the deadline is still a row."""
         deadline = self.start + self.max_duration
-        for index in self.counter:
-            if time.perf_counter() >= deadline:
-                return
-            t0 = time.perf_counter()
-            try:
-                ex = await send(self.http, self.target, self.payload, stream=True)
-            except asyncio.CancelledError:
-                end_s = time.perf_counter() - self.start
-                self.result.rows.append(_deadline_row(index, t0 - self.start, end_s))
-                raise
-            self.result.rows.append(_row(ex, index, self.start))
-            if ex.ok:
-                times = ex.times
-                self.result.gaps_ms.extend(
-                    (times[i] - times[i - 1]) * 1000 for i in range(1, len(times))
-                )
-            self.bar.update(1)
+        conn = ChatConnection(self.target, self.payload)  # kept alive from one request to the next
+        try:
+            for index in self.counter:
+                if time.perf_counter() >= deadline:
+                    return
+                t0 = time.perf_counter()
+                try:
+                    ex = await conn.send()
+                except asyncio.CancelledError:
+                    end_s = time.perf_counter() - self.start
+                    self.result.rows.append(_deadline_row(index, t0 - self.start, end_s))
+                    raise
+                self.result.rows.append(_row(ex, index, self.start))
+                if ex.ok:
+                    self.result.gaps_ms.extend(g * 1000 for g in ex.gaps)
+                self.bar.update(1)
+        finally:
+            conn.close()
 
 
 def _row(ex: Exchange, index: int, start: float) -> dict[str, Any]:
@@ -207,6 +196,7 @@ def _deadline_row(index: int, start_s: float, end_s: float) -> dict[str, Any]:
         "error": "deadline",
         "latency_ms": None,
         "ttft_ms": None,
+        "first_answer_ms": None,
         "itl_mean_ms": None,
         "itl_p50_ms": None,
         "itl_p90_ms": None,

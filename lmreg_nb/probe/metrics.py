@@ -3,8 +3,12 @@
 Definitions (all in milliseconds, from the client's side):
 
 - latency: from sending the request to the end of the reply;
-- TTFT: from sending to the first chunk with non-empty content (a role-only
+- TTFT: from sending to the first chunk with a non-empty token of any kind, a
+  reasoning model's thinking (``reasoning_content``) included (a role-only
   first chunk does not count);
+- first answer: from sending to the first non-empty content, thinking
+  excluded: what students wait for before the answer starts. For a model that
+  does not reason it equals TTFT;
 - ITL: a request's decode time over its tokens, (last content - first
   content) / (tokens - 1), from that request's own arrival times; exact even
   when several chunks arrive in one network read (their gaps read as 0 ms,
@@ -21,9 +25,25 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..i18n import _
 from .exchange import Exchange
 
-__all__ = ["decode_itl_ms", "percentile", "percentiles", "request_metrics"]
+__all__ = [
+    "answer_wait_sentence",
+    "decode_itl_ms",
+    "percentile",
+    "percentiles",
+    "request_metrics",
+]
+
+
+def answer_wait_sentence() -> str:
+    """Which of the two first-token times students feel, in one sentence."""
+    return _(
+        "Students feel the time to the first answer token (first_answer_ms): a reasoning "
+        "model's thinking is not shown to them. The time to first token (ttft_ms) counts "
+        "any token, thinking included; for a model that does not reason the two are the same."
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -62,6 +82,7 @@ def request_metrics(ex: Exchange) -> dict[str, Any]:
         "error": ex.failure,
         "latency_ms": _ms(latency),
         "ttft_ms": _ms(ex.ttft),
+        "first_answer_ms": _ms(ex.first_answer),
         "itl_mean_ms": _round(decode_itl_ms(ex)),
         "itl_p50_ms": _round(percentile(gaps, 50)),
         "itl_p90_ms": _round(percentile(gaps, 90)),
@@ -76,7 +97,8 @@ def decode_itl_ms(ex: Exchange) -> float | None:
     """The request's inter-token latency: decode time / (tokens - 1), in ms."""
     times = ex.times
     tokens, source = ex.output_tokens
-    count = tokens if source == "usage" else len(times)
+    # usage counts a reasoning model's thinking too, which came before the first content.
+    count = tokens if source == "usage" and not ex.reasoning_chars else len(times)
     if len(times) < 2 or count < 2:
         return None
     return (times[-1] - times[0]) / (count - 1) * 1000

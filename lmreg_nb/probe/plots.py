@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..fonts import plot_gettext
+from .capacity_table import limited_by_label
 
 if TYPE_CHECKING:
     import numpy as np
@@ -152,6 +153,8 @@ def _percentile_panel(ax: Axes, result: CapacityResult, key: str, slo: float | N
     )
     if slo is not None:
         ax.axhline(slo, color="tab:red", linestyle="--", linewidth=1, label=t("SLO"))
+    if all(getattr(lv, key).get("p90") is None for lv in levels):
+        _empty(ax, t("no successful request"))
     _knee(ax, result)
     ax.set_xlabel(t("chats at once (concurrency)"))
     ax.set_ylabel(t("milliseconds"))
@@ -178,7 +181,7 @@ def capacity_figure(result: CapacityResult) -> Figure:
     cap = result.capacity
     fig.suptitle(
         t("Capacity: {n} chats at once within the SLO (limited by {limited_by})").format(
-            n=cap.concurrency, limited_by=cap.limited_by
+            n=cap.concurrency, limited_by=limited_by_label(cap.limited_by, t)
         )
     )
     axes[0].set_title(t("Time to first token"))
@@ -195,7 +198,8 @@ def capacity_figure(result: CapacityResult) -> Figure:
     for ax in axes:
         ax.set_xscale("log", base=2)
         # Ticks at the levels measured only (a class's search measures 40 and 60, not 32
-        # and 64), and limits from them: a level with no figure leaves no data to scale.
+        # and 64), and limits from them: when nothing was served no point is drawn, and
+        # matplotlib's default limits (0, 1) cannot be log-scaled.
         ax.set_xlim(measured[0] / 1.3, measured[-1] * 1.3)
         ax.set_xticks(measured)
         ax.xaxis.set_minor_locator(_no_ticks())

@@ -1,5 +1,7 @@
 """A connection pool that stays cheap with many connections: shards of small httpx pools.
 
+Used by `lmreg-nb watch`, whose rounds call hundreds of registered models at once.
+
 httpcore's pool (1.0.x) rescans every connection, and for each idle one counts
 them all again, whenever a request starts or ends: its cost grows with the
 square of the pool size, and at 128 connections it dominated the load

@@ -13,13 +13,18 @@ import ssl
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ..i18n import N_, _
+from ..envelope import open_files_reason
+from ..i18n import N_, _, listing
 
-__all__ = ["kinds_text", "snippet", "transport_reason"]
+__all__ = ["LOCAL_LIMIT", "kinds_text", "snippet", "transport_reason"]
+
+#: The error kind of a request this computer could not even send (out of file descriptors).
+LOCAL_LIMIT = "local limit"
 
 #: Error kinds (stable identifiers, kept as they are in JSON) as people read them.
 _KIND_LABELS = {
     "connect": N_("cannot connect"),
+    LOCAL_LIMIT: N_("too many open files here (ulimit -n)"),
     "timeout": N_("timed out"),
     "transport": N_("connection broke"),
     "bad stream": N_("malformed stream"),
@@ -36,7 +41,7 @@ def kinds_text(counts: Mapping[str, int]) -> str:
             return "HTTP " + kind.removeprefix("status ")
         return _(_KIND_LABELS[kind]) if kind in _KIND_LABELS else kind
 
-    return ", ".join(f"{label(kind)} ×{n}" for kind, n in counts.items())
+    return listing(f"{label(kind)} ×{n}" for kind, n in counts.items())
 
 
 def snippet(text: str, limit: int = 120) -> str:
@@ -86,6 +91,9 @@ def _tls_reason(err: ssl.SSLError, host: str, port: str) -> str:
 def transport_reason(exc: BaseException, url: str) -> str:
     """One sentence saying why ``url`` could not be reached and what to do (not masked)."""
     host, port = _where(url)
+    local = open_files_reason(exc, f"{host}:{port}")
+    if local is not None:  # our own limit, not the server's doing
+        return local
     chain = _chain(exc)
     for err in chain:
         if isinstance(err, ssl.SSLError):

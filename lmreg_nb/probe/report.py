@@ -10,24 +10,26 @@ an HTTP answer, it counts that one failed request.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..secret import Masker, Secret
+from ..secret import Masker
+from ..severity import severity_label
+from ..summary import Severity
+from .blocking import blocking
 from .chat import ChatEndpointError
 from .checks import SEVERITIES, CheckResult, Conformance
-from .exchange import Exchange, Target, make_target
-from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, make_client, run_load
-from .metrics import request_metrics
-from .reasons import kinds_text
-from .suite import CHECK_CONNECTIONS, ChatOutcome, run_checks
+from .context_window import DEFAULT_CONTEXT_NEED, check_context_need
+from .exchange import Exchange
+from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
+from .metrics import answer_wait_sentence, request_metrics
+from .reasons import LOCAL_LIMIT, kinds_text
+from .suite import ChatOutcome, make_client, run_checks
+from .target import Target
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +44,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("lmreg_nb")
-T = TypeVar("T")
 
 
 @dataclass
@@ -136,7 +137,15 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
         head = _("{done} of {requests} requests at concurrency {c} in {seconds} s").format(**facts)
     if not errors:
         return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
-    severity = "error" if errors == done else "warning"
+    severity: Severity = "error" if errors == done else "warning"
+    if LOCAL_LIMIT in load.errors_by_kind:
+        # Requests this computer could not even send say nothing about the server.
+        detail = _(
+            "{head}: {errors} failed ({kinds}). This computer ran out of open files "
+            "(ulimit -n), so some requests were never sent: raise the limit or lower the "
+            "concurrency, then run the load test again"
+        ).format(head=head, errors=errors, kinds=kinds)
+        return CheckResult("load-test", False, severity, detail)
     detail = _(
         "{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
         "check the server's capacity, rate limits and timeouts"
@@ -147,54 +156,66 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
 
 
 async def check_endpoint_async(
-    url: str,
-    api_key: str | Secret,
-    model: str,
+    target: Target,
     *,
     requests: int = 0,
     concurrency: int = 1,
-    timeout: float = 10.0,
     progress: bool = False,
     max_duration: float = 300.0,
     max_tokens: int = 256,
     chat_prompt: str | None = None,
-    also_name: str | None = None,
+    context_need: int = DEFAULT_CONTEXT_NEED,
 ) -> EndpointReport:
-    """:func:`check_endpoint` for code already inside an event loop (``await`` it)."""
-    target = make_target(url, api_key, model, timeout)
+    """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
+
+    ``requests`` > 0 runs a load test of that many streamed requests,
+    ``concurrency`` at a time, stopped after ``max_duration`` seconds.
+    ``chat_prompt``: one streamed chat reply made concurrently with the checks
+    (``report.chat_reply`` / ``report.chat_error``). A ``target`` with a
+    registered name (:meth:`Target.from_registered`) has that name tried as
+    ``model`` too when it differs. ``context_need``: tokens of the longest prompt
+    the course apps send (the context-window check, 1 to 131072). A server that
+    fails gives failed check rows, not an exception; a bad argument raises
+    :class:`~lmreg_nb.errors.ValidationError`.
+    :func:`check_endpoint` is the blocking twin (also inside Jupyter's loop).
+    """
     _check_load_args(requests, concurrency, max_duration)
-    async with make_client(max(concurrency, CHECK_CONNECTIONS), timeout) as client:
+    context_need = check_context_need(context_need)
+    async with make_client(target.timeout) as client:
         conf, chat = await run_checks(
             client,
             target,
             max_tokens=min(max_tokens, 64),
-            also_name=also_name.strip() if also_name else None,
             chat_prompt=chat_prompt,
+            context_need=context_need,
         )
-        checks = list(conf.checks)
-        load: LoadResult | None = None
-        if requests > 0 and conf.answered_stream:
-            log.info("load test: %d requests at concurrency %d", requests, concurrency)
-            load = await run_load(
-                target,
-                requests,
-                concurrency,
-                max_duration=max_duration,
-                max_tokens=max_tokens,
-                progress=progress,
-                client=client,
+    checks = list(conf.checks)
+    load: LoadResult | None = None
+    if requests > 0 and conf.answered_stream:
+        log.info("load test: %d requests at concurrency %d", requests, concurrency)
+        load = await run_load(
+            target,
+            requests,
+            concurrency,
+            max_duration=max_duration,
+            max_tokens=max_tokens,
+            progress=progress,
+        )
+        checks.append(_load_row(load, requests, max_duration))
+    elif requests > 0:
+        checks.append(
+            CheckResult(
+                "load-test",
+                False,
+                "info",
+                _("not run: the streamed check request failed (see the rows above)"),
             )
-            checks.append(_load_row(load, requests, max_duration))
-        elif requests > 0:
-            checks.append(
-                CheckResult(
-                    "load-test",
-                    False,
-                    "info",
-                    _("not run: the streamed check request failed (see the rows above)"),
-                )
-            )
+        )
     return _report(target, checks, conf, chat, load)
+
+
+#: The blocking twin of :func:`check_endpoint_async` (same parameters).
+check_endpoint = blocking(check_endpoint_async)
 
 
 def _report(
@@ -242,65 +263,15 @@ def _check_load_args(requests: int, concurrency: int, max_duration: float) -> No
         raise ValidationError("max_duration", _("must be a positive number of seconds"))
 
 
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion, also from a notebook whose loop is running."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    # Jupyter runs cells inside an event loop: use a thread with its own loop.
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lmreg-probe") as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-def check_endpoint(
-    url: str,
-    api_key: str | Secret,
-    model: str,
-    *,
-    requests: int = 0,
-    concurrency: int = 1,
-    timeout: float = 10.0,
-    progress: bool = False,
-    max_duration: float = 300.0,
-    max_tokens: int = 256,
-    chat_prompt: str | None = None,
-    also_name: str | None = None,
-) -> EndpointReport:
-    """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
-
-    ``requests`` > 0 runs a load test of that many streamed requests,
-    ``concurrency`` at a time, stopped after ``max_duration`` seconds.
-    ``chat_prompt``: one streamed chat reply made concurrently with the checks
-    (``report.chat_reply`` / ``report.chat_error``). ``also_name``: the
-    registered modelName, tried as ``model`` too when it differs (see
-    :func:`registered_target`). A server that fails gives failed check rows,
-    not an exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
-    """
-    return _run(
-        check_endpoint_async(
-            url,
-            api_key,
-            model,
-            requests=requests,
-            concurrency=concurrency,
-            timeout=timeout,
-            progress=progress,
-            max_duration=max_duration,
-            max_tokens=max_tokens,
-            chat_prompt=chat_prompt,
-            also_name=also_name,
-        )
-    )
-
-
 def format_report(report: EndpointReport) -> str:
     """A plain-text table of the checks and the summary (for the CLI)."""
     lines = []
     width = max((len(c.name) for c in report.checks), default=10)
+    words = {c.severity: severity_label(c.severity) for c in report.checks}
+    column = max((len(w) for w in words.values()), default=7)
     for c in _sorted(report.checks):
         mark = " ok " if c.passed else "FAIL"
-        lines.append(f"[{mark}] {c.severity:<7} {c.name:<{width}}  {c.detail}")
+        lines.append(f"[{mark}] {words[c.severity]:<{column}} {c.name:<{width}}  {c.detail}")
     s = report.summary
     lines.append("")
 
@@ -316,6 +287,9 @@ def format_report(report: EndpointReport) -> str:
     if report.errors_by_kind:
         lines.append(_("errors by kind: {kinds}").format(kinds=kinds_text(report.errors_by_kind)))
     lines.append(_("TTFT ms      {figures}").format(figures=pct("ttft_ms")))
+    if s.get("first_answer_ms") != s.get("ttft_ms"):  # a reasoning model: thinking comes first
+        lines.append(_("answer ms    {figures}").format(figures=pct("first_answer_ms")))
+        lines.append("             " + answer_wait_sentence())
     lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
     lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
     rps, tps = s.get("requests_per_s"), s.get("output_tokens_per_s")

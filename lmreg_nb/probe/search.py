@@ -8,19 +8,18 @@ through a callback: it prints nothing.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import math
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .exchange import DEFAULT_PROMPT, Target, chat_body
+from .exchange import DEFAULT_PROMPT, chat_body
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
+from .target import Target
 from .warmup import warm_up
 
 if TYPE_CHECKING:
@@ -75,8 +74,7 @@ class Search:
         self.result = result
         self.on_level = on_level
         self.on_progress = on_progress
-        self.task: asyncio.Task[Any] | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
+        #: Set on Ctrl-C (the blocking twin's Interrupt shares its event).
         self.interrupted = threading.Event()
 
     def add(self, level: Level) -> None:
@@ -88,13 +86,6 @@ class Search:
     def progress(self, progress: Progress) -> None:
         if self.on_progress is not None:
             self.on_progress(progress)
-
-    def interrupt(self) -> None:
-        """Stop from another thread (Ctrl-C): the levels so far stay."""
-        self.interrupted.set()
-        if self.loop is not None and self.task is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: the search is over
-                self.loop.call_soon_threadsafe(self.task.cancel)
 
 
 Measure = Callable[[int], Awaitable[Level | None]]

@@ -11,6 +11,9 @@ Shapes accepted:
   and a text completion ``{"choices": [{"text": ...}]}``;
 - a stream chunk ``{"choices": [{"delta": {"role"?, "content"?}}]}`` or
   ``{"choices": [{"text": ...}]}``; a usage-only chunk has ``"choices": []``;
+- a reasoning model's thinking, kept apart from the answer by a reasoning
+  parser: ``reasoning_content`` (vLLM, SGLang, DeepSeek) or ``reasoning``
+  (Ollama, OpenRouter, newer vLLM) beside ``content``, in ``message`` or ``delta``;
 - an error body: OpenAI's ``{"error": {"message", "type", "code"}}``, vLLM's
   ``{"object": "error", "message", "type", "code"}``, and the common
   ``{"message"}`` / ``{"detail"}`` / ``{"error": "text"}`` forms.
@@ -25,6 +28,7 @@ from ..i18n import _
 
 __all__ = [
     "chunk_delta",
+    "chunk_reasoning",
     "chunk_text",
     "completion_tokens",
     "error_message",
@@ -32,6 +36,7 @@ __all__ = [
     "first_choice",
     "is_error_object",
     "model_ids",
+    "reply_reasoning",
     "reply_shape",
     "reply_text",
     "usage_of",
@@ -59,6 +64,32 @@ def _choice_text(obj: Any, part: str) -> str | None:
 def reply_text(obj: Any) -> str | None:
     """The text of a whole reply: ``message.content`` (chat) or ``text`` (completion)."""
     return _choice_text(obj, "message")
+
+
+#: Where a reasoning parser puts the thinking, in the order they are read.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _reasoning(obj: Any, part: str) -> str | None:
+    choice = first_choice(obj)
+    holder = choice.get(part) if choice is not None else None
+    if not isinstance(holder, dict):
+        return None
+    for key in REASONING_FIELDS:
+        text = holder.get(key)
+        if isinstance(text, str) and text:
+            return text
+    return None
+
+
+def reply_reasoning(obj: Any) -> str | None:
+    """The thinking of a whole chat reply (``message.reasoning_content``), or None."""
+    return _reasoning(obj, "message")
+
+
+def chunk_reasoning(obj: Any) -> str | None:
+    """The thinking piece of a stream chunk (``delta.reasoning_content``), or None."""
+    return _reasoning(obj, "delta")
 
 
 def chunk_delta(obj: Any) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..i18n import _, ngettext
+from ..i18n import _, clauses, ngettext
 from .checks import CheckResult
 from .checks import row as _row
 from .exchange import Exchange
@@ -212,7 +212,7 @@ def _delivery_rows(ex: Exchange, again: Exchange | None) -> list[CheckResult]:
             "stream-framing",
             True,
             "info",
-            _("tolerated: {notes}").format(notes="; ".join(notes))
+            _("tolerated: {notes}").format(notes=clauses(notes))
             if notes
             else _("standard OpenAI framing"),
         )

@@ -1,20 +1,25 @@
-"""A lean streaming chat client for the capacity search: one HTTP/1.1 connection per chat.
+"""The lean streaming chat client of the load test and the capacity search.
 
-The capacity search must keep up with up to hundreds of streams on a small,
-busy machine: a client that falls behind reads several chunks at once, sees
-them late, and turns its own lag into the server's latency. httpx costs about
-2 ms of CPU per 64-token stream (pool, trace hooks, anyio streams); this
-client, an ``asyncio.Protocol`` that timestamps every network read as it
-arrives, costs a fraction of that. It does only what a closed-loop chat needs:
-POST a JSON body on a keep-alive connection (plain or TLS), read the status
-and headers, de-chunk the body, and split the event stream into ``data:``
-payloads. Anything unusual (a redirect, an unknown transfer encoding) is a
-failure of the request, named in one line; the conformance checks, which use
-httpx, are where such replies are judged.
+One HTTP/1.1 connection per chat. The load test and the capacity search must
+keep up with up to hundreds of streams on a small, busy machine: a client that
+falls behind reads several chunks at once, sees them late, and turns its own
+lag into the server's latency. httpx costs about 2 ms of CPU per 64-token
+stream (pool, trace hooks, anyio streams); this client, an ``asyncio.Protocol``
+that timestamps every network read as it arrives, costs a fraction of that. It
+does only what a closed-loop chat needs: POST a JSON body on a keep-alive
+connection (plain or TLS), read the status and headers, de-chunk the body, and
+split the event stream into ``data:`` payloads, each handed to the reply's
+accumulator (:class:`~lmreg_nb.probe.reply.Reply`). Anything unusual (a
+redirect, an unknown transfer encoding) is a failure of the request, named in
+one line; the conformance checks, which use httpx, are where such replies are
+judged. Like httpx's per-read timeout, a reply that sends no complete event
+(nor keep-alive) for ``timeout`` seconds is stalled. It asks for
+``Accept-Encoding: identity`` and inflates a body compressed anyway with a
+bound (:mod:`lmreg_nb._decode`), so a gzip bomb stays within the 4 MiB cap.
 
 Result: an :class:`~lmreg_nb.probe.exchange.Exchange` with the fields the
-levels read (status, failure, times, pieces, usage, done, finish), so the
-levels do not care which client produced it.
+load test and the levels read (status, failure, times, pieces, usage, done,
+finish): a 2xx answer that is not JSON is read as a stream, as the checks do.
 """
 
 from __future__ import annotations
@@ -24,12 +29,16 @@ import json
 import ssl
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
+import httpx
+
+from .._decode import BoundedDecoder, DecodingError
 from .._tls import tls_context
+from ..envelope import out_of_files
 from ..i18n import _, ngettext
-from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, Target, snippet
-from .shapes import chunk_text, finish_reason, first_choice, is_error_object, usage_of
+from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, snippet
+from .reasons import LOCAL_LIMIT, transport_reason
+from .target import Target
 
 __all__ = ["ChatConnection"]
 
@@ -85,20 +94,25 @@ class ChatConnection:
     """One keep-alive connection to ``target``; :meth:`send` one streamed chat at a time."""
 
     def __init__(self, target: Target, payload: bytes) -> None:
-        url = urlsplit(target.url)
+        # httpx's URL: the host IDNA-encoded, the path percent-encoded, as httpx sends them.
+        url = httpx.URL(target.url)
         self.target = target
         self.tls = url.scheme == "https"
-        self.host = url.hostname or ""
+        self.host = url.raw_host.decode("ascii")
         self.port = url.port or (443 if self.tls else 80)
-        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        host_header = url.netloc.rpartition("@")[2]
         head = (
-            f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\n"
-            f"Authorization: Bearer {target.api_key}\r\n"
-            "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n"
+            b"POST "
+            + url.raw_path
+            + b" HTTP/1.1\r\nHost: "
+            + url.netloc
+            + b"\r\n"
+            # Visible ASCII: a Target's key is checked, so a CR LF can never inject a header.
+            + f"Authorization: Bearer {target.api_key.reveal()}\r\n".encode("ascii")
+            + b"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+            + b"Accept-Encoding: identity\r\n"
+            + f"Content-Length: {len(payload)}\r\n\r\n".encode()
         )
-        self.request = head.encode("latin-1") + payload
+        self.request = head + payload
         self.reader: _Reader | None = None
         #: The request being sent (its ``times`` grow as content arrives), for a watcher.
         self.current: Exchange | None = None
@@ -146,9 +160,15 @@ class ChatConnection:
         except OSError as exc:
             ex.failure = "connect" if not ex.status else "transport"
             ex.failure_detail = snippet(str(exc) or type(exc).__name__, 200)
+            if out_of_files(exc):  # out of file descriptors here: not the server's fault
+                ex.failure = LOCAL_LIMIT
+                ex.failure_detail = transport_reason(exc, self.target.url)
             self.close()
         except _Broken as exc:
             ex.failure, ex.failure_detail = exc.kind, str(exc)
+            self.close()
+        except DecodingError as exc:
+            ex.failure, ex.failure_detail = "transport", str(exc)
             self.close()
         ex.t_end = time.perf_counter()
         return ex
@@ -162,17 +182,21 @@ class ChatConnection:
         ex.content_type = headers.get("content-type", "").lower()
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         length = headers.get("content-length")
-        body = _Body(reader, chunked, int(length) if length and length.isdigit() else None)
+        inflate = BoundedDecoder(headers.get("content-encoding", ""), MAX_BODY_BYTES)
+        size = int(length) if length and length.isdigit() else None
+        body = _Body(reader, chunked, size, inflate, stall=timeout)
         if not 200 <= status < 300:
             data = await body.read_all()
             ex.failure = f"status {status}"
             ex.failure_detail = _error_text(data)
-        elif ex.content_type.startswith("text/event-stream"):
+        elif ex.content_type.startswith("text/event-stream") or "json" not in ex.content_type:
+            # Any 2xx answer that is not JSON is read as a stream (as the checks read it).
             ex.streamed = True
             await _read_events(body, ex)
         else:
             data = await body.read_all()
             _whole(ex, data, reader.arrived)
+        ex.size = body.size
         if headers.get("connection", "").lower() == "close" or not body.complete:
             self.close()
 
@@ -211,34 +235,64 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
 
 
 class _Body:
-    """The response body as it arrives: de-chunked, bounded by Content-Length or close."""
+    """The response body as it arrives: de-chunked, inflated with a bound, bounded in time.
 
-    def __init__(self, reader: _Reader, chunked: bool, length: int | None) -> None:
+    A wait for more bytes ends at ``quiet_until`` (the loop's clock): the reader
+    of events moves it on at each complete event, :meth:`read_all` at each read.
+    """
+
+    def __init__(
+        self,
+        reader: _Reader,
+        chunked: bool,
+        length: int | None,
+        inflate: BoundedDecoder,
+        *,
+        stall: float,
+    ) -> None:
         self.reader = reader
         self.chunked = chunked
         self.left = length  # bytes still due (Content-Length), or None
         self.chunk_left = 0  # bytes left of the current chunk
         self.complete = False
-        self.size = 0
+        self.size = 0  # bytes yielded (inflated)
+        self.inflate = inflate
+        self.stall = stall
+        self.loop = asyncio.get_running_loop()
+        self.quiet_until = self.loop.time() + stall
+        self.stalled = _("stalled after {n} bytes: no data for {seconds} s")
+
+    def alive(self) -> None:
+        """The reply showed life: the next wait may last ``stall`` seconds again."""
+        self.quiet_until = self.loop.time() + self.stall
 
     async def pieces(self) -> Any:
         """Yield body bytes as they arrive (with the read's time in ``reader.arrived``)."""
-        reader = self.reader
         while not self.complete:
             data = self._take()
             if data:
+                data = self.inflate.feed(data)
                 self.size += len(data)
                 if self.size > MAX_BODY_BYTES:
                     raise _Broken("transport", _("reply over 4 MiB"))
-                yield data
+                if data:
+                    yield data
                 continue
             if self.complete:
                 return
-            if not await reader.more():
+            if not await self._more():
                 if self.left is None and not self.chunked:
                     self.complete = True  # a body ended by closing the connection
                     return
                 raise _Broken("transport", _("the connection closed mid-reply"))
+
+    async def _more(self) -> bool:
+        try:
+            async with asyncio.timeout_at(self.quiet_until):
+                return await self.reader.more()
+        except TimeoutError:
+            detail = self.stalled.format(n=self.size, seconds=f"{self.stall:g}")
+            raise _Broken("timeout", detail) from None
 
     def _take(self) -> bytes:
         buf = self.reader.buffer
@@ -288,13 +342,14 @@ class _Body:
         out = bytearray()
         async for data in self.pieces():
             out += data
+            self.alive()
         return bytes(out)
 
 
 async def _read_events(body: _Body, ex: Exchange) -> None:
     """Split the stream into events; each content piece timed by the read that brought it."""
     pending = b""
-    loads = json.loads
+    body.stalled = _("stalled after {n} bytes: no complete event for {seconds} s")
     async for data in body.pieces():
         now = body.reader.arrived
         ex.reads += 1
@@ -302,44 +357,13 @@ async def _read_events(body: _Body, ex: Exchange) -> None:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         pending += data
         *events, pending = pending.split(_EVENT_END)
+        if events:  # a complete event, or a keep-alive comment: the reply is alive
+            body.alive()
         for event in events:
             for line in event.split(b"\n"):
-                if not line.startswith(b"data:"):
-                    continue
-                payload = line[5:].strip()
-                ex.events += 1
-                if ex.done:
-                    ex.after_done += 1
-                    continue
-                if payload == b"[DONE]":
-                    ex.done = True
-                    continue
-                try:
-                    obj = loads(payload)
-                except ValueError:
-                    ex.non_json.append(payload[:200].decode("utf-8", "replace"))
-                    continue
-                _take_chunk(ex, obj, now)
+                if line.startswith(b"data:"):
+                    ex.take_data(line[5:].strip(), now)
     _judge_stream(ex)
-
-
-def _take_chunk(ex: Exchange, obj: Any, now: float) -> None:
-    if not isinstance(obj, dict):
-        ex.non_json.append(str(obj)[:200])
-        return
-    if is_error_object(obj):
-        ex.error_events.append(obj.get("error", obj))
-        return
-    usage = usage_of(obj)
-    if usage is not None:
-        ex.usage = usage
-    reason = finish_reason(obj)
-    if reason is not None:
-        ex.finish = reason
-    text = chunk_text(obj)
-    if text:
-        ex.pieces.append(text)  # the search keeps no text: only that it came, and when
-        ex.times.append(now)
 
 
 def _judge_stream(ex: Exchange) -> None:
@@ -360,24 +384,14 @@ def _judge_stream(ex: Exchange) -> None:
 
 
 def _whole(ex: Exchange, data: bytes, now: float) -> None:
-    """A 2xx answer that is not an event stream: one JSON body (the text arrives at once)."""
+    """A 2xx JSON answer (not an event stream): one body, the text arrives at once."""
     try:
         obj = json.loads(data)
     except ValueError:
         ex.failure, ex.failure_detail = "bad body", _("the reply was neither a stream nor JSON")
         return
-    choice = first_choice(obj)
-    message = choice.get("message") if choice is not None else None
-    text = message.get("content") if isinstance(message, dict) else None
-    reason = finish_reason(obj)
-    if reason is not None:
-        ex.finish = reason
-    if isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
-        ex.usage = obj["usage"]
-    if isinstance(text, str) and text:
-        ex.pieces.append(text)
-        ex.times.append(now)
-    else:
+    ex.take_whole(obj, now)
+    if not ex.pieces:
         ex.failure, ex.failure_detail = "bad body", _("no content in the reply")
 
 

@@ -3,12 +3,20 @@
 The requests do not depend on each other: a plain chat reply, the same with a
 made-up key, a streamed reply, the text-completion form, a streamed Chinese
 reply, a small-max_tokens reply, GET /v1/models, a chat with the registered
-name (``also_name``), the TLS handshake, the DNS lookup and the onboarding's
-chat reply (``chat_prompt``). So the checks take about as long as the slowest
-request, not their sum. The rows are then judged as before: when the server
-cannot be reached, refuses the key or fails, the rows stop there and say why
-(model-name-served is still judged once the server answered HTTP: it tells
-whether the registered name is the problem).
+name (``target.alias``), the TLS handshake, the DNS lookup, the onboarding's
+chat reply (``chat_prompt``) and the function checks' requests (a chat with
+a system message, the context-window prompts, two streams at once). So the
+checks take about as long as the slowest request, not their sum. The rows are
+then judged as before: when the server cannot be reached, refuses the key or
+fails, the rows stop there and say why (model-name-served is still judged
+once the server answered HTTP: it tells whether the registered name is the
+problem).
+
+A server that cuts a running stream when another request comes (llama.cpp's
+``interrupt_requests``) cuts the checks' own streams too, since they run at
+once. Each stream the rows judge that looks cut is asked for again after the
+others, alone, so the stream rows judge a stream sent alone and the cut is
+named once, by ``streams-not-cut``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .._tls import tls_context
 from ..errors import LmregError
 from ..i18n import _
 from .chat import chat_reply
@@ -36,7 +45,9 @@ from .checks import (
     url_checks,
     wrong_key_row,
 )
-from .exchange import Exchange, Target, chat_body, completion_body, completions_url, send
+from .context_window import DEFAULT_CONTEXT_NEED, ContextFinding, context_row, probe_context
+from .exchange import Exchange, chat_body, completion_body, completions_url, send
+from .function_checks import SYSTEM_PROMPT, looks_cut, reasoning_row, streams_row, system_role_row
 from .golive import (
     CHINESE_PROMPT,
     MAX_TOKENS_PROBE,
@@ -50,13 +61,25 @@ from .golive import (
     utf8_row,
 )
 from .stream_checks import looks_buffered, stream_rows
+from .target import Target
 from .tls import Certificate, inspect_certificate
 
-__all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "run_checks"]
+__all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "make_client", "run_checks"]
 
 #: Connections the checks use at once (one per concurrent request).
-CHECK_CONNECTIONS = 11
+CHECK_CONNECTIONS = 16
+#: The context-window search may take this many times the (per-read) timeout.
+CONTEXT_BUDGET_FACTOR = 3
 T = TypeVar("T")
+
+
+def make_client(timeout: float) -> httpx.AsyncClient:
+    """The checks' client: a connection for each of their concurrent requests."""
+    limits = httpx.Limits(
+        max_connections=CHECK_CONNECTIONS, max_keepalive_connections=CHECK_CONNECTIONS
+    )
+    transport = httpx.AsyncHTTPTransport(limits=limits, verify=tls_context())
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
 
 
 @dataclass
@@ -81,7 +104,10 @@ class _Seen:
     alias: Exchange | None
     cert: Certificate | None
     addresses: list[str] | None
-    chat: ChatOutcome = field(default_factory=ChatOutcome)
+    chat: ChatOutcome
+    system: Exchange
+    context: ContextFinding
+    pair: list[Exchange] = field(default_factory=list)
 
 
 async def _none() -> None:
@@ -108,18 +134,25 @@ def _opt(job: Awaitable[T] | None) -> Awaitable[T | None]:
     return job if job is not None else _none()
 
 
+async def _pair(client: httpx.AsyncClient, target: Target, max_tokens: int) -> list[Exchange]:
+    """Two streamed chats sent at once (streams-not-cut)."""
+    body = _stream_body(target, max_tokens)
+    return list(await asyncio.gather(*(send(client, target, body, stream=True) for _ in "ab")))
+
+
 async def _gather(
     client: httpx.AsyncClient,
     target: Target,
     max_tokens: int,
-    also_name: str | None,
     chat_prompt: str | None,
+    context_need: int,
 ) -> _Seen:
     url = completions_url(target.url)
     wrong_key = "lmreg-probe-wrong-" + secrets.token_hex(8)
     alias = None
-    if also_name and also_name != target.model:
-        alias = send(client, target, chat_body(also_name, stream=False, max_tokens=1), stream=False)
+    if target.alias is not None:
+        body = chat_body(target.alias, stream=False, max_tokens=1)
+        alias = send(client, target, body, stream=False)
     jobs: list[Awaitable[Any]] = [
         send(client, target, chat_body(target.model, stream=False, max_tokens=max_tokens),
              stream=False),
@@ -128,29 +161,49 @@ async def _gather(
         send(client, target, _stream_body(target, max_tokens), stream=True),
         _opt(send(client, target, completion_body(target.model), stream=False, url=url)
              if url is not None else None),
-        send(client, target,
-             chat_body(target.model, CHINESE_PROMPT, stream=True, max_tokens=max_tokens),
-             stream=True),
-        send(client, target,
-             chat_body(target.model, stream=True, max_tokens=MAX_TOKENS_PROBE), stream=True),
+        send(client, target, _utf8_body(target, max_tokens), stream=True),
+        send(client, target, _max_tokens_body(target), stream=True),
         list_models(client, target),
         _opt(alias),
         _cert(target),
         resolve(target.url, target.timeout),
         _chat(client, target, chat_prompt),
+        send(client, target,
+             chat_body(target.model, stream=False, max_tokens=max_tokens, system=SYSTEM_PROMPT),
+             stream=False),
+        probe_context(client, target, context_need, target.timeout * CONTEXT_BUDGET_FACTOR),
+        _pair(client, target, max_tokens),
     ]  # fmt: skip
     done = await asyncio.gather(*jobs)
     return _Seen(
         plain=done[0], wrong=done[1], streamed=done[2], completion=done[3], utf8=done[4],
         max_tokens=done[5], models=done[6], alias=done[7], cert=done[8], addresses=done[9],
-        chat=done[10],
+        chat=done[10], system=done[11], context=done[12], pair=done[13],
     )  # fmt: skip
 
 
-def _names(target: Target, seen: _Seen, also_name: str | None) -> list[tuple[str, Exchange | None]]:
+async def _alone(
+    client: httpx.AsyncClient, target: Target, seen: _Seen, max_tokens: int, chat_prompt: str | None
+) -> None:
+    """Ask again, one at a time, for each judged stream that looks cut (see the docstring)."""
+    again = {
+        "streamed": _stream_body(target, max_tokens),
+        "utf8": _utf8_body(target, max_tokens),
+        "max_tokens": _max_tokens_body(target),
+    }
+    cutting = any(looks_cut(ex) for ex in seen.pair)
+    for name, body in again.items():
+        if looks_cut(getattr(seen, name)):
+            cutting = True
+            setattr(seen, name, await send(client, target, body, stream=True))
+    if cutting and chat_prompt is not None:  # the chat step's reply was likely cut too
+        seen.chat = await _chat(client, target, chat_prompt)
+
+
+def _names(target: Target, seen: _Seen) -> list[tuple[str, Exchange | None]]:
     names: list[tuple[str, Exchange | None]] = [(target.model, seen.plain)]
-    if seen.alias is not None and also_name:
-        names.append((also_name, seen.alias))
+    if seen.alias is not None and target.alias is not None:
+        names.append((target.alias, seen.alias))
     return names
 
 
@@ -159,16 +212,18 @@ async def run_checks(
     target: Target,
     *,
     max_tokens: int = 64,
-    also_name: str | None = None,
     chat_prompt: str | None = None,
+    context_need: int = DEFAULT_CONTEXT_NEED,
 ) -> tuple[Conformance, ChatOutcome]:
     """Every check against ``target``; never raises for the server.
 
-    ``also_name``: the registered modelName, tried as ``model`` too when it
-    differs from ``target.model``. ``chat_prompt``: one streamed chat reply
-    made beside the checks (the onboarding's chat step).
+    The registered modelName (``target.registered_name``) is tried as
+    ``model`` too when it differs from ``target.model``. ``chat_prompt``: one
+    streamed chat reply made beside the checks (the onboarding's chat step).
+    ``context_need``: tokens of the longest prompt the course apps send
+    (context-window).
     """
-    seen = await _gather(client, target, max_tokens, also_name, chat_prompt)
+    seen = await _gather(client, target, max_tokens, chat_prompt, context_need)
     checks = url_checks(target.url)
     checks[-1] = resolve_row(checks[-1], target.url, seen.addresses)
     result = Conformance(checks, first=seen.plain)
@@ -181,9 +236,9 @@ async def run_checks(
         return result, seen.chat
     checks.extend(certificate)
     checks.append(_reachable_row(plain))
-    name_row = model_name_row(_names(target, seen, also_name), seen.models)
+    name_row = model_name_row(_names(target, seen), seen.models)
     # When the checks stop early, the name row is kept only where the name may be the cause.
-    name_rows = [name_row] if _name_suspect(plain, also_name, seen.models) else []
+    name_rows = [name_row] if _name_suspect(plain, target, seen.models) else []
     if plain.status in (401, 403):
         checks.append(_refused_row(plain))
         checks.extend([*name_rows, errors_json_row([plain])])
@@ -194,6 +249,7 @@ async def run_checks(
         checks.extend([*name_rows, errors_json_row([plain])])
         return result, seen.chat
     checks.append(CheckResult("chat-answers", True, "error", f"HTTP {plain.status}"))
+    await _alone(client, target, seen, max_tokens, chat_prompt)
     checks.extend(chat_rows(plain))
     checks.append(wrong_key_row(seen.wrong))
     again = None
@@ -204,6 +260,7 @@ async def run_checks(
     result.streamed = seen.streamed
     checks.append(completion_row(seen.completion, completions_url(target.url)))
     checks.extend([utf8_row(seen.utf8), max_tokens_row(seen.max_tokens), name_row])
+    checks.extend(_function_rows(seen))
     answered = [seen.plain, seen.wrong, seen.streamed, seen.completion]
     checks.append(errors_json_row([ex for ex in answered if ex is not None]))
     return result, seen.chat
@@ -232,15 +289,34 @@ def _refused_row(plain: Exchange) -> CheckResult:
     )
 
 
-def _name_suspect(plain: Exchange, also_name: str | None, models: ModelList | None) -> bool:
+def _name_suspect(plain: Exchange, target: Target, models: ModelList | None) -> bool:
     """The model name may be why the plain request failed (or will fail for the platform)."""
-    if plain.status in (400, 404) or also_name:
+    if plain.status in (400, 404) or target.registered_name:
         return True
     return models is not None and models.served is not None
 
 
+def _function_rows(seen: _Seen) -> list[CheckResult]:
+    """system-role, context-window, streams-not-cut, reasoning-separated."""
+    replies = [seen.plain, seen.streamed, seen.utf8, seen.system]
+    return [
+        system_role_row(seen.system),
+        context_row(seen.context),
+        streams_row(seen.pair, seen.streamed),
+        reasoning_row(replies, seen.streamed),
+    ]
+
+
 def _stream_body(target: Target, max_tokens: int) -> dict[str, Any]:
     return chat_body(target.model, stream=True, max_tokens=max_tokens)
+
+
+def _utf8_body(target: Target, max_tokens: int) -> dict[str, Any]:
+    return chat_body(target.model, CHINESE_PROMPT, stream=True, max_tokens=max_tokens)
+
+
+def _max_tokens_body(target: Target) -> dict[str, Any]:
+    return chat_body(target.model, stream=True, max_tokens=MAX_TOKENS_PROBE)
 
 
 def _stream_part(checks: list[CheckResult], streamed: Exchange, again: Exchange | None) -> None:

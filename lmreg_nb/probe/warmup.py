@@ -15,9 +15,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from .exchange import Target
 from .level_run import TICK_S, Connection
 from .stream_client import ChatConnection
+from .target import Target
 
 __all__ = ["warm_up"]
 

@@ -1,9 +1,9 @@
 """Run one notebook headless and keep a scrubbed record of it: ``run_notebook``.
 
-papermill runs in a child process (:mod:`lmreg_nb.kernels`) whose environment is
+papermill runs in a child process (:mod:`lmreg_nb.runner.kernels`) whose environment is
 a clean base plus the run's own variables, so one school's secrets never reach
 another's run, and the operator's shell (its tokens, its .env) never reaches
-any. The child writes into a private temporary folder (:mod:`lmreg_nb.runs`)
+any. The child writes into a private temporary folder (:mod:`lmreg_nb.runner.runs`)
 that is deleted afterwards, whatever way the run ends; only the scrubbed
 notebook and its HTML copies reach ``out_dir``, each written atomically.
 """
@@ -22,9 +22,12 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..i18n import _
-from ..kernels import KERNEL_START_EXIT, ipc_prefix
 from ..records import to_jsonable
-from ..runs import (
+from ..summary import Summary
+from .environment import BASE_VARIABLES, check_parameters, clean_environment, run_secrets
+from .kernels import KERNEL_START_EXIT, ipc_prefix
+from .record import Ended, load_output, make_record, warm_up, write_atomic, write_record
+from .runs import (
     Interrupted,
     interruptible,
     kill_tree,
@@ -34,9 +37,6 @@ from ..runs import (
     stop_reason,
     tracked,
 )
-from ..summary import Summary
-from .environment import BASE_VARIABLES, check_parameters, clean_environment, run_secrets
-from .record import Ended, load_output, make_record, warm_up, write_atomic, write_record
 
 __all__ = [
     "BASE_VARIABLES",
@@ -63,17 +63,13 @@ class RunResult:
     duration_s: float = 0.0
     short_html: Path | None = None  # the principal's view: no code cells
     kernel_retried: bool = False  # the kernel failed to start once and the run was retried
+    #: The recorded onboarding summary, read once (None when the notebook recorded none).
+    summary: Summary | None = None
 
     @property
     def ok(self) -> bool:
         """Whether the run succeeded."""
         return self.status == "ok"
-
-    @property
-    def summary(self) -> Summary | None:
-        """The recorded onboarding summary, typed (None when the notebook recorded none)."""
-        data = self.records.get("summary")
-        return Summary.from_json(data) if isinstance(data, Mapping) else None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON data (paths as strings)."""
@@ -138,7 +134,7 @@ def _execute(
 ) -> Ended:
     """Run papermill; a kernel that did not start gets one more try (recorded as such)."""
     out, params = work / "executed.ipynb", work / "parameters.yaml"
-    command = [sys.executable, "-m", "lmreg_nb.kernels", str(notebook.resolve()), str(out),
+    command = [sys.executable, "-m", "lmreg_nb.runner.kernels", str(notebook.resolve()), str(out),
                str(params), str(kernel_cwd)]  # fmt: skip
     prefix = ipc_prefix(work)
     command += ["--ipc", prefix] if prefix else []
@@ -207,7 +203,7 @@ def run_notebook(
     Writes ``out_dir/<stem>.ipynb``, ``<stem>.html`` (the full record) and
     ``<stem>-short.html`` (no code cells), stem: the notebook's. Raises
     SecretLeakError (writing nothing) if a secret survives scrubbing; re-raises
-    :class:`~lmreg_nb.runs.Interrupted` after writing the interrupted run's record.
+    :class:`~lmreg_nb.runner.runs.Interrupted` after writing the interrupted run's record.
     """
     started = time.monotonic()
     notebook = Path(notebook)
@@ -224,15 +220,15 @@ def run_notebook(
         warm_up()
         ended = _execute(work, notebook, kernel_cwd, run_env, timeout)
         raw, executed = load_output(work / "executed.ipynb", notebook)
-        clean, records, error = make_record(notebook, ended, raw, executed, secrets)
+        clean, records, summary, error = make_record(notebook, ended, raw, executed, secrets)
         nb_path, html_path, short_path = write_record(
-            clean, records, error, out_dir, stem, secrets, notebook.name
+            clean, summary, out_dir, stem, secrets, notebook.name
         )
 
     result = RunResult(
         status="ok" if error is None else "failed", notebook=nb_path, html=html_path,
         records=records, error=error, duration_s=time.monotonic() - started,
-        short_html=short_path, kernel_retried=ended.retried,
+        short_html=short_path, kernel_retried=ended.retried, summary=summary,
     )  # fmt: skip
     log.info("ran %s: %s in %.1f s", notebook.name, result.status, result.duration_s)
     if ended.interrupt is not None:

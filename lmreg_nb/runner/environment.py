@@ -14,8 +14,8 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..scrub import looks_secret, secret_values
 from ..secret import WINDOW
+from .scrub import looks_secret, secret_values
 
 __all__ = [
     "BASE_PREFIXES",
@@ -39,7 +39,12 @@ BASE_PREFIXES = ("LC_", "XDG_", "JUPYTER_")
 
 
 def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """A child's environment: the base variables of this process, then ``env`` on top."""
+    """A child's environment: the base variables of this process, then ``env`` on top.
+
+    The child reads no ``.env`` of its own unless ``env`` names one: its kernel works
+    in a temporary folder, and a search upwards from there would reach ``$TMPDIR``,
+    where any local user can plant a ``.env`` (a notebook folder, a token).
+    """
     base = {
         name: value
         for name, value in os.environ.items()
@@ -48,6 +53,8 @@ def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
     # Jupyter deps use frozen modules; without this the kernel warns on stderr.
     base.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     base.update({str(k): str(v) for k, v in env.items()})
+    if not base.get("LMREG_ENV_FILE"):
+        base["LMREG_ENV_FILE"] = os.devnull  # Settings: no file, no search
     return base
 
 

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..export import render_html
 from ..i18n import _
-from ..kernels import KERNEL_START_EXIT
 from ..records import records_of
-from ..runs import Interrupted
-from ..scrub import scrub_notebook
+from ..records.export import render_html
+from ..records.principal import render_principal_html
 from ..secret import assert_clean, mask_text
 from ..summary import Summary
+from .kernels import KERNEL_START_EXIT
+from .runs import Interrupted
+from .scrub import scrub_notebook
 
 __all__ = ["Ended", "load_output", "make_record", "warm_up", "write_atomic", "write_record"]
 
@@ -129,8 +130,8 @@ def _describe(ended: Ended, clean: Any, secrets: Mapping[str, str]) -> str | Non
 
 def make_record(
     notebook: Path, ended: Ended, raw: Any, executed: bool, secrets: Mapping[str, str]
-) -> tuple[Any, dict[str, Any], str | None]:
-    """The scrubbed notebook, its records, and the run's error (None: ok)."""
+) -> tuple[Any, dict[str, Any], Summary | None, str | None]:
+    """The scrubbed notebook, its records, its summary (read once), the error (None: ok)."""
     clean = scrub_notebook(raw, secrets)
     # papermill's "An Exception was encountered" banner: the summary card says it better.
     clean.cells = [
@@ -152,20 +153,24 @@ def make_record(
         error = _one_line(
             _("summary status {status}: {reason}").format(status=summary.status, reason=reason)
         )
-    return clean, records, error
+    return clean, records, summary, error
 
 
 def write_record(
-    clean: Any, records: Mapping[str, Any], error: str | None, out_dir: Path, stem: str,
-    secrets: Mapping[str, str], what: str,
+    clean: Any, summary: Summary | None, out_dir: Path, stem: str, secrets: Mapping[str, str],
+    what: str,
 ) -> tuple[Path, Path, Path]:  # fmt: skip
+    """Write the notebook and its two HTML copies (full, short), each checked for secrets."""
     import nbformat
 
-    data = records.get("summary")
-    summary = Summary.from_json(data) if isinstance(data, Mapping) else None
     nb_text = nbformat.writes(clean)
     full = render_html(clean, summary)
-    short = render_html(clean, summary, short=True)
+    # The principal's page: one screen in plain words; without a summary, the charts.
+    short = (
+        render_principal_html(summary, full_record=f"{stem}.html")
+        if summary is not None
+        else render_html(clean, summary, short=True)
+    )
     assert_clean(nb_text, secrets, what=_("the record of {name}").format(name=what))
     for page in (full, short):
         assert_clean(page, secrets, what=_("the HTML copy of {name}").format(name=what))

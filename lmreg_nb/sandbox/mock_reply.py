@@ -30,6 +30,11 @@ def reply_tokens(count: int) -> list[str]:
 
 
 _TOKEN_JSON = {t: json.dumps(t) for t in reply_tokens(len(_WORDS))}
+#: A reasoning model's thinking before its answer (quirks reasoning-content, think-in-content).
+_THOUGHT = "Let me think: the student asks a short question, so one clear answer is best"
+_THINKING = tuple(w + " " for w in _THOUGHT.split())
+#: Tokens of thinking before the answer.
+THINKING_TOKENS = 16
 _CHINESE = "图书馆每天早上八点开门，同学们可以在这里安静地读书、查资料和讨论问题。"
 
 
@@ -114,6 +119,8 @@ class _Reply:
         if isinstance(cap, int) and not isinstance(cap, bool) and 0 <= cap < count:
             count, self.finish = cap, "length"
         self.tokens = reply_tokens(count)
+        self.cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 0 else None
+        self.thinking = 0  # the first `thinking` tokens are reasoning_content, not content
         self.ttft = config.ttft_ms / 1000
         self.itl = config.itl_ms / 1000
         self.id = ("chatcmpl-" if chat else "cmpl-") + secrets.token_hex(12)
@@ -121,6 +128,23 @@ class _Reply:
         self.object = "chat.completion" if chat else "text_completion"
         self.prompt_tokens = _count_prompt(body, chat)
         self.pace: Callable[[int], float] | None = None  # set under a decode slowdown
+
+    def think(self, quirks: frozenset[str]) -> None:
+        """Thinking before the answer: as reasoning_content, or as a <think> block in content.
+
+        The thinking counts against max_tokens, as in vLLM: a small cap leaves no answer.
+        """
+        thoughts = [_THINKING[k % len(_THINKING)] for k in range(THINKING_TOKENS)]
+        if "think-in-content" in quirks:
+            thoughts = ["<think>\n", *thoughts, "</think>\n\n"]
+        elif "reasoning-content" not in quirks:
+            return
+        tokens = thoughts + self.tokens
+        if self.cap is not None and len(tokens) > self.cap:
+            tokens, self.finish = tokens[: self.cap], "length"
+        self.tokens = tokens
+        if "reasoning-content" in quirks:
+            self.thinking = min(len(thoughts), len(tokens))
 
     def due(self, k: int) -> float:
         """Monotonic time at which token ``k`` is due."""
@@ -142,10 +166,12 @@ class _Reply:
 
     def whole(self, quirks: frozenset[str]) -> dict[str, Any]:
         """The non-streamed reply."""
-        text = "".join(self.tokens)
+        text = "".join(self.tokens[self.thinking :])
         choice: dict[str, Any] = {"index": 0, "finish_reason": self.finish, "logprobs": None}
         if self.chat:
             choice["message"] = {"role": "assistant", "content": text}
+            if self.thinking:
+                choice["message"]["reasoning_content"] = "".join(self.tokens[: self.thinking])
         else:
             choice["text"] = text
         out: dict[str, Any] = {
@@ -208,6 +234,7 @@ async def _stream(
     # Render the chunk once and splice each token in: json.dumps per chunk would make
     # the mock, not the client under test, the bottleneck of a load benchmark.
     head, tail = frames.event(reply.chunk(reply.content(_MARK))).split(json.dumps(_MARK))
+    thought = frames.event(reply.chunk({"reasoning_content": _MARK})).split(json.dumps(_MARK))
     for k, token in enumerate(reply.tokens):
         due = reply.due(k)
         if pieces and not burst and due > time.monotonic():
@@ -217,7 +244,7 @@ async def _stream(
         if not burst:
             await _sleep_until(due)
         text = _TOKEN_JSON.get(token) or json.dumps(token, ensure_ascii=False)  # raw UTF-8
-        pieces.append(head + text + tail)
+        pieces.append(head + text + tail if k >= reply.thinking else thought[0] + text + thought[1])
         if k == n // 2 and "non-json-chunk" in quirks:
             pieces.append(frames.data("this is not json"))
         if k == n // 2 and "error-in-stream" in quirks:

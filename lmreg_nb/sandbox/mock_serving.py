@@ -23,7 +23,7 @@ def app_from_env() -> Starlette:
 
     ``LMREG_MOCK_API_KEY`` (required), ``LMREG_MOCK_TTFT_MS``, ``LMREG_MOCK_ITL_MS``,
     ``LMREG_MOCK_TOKENS``, ``LMREG_MOCK_QUIRKS`` (comma-separated), ``LMREG_MOCK_SLOTS``,
-    ``LMREG_MOCK_SLOWDOWN``.
+    ``LMREG_MOCK_SLOWDOWN``, ``LMREG_MOCK_SERVED``, ``LMREG_MOCK_CONTEXT_WINDOW``.
     """
     env = os.environ
     return create_app(
@@ -36,6 +36,7 @@ def app_from_env() -> Starlette:
             slots=int(env.get("LMREG_MOCK_SLOTS", 0)),
             slowdown=float(env.get("LMREG_MOCK_SLOWDOWN", 0)),
             served=tuple(n for n in env.get("LMREG_MOCK_SERVED", "").split(",") if n),
+            context_window=int(env.get("LMREG_MOCK_CONTEXT_WINDOW", 0)),
         )
     )
 
@@ -98,6 +99,7 @@ def _config_env(config: MockModelConfig) -> dict[str, str]:
         "LMREG_MOCK_SLOTS": str(config.slots),
         "LMREG_MOCK_SLOWDOWN": repr(config.slowdown),
         "LMREG_MOCK_SERVED": ",".join(config.served),
+        "LMREG_MOCK_CONTEXT_WINDOW": str(config.context_window),
     }
 
 

@@ -44,6 +44,7 @@ class SandboxInfo:
     app_secret: str
     model_api_key: str
     db: Path
+    pid: int | None = None  # the sandbox process
 
     def __repr__(self) -> str:
         # Never show the secrets, even in a test failure report.
@@ -121,6 +122,7 @@ def running_sandbox(
     cmd = [
         sys.executable, "-m", "lmreg_nb", "sandbox",
         "--host", "127.0.0.1", "--port", "0", "--model-port", "0", "--db", str(db), *args,
+        "--parent-pid", str(os.getpid()),  # it stops when this process dies, even by SIGKILL
     ]  # fmt: skip
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
@@ -169,7 +171,7 @@ def _wait_until_up(
             )
         ) from None
     keys = ("base_url", "token_path", "model_url", "app_id", "app_secret", "model_api_key")
-    info = SandboxInfo(db=db, **{k: fields[k] for k in keys})
+    info = SandboxInfo(db=db, pid=proc.pid, **{k: fields[k] for k in keys})
     model_root = info.model_url.rsplit("/v1/", 1)[0] + "/"
     for url in (info.base_url + "/openapi.json", model_root):
         while True:

@@ -10,8 +10,11 @@
   a slot at that moment, so decoding slows as more run at once (as a GPU
   sharing its batch does). Each gap is added to the previous token's due time,
   so a change of load changes the pace from then on without drift.
-- **interrupt** (a quirk): a new request cuts every stream in progress, as
-  llama.cpp's server does with ``interrupt_requests`` on: the cut stream sends
+- **interrupt** (a quirk): a new request (streamed or not) cuts every stream
+  that arrived before it, as llama.cpp's server does with ``interrupt_requests``
+  on (any request waiting for the model's lock ends the running stream at its
+  next chunk). A stream counts from its arrival, so which one is cut does not
+  depend on when its reply began. The cut stream sends
   ``data: [DONE]`` right after its last content chunk, with no
   ``finish_reason``, and ends.
 """
@@ -91,17 +94,23 @@ class Load:
             if gate is not None:
                 gate.release()
 
-    async def stream(
-        self, reply: Paced, body: AsyncGenerator[bytes, None], *, interrupt: bool = False
-    ) -> AsyncIterator[bytes]:
-        """``body`` served inside a slot; with ``interrupt``, newcomers cut it."""
-        if interrupt:
-            for other in self._cut:  # llama.cpp: a new request ends the running ones
-                other.set()
+    def arrive(self, streamed: bool) -> asyncio.Event | None:
+        """A request came (interrupt): cut every stream before it; a stream's own cut event."""
+        for other in self._cut:  # llama.cpp: a new request ends the running ones
+            other.set()
+        if not streamed:
+            return None
         cut = asyncio.Event()
+        self._cut.add(cut)  # at once, not when its reply begins: the order is the arrival's
+        return cut
+
+    async def stream(
+        self, reply: Paced, body: AsyncGenerator[bytes, None], *, cut: asyncio.Event | None = None
+    ) -> AsyncIterator[bytes]:
+        """``body`` served inside a slot; ``cut`` (from :meth:`arrive`): newcomers end it."""
+        if cut is None:
+            cut = asyncio.Event()  # never set
         async with self.slot(reply):
-            if interrupt:
-                self._cut.add(cut)
             try:
                 async for piece in body:
                     yield piece

@@ -48,14 +48,30 @@ text-errors, which are warnings):
 ``slow``                no answer at all (hangs until the client gives up)
 ``status-500``          every request answers 500
 ``status-429``          every request answers 429 with ``Retry-After: 1``
-``interrupt``           a new request cuts the streams in progress (llama.cpp's
-                        ``interrupt_requests``): ``data: [DONE]``, no finish_reason
+``interrupt``           a new request (streamed or not) cuts the streams in
+                        progress (llama.cpp's ``interrupt_requests``): ``data:
+                        [DONE]``, no finish_reason
+``no-system-role``      a chat whose messages hold a system message gets 400
+                        "System role not supported" (a Gemma-style chat template)
+``think-in-content``    a reasoning model without a reasoning parser: a
+                        ``<think>...</think>`` block opens the content
+``reasoning-content``   (tolerated) a reasoning model with a parser: the thinking
+                        comes first as ``reasoning_content`` deltas, the answer after
+``truncate-prompt``     with a context window (``context_window``), a longer
+                        prompt is cut to the window silently, as Ollama does with
+                        ``num_ctx``, instead of refused
 ``replacement-char``    a Chinese reply carries U+FFFD in place of some
                         characters (a server decoding byte-level tokens one by one)
 ``split-utf8``          (tolerated) each write of a stream is cut inside a
                         multi-byte character, the rest following 5 ms later
 ``ignore-max-tokens``   ``max_tokens`` / ``max_completion_tokens`` are ignored
 ======================  =====================================================
+
+``context_window`` (N tokens, 0: none; a prompt's tokens are its words): a
+prompt of more than N tokens, or with ``max_tokens`` more than N in all, gets
+vLLM's 400 "This model's maximum context length is N tokens. However, you
+requested ..." (with ``truncate-prompt``: answered, ``usage.prompt_tokens``
+capped at N).
 
 A prompt with Chinese characters gets a Chinese reply (one character per
 token, sent as raw UTF-8). ``served`` names the models served (vLLM's
@@ -136,6 +152,10 @@ QUIRKS: frozenset[str] = frozenset(
         "replacement-char",
         "split-utf8",
         "ignore-max-tokens",
+        "no-system-role",
+        "think-in-content",
+        "reasoning-content",
+        "truncate-prompt",
     }
 )
 
@@ -155,6 +175,7 @@ class MockModelConfig:
     slots: int = 0  # requests served at once, the rest queue (0: no limit); see saturation.py
     slowdown: float = 0.0  # each gap is itl_ms * (1 + slowdown * (streams in progress - 1))
     served: tuple[str, ...] = ()  # model names served (empty: any name)
+    context_window: int = 0  # tokens of prompt + max_tokens accepted (0: no limit)
 
     def __post_init__(self) -> None:
         unknown = set(self.quirks) - QUIRKS
@@ -164,8 +185,8 @@ class MockModelConfig:
             )
         if self.ttft_ms < 0 or self.itl_ms < 0 or self.tokens < 0:
             raise ValueError("ttft_ms, itl_ms and tokens must not be negative")
-        if self.slots < 0 or self.slowdown < 0:
-            raise ValueError("slots and slowdown must not be negative")
+        if self.slots < 0 or self.slowdown < 0 or self.context_window < 0:
+            raise ValueError("slots, slowdown and context_window must not be negative")
 
 
 async def _wait_for_disconnect(request: Request) -> None:
@@ -254,14 +275,47 @@ async def _handle(request: Request, config: MockModelConfig, load: Load, chat: b
     if "ignore-max-tokens" in quirks:
         caps = ("max_tokens", "max_completion_tokens")
         body = {k: v for k, v in body.items() if k not in caps}
+    if chat and "no-system-role" in quirks and _has_system(body):
+        # What vLLM answers when the chat template raises (Gemma's and others').
+        return _error(400, "System role not supported", "BadRequestError", None, quirks)
     reply = _Reply(config, body, chat, t0)
+    too_long = _context_refusal(config.context_window, reply, quirks)
+    if too_long is not None:
+        return too_long
     if _asks_chinese(body):
         reply.tokens = _chinese_tokens(len(reply.tokens), "replacement-char" in quirks)
-    if body.get("stream") is not True or "no-stream" in quirks:
+    reply.think(quirks)
+    streamed = body.get("stream") is True and "no-stream" not in quirks
+    # llama.cpp's interrupt_requests: any request that comes ends the running streams.
+    cut = load.arrive(streamed) if "interrupt" in quirks else None
+    if not streamed:
         async with load.slot(reply):
             await _sleep_until(reply.done_at)
         return JSONResponse(reply.whole(quirks))
-    return _streamed(load, reply, body, quirks)
+    return _streamed(load, reply, body, quirks, cut)
+
+
+def _has_system(body: dict[str, Any]) -> bool:
+    return any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
+
+
+def _context_refusal(window: int, reply: _Reply, quirks: frozenset[str]) -> Response | None:
+    """vLLM's 400 for a prompt over the window; with truncate-prompt, Ollama's silent cut."""
+    prompt, cap = reply.prompt_tokens, reply.cap or 0
+    if not window or prompt + cap <= window:
+        return None
+    if "truncate-prompt" in quirks:
+        reply.prompt_tokens = min(prompt, window)
+        return None
+    return _error(
+        400,
+        f"This model's maximum context length is {window} tokens. However, you requested "
+        f"{prompt + cap} tokens ({prompt} in the messages, {cap} in the completion). "
+        "Please reduce the length of the messages or completion.",
+        "BadRequestError",
+        None,
+        quirks,
+    )
 
 
 async def _refusal(
@@ -294,7 +348,11 @@ async def _refusal(
 
 
 def _streamed(
-    load: Load, reply: _Reply, body: dict[str, Any], quirks: frozenset[str]
+    load: Load,
+    reply: _Reply,
+    body: dict[str, Any],
+    quirks: frozenset[str],
+    cut: asyncio.Event | None,
 ) -> StreamingResponse:
     """The reply as server-sent events, paced by ``load`` (slots, slowdown, interrupts)."""
     options = body.get("stream_options")
@@ -302,11 +360,7 @@ def _streamed(
     media = "text/plain; charset=utf-8" if "wrong-content-type" in quirks else None
     events = _stream(reply, quirks, include_usage)
     return StreamingResponse(
-        load.stream(
-            reply,
-            _split_utf8(events) if "split-utf8" in quirks else events,
-            interrupt="interrupt" in quirks,
-        ),
+        load.stream(reply, _split_utf8(events) if "split-utf8" in quirks else events, cut=cut),
         media_type=media or "text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

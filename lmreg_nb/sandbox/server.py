@@ -3,7 +3,8 @@
 Two uvicorn servers share one asyncio loop. Their sockets are bound before
 anything starts, so port 0 works (the OS picks, the announcement reports the
 real port). SIGINT/SIGTERM ask both to finish their requests and stop; a
-second SIGINT stops at once.
+second SIGINT stops at once. Started with a parent pid (``running_sandbox``,
+``lmreg-nb demo``), the sandbox also stops when that process dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +28,7 @@ import uvicorn
 from .app import PlatformConfig, create_app
 from .store import Store
 
-__all__ = ["SandboxOptions", "bind_socket", "is_loopback", "serve_sandbox"]
+__all__ = ["SandboxOptions", "bind_socket", "is_loopback", "serve_sandbox", "watch_parent"]
 
 log = logging.getLogger("lmreg_nb")
 
@@ -45,6 +49,8 @@ class SandboxOptions:
     slots: int = 0  # mock model: requests served at once (0: no limit)
     slowdown: float = 0.0  # mock model: decode slowdown per extra stream in progress
     served: tuple[str, ...] = ()  # mock model: the model names served (empty: any)
+    parent_pid: int | None = None  # stop when this process dies (a demo, a test run)
+    context_window: int = 0  # mock model: prompt + max_tokens accepted (0: no limit)
 
 
 def is_loopback(host: str) -> bool:
@@ -70,6 +76,51 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+_PARENT_POLL_S = 0.25
+#: After the parent died: time for a clean stop before the process ends anyway.
+_ORPHAN_GRACE_S = 10.0
+
+
+def _parent_alive(pid: int, started: float | None) -> bool:
+    if os.name == "posix":
+        # Reparented (to init or a subreaper) exactly when the parent died; no pid reuse race.
+        return os.getppid() == pid
+    import psutil  # pragma: no cover - Windows keeps the dead parent's id in getppid
+
+    try:  # pragma: no cover
+        return psutil.Process(pid).create_time() == started
+    except psutil.Error:  # pragma: no cover
+        return False
+
+
+def watch_parent(pid: int, stop: Callable[[], None]) -> threading.Thread:
+    """Call ``stop`` once process ``pid`` (this one's parent) has died, even by SIGKILL;
+    end this process if it has not stopped :data:`_ORPHAN_GRACE_S` later.
+
+    A daemon thread polling, not a signal: works on every system and whatever way
+    the parent ended (PR_SET_PDEATHSIG is Linux only, and fires when the parent's
+    *thread* ends).
+    """
+    import psutil
+
+    try:
+        started: float | None = psutil.Process(pid).create_time()
+    except psutil.Error:
+        started = None
+
+    def run() -> None:
+        while _parent_alive(pid, started):
+            time.sleep(_PARENT_POLL_S)
+        log.warning("the process that started this sandbox (pid %s) is gone; stopping", pid)
+        stop()
+        time.sleep(_ORPHAN_GRACE_S)
+        os._exit(1)
+
+    thread = threading.Thread(target=run, name="lmreg-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 class _Server(uvicorn.Server):
@@ -113,6 +164,7 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
                 slots=options.slots,
                 slowdown=options.slowdown,
                 served=options.served,
+                context_window=options.context_window,
             )
         )
         base_url = _url(options.host, platform_sock.getsockname()[1])
@@ -126,7 +178,11 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
             "model_api_key": demo.model_api_key,
         }
         servers = [_server(platform_app), _server(model_app)]
-        asyncio.run(_serve_both(servers, [platform_sock, model_sock], lambda: announce(info)))
+        asyncio.run(
+            _serve_both(
+                servers, [platform_sock, model_sock], lambda: announce(info), options.parent_pid
+            )
+        )
     finally:
         store.close()
 
@@ -146,7 +202,10 @@ def _server(app: Any) -> _Server:
 
 
 async def _serve_both(
-    servers: list[_Server], sockets: list[socket.socket], on_started: Callable[[], None]
+    servers: list[_Server],
+    sockets: list[socket.socket],
+    on_started: Callable[[], None],
+    parent_pid: int | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
 
@@ -158,6 +217,12 @@ async def _serve_both(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop, sig)
+    if parent_pid is not None:
+
+        def stop_from_thread() -> None:
+            loop.call_soon_threadsafe(stop, signal.SIGTERM)
+
+        watch_parent(parent_pid, stop_from_thread)
 
     async def announce_when_up() -> None:
         while not all(s.started for s in servers):

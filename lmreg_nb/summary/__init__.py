@@ -1,31 +1,57 @@
-"""The onboarding ``summary``: its types (:mod:`.model`) and the rule deciding its verdicts.
+"""The onboarding ``summary``: one typed object, made once, read once, passed around.
 
-:func:`build_summary` is the one place that decides ``status`` and ``go_live``
-(DESIGN.md, "Contract: records"); :meth:`Summary.from_json` reads records
-written by any version, including older ones without ``status``/``go_live``.
+- :mod:`.model`: its parts (:class:`Step` with a :class:`StepName`, :class:`Check`,
+  :class:`Contact`, :class:`ModelRecord`, :class:`Phase`, :class:`GoLive`) and the
+  ``Status`` and ``Severity`` literals;
+- :mod:`.capacity`: the recorded capacity search (:class:`CapacityRecord`);
+- :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
+  "Contract: records"); it imports the parts, never the reverse;
+- :mod:`.summary`: :class:`Summary` and :func:`build_summary`; :meth:`Summary.from_json`
+  reads records written by any version, including older ones without ``status``/``go_live``.
 """
 
 from __future__ import annotations
 
+from .capacity import CapacityLevel, CapacityRecord, CapacitySLO, Percentiles
 from .model import (
     CAPACITY_STEP,
     EXPECTED_STEPS,
+    SEVERITIES,
+    STATUSES,
     STEP_LABELS,
     Check,
+    Contact,
     GoLive,
+    ModelRecord,
+    Phase,
+    Severity,
+    Status,
     Step,
-    Summary,
+    StepName,
     step_label,
 )
-from .rules import build_summary, decide
+from .rules import decide
+from .summary import Summary, build_summary
 
 __all__ = [
     "CAPACITY_STEP",
     "EXPECTED_STEPS",
+    "SEVERITIES",
+    "STATUSES",
     "STEP_LABELS",
+    "CapacityLevel",
+    "CapacityRecord",
+    "CapacitySLO",
     "Check",
+    "Contact",
     "GoLive",
+    "ModelRecord",
+    "Percentiles",
+    "Phase",
+    "Severity",
+    "Status",
     "Step",
+    "StepName",
     "Summary",
     "build_summary",
     "decide",

@@ -1,61 +1,117 @@
-"""The onboarding ``summary``'s types: one typed object the notebook records and readers use.
+"""The parts of the onboarding ``summary``: steps, checks, the contact, the models, go-live.
 
-:meth:`Summary.from_json` reads records written by any version, including older
-ones without ``status``/``go_live`` (decided again by :mod:`.rules`).
+Every part is a frozen value with ``to_json`` (its record form, DESIGN.md
+"Contract: records") and a tolerant ``from_json`` (records of any version).
+Step names are :class:`StepName` members: a ``str`` enum, so the JSON keeps the
+same strings. The :class:`~lmreg_nb.summary.Summary` holding them and the rules
+deciding its verdicts import this module; it imports neither.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..i18n import N_, _
+from .fields import text_or_none, time_or_none
+
+if TYPE_CHECKING:
+    from ..models import RegisteredModel
 
 __all__ = [
     "CAPACITY_STEP",
     "EXPECTED_STEPS",
+    "SEVERITIES",
+    "STATUSES",
     "STEP_LABELS",
     "Check",
+    "Contact",
     "GoLive",
+    "ModelRecord",
+    "Phase",
+    "Severity",
+    "Status",
     "Step",
-    "Summary",
+    "StepName",
     "step_label",
 ]
 
-EXPECTED_STEPS = ("contact card", "token", "register", "list models", "chat endpoint checks")
-CAPACITY_STEP = "capacity"
+#: ``ok``: every step ran and every required check passed; ``failed``: a step or a
+#: required check failed; ``incomplete``: a step has not run.
+Status = Literal["ok", "failed", "incomplete"]
+#: ``error`` fails the onboarding, ``warning`` should be fixed, ``info`` is for the record.
+Severity = Literal["error", "warning", "info"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+#: Severities, most serious first.
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+
+
+class StepName(enum.StrEnum):
+    """The onboarding's steps; the values are the identifiers the record keeps."""
+
+    CONTACT_CARD = "contact card"
+    TOKEN = "token"
+    REGISTER = "register"
+    MODIFY = "modify"
+    LIST_MODELS = "list models"
+    CHECKS = "chat endpoint checks"
+    CHAT = "chat"
+    CAPACITY = "capacity"
+    PARAMETERS = "parameters"
+
+
+#: The steps every onboarding runs (capacity too when a class size is given).
+EXPECTED_STEPS: tuple[StepName, ...] = (
+    StepName.CONTACT_CARD,
+    StepName.TOKEN,
+    StepName.REGISTER,
+    StepName.LIST_MODELS,
+    StepName.CHECKS,
+)
+CAPACITY_STEP = StepName.CAPACITY
 #: Step names are identifiers in the JSON; these are the words people read.
-STEP_LABELS = {
-    "contact card": N_("contact card"),
-    "token": N_("token"),
-    "register": N_("register the model"),
-    "modify": N_("modify the model"),
-    "list models": N_("list the models"),
-    "chat endpoint checks": N_("chat endpoint checks"),
-    "chat": N_("chat with the model"),
-    "capacity": N_("capacity"),
-    "parameters": N_("the notebook's parameters"),
+STEP_LABELS: dict[StepName, str] = {
+    StepName.CONTACT_CARD: N_("contact card"),
+    StepName.TOKEN: N_("token"),
+    StepName.REGISTER: N_("register the model"),
+    StepName.MODIFY: N_("modify the model"),
+    StepName.LIST_MODELS: N_("list the models"),
+    StepName.CHECKS: N_("chat endpoint checks"),
+    StepName.CHAT: N_("chat with the model"),
+    StepName.CAPACITY: N_("capacity"),
+    StepName.PARAMETERS: N_("the notebook's parameters"),
 }
-_MODEL_KEYS = ("modelName", "modelId", "registryUrl", "createTime", "updateTime")
+_STEP_NAMES = {s.value: s for s in StepName}
 
 
 def step_label(name: str) -> str:
     """The readable, translated name of a step (unknown names as they are)."""
-    return _(STEP_LABELS[name]) if name in STEP_LABELS else name
+    known = _STEP_NAMES.get(str(name))
+    return _(STEP_LABELS[known]) if known is not None else name
+
+
+def _severity_of(value: Any) -> Severity:
+    """A recorded severity; a missing or unknown one counts as ``error`` (the safe side)."""
+    for severity in SEVERITIES:
+        if value == severity:
+            return severity
+    return "error"
 
 
 @dataclass(frozen=True)
 class Check:
-    """One check's outcome (probe or go-live check)."""
+    """One check's outcome: a conformance or go-live check of the probe, or a function check."""
 
     name: str
     passed: bool
-    severity: str
+    severity: Severity
     detail: str
 
     def to_json(self) -> dict[str, Any]:
+        """``{"name", "passed", "severity", "detail"}``."""
         return {
             "name": self.name,
             "passed": self.passed,
@@ -64,13 +120,13 @@ class Check:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Check:
-        """From a dict, or any object with name/passed/severity/detail (a probe CheckResult)."""
+    def from_json(cls, data: Mapping[str, Any]) -> Check:
+        """From its recorded JSON (missing values: empty, severity ``error``)."""
         return cls(
-            name=str(_get(data, "name") or ""),
-            passed=bool(_get(data, "passed")),
-            severity=str(_get(data, "severity") or "error"),
-            detail=str(_get(data, "detail") or ""),
+            name=str(data.get("name") or ""),
+            passed=bool(data.get("passed")),
+            severity=_severity_of(data.get("severity")),
+            detail=str(data.get("detail") or ""),
         )
 
 
@@ -78,19 +134,45 @@ class Check:
 class Step:
     """One step of the onboarding and how it went."""
 
-    name: str
+    name: StepName
     passed: bool
     detail: str
 
+    def __post_init__(self) -> None:
+        # A plain string naming a step is taken (and checked: a typo raises ValueError).
+        if not isinstance(self.name, StepName):
+            object.__setattr__(self, "name", StepName(self.name))
+
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+        """``{"name", "passed", "detail"}``."""
+        return {"name": self.name.value, "passed": self.passed, "detail": self.detail}
 
     @classmethod
-    def from_json(cls, data: Any) -> Step:
+    def from_json(cls, data: Mapping[str, Any]) -> Step | None:
+        """From its recorded JSON; None for a step this version does not know."""
+        name = _STEP_NAMES.get(str(data.get("name")))
+        if name is None:
+            return None
+        return cls(name, bool(data.get("passed")), str(data.get("detail") or ""))
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One of the three onboarding phases of spec section 1 (names are identifiers)."""
+
+    name: str
+    done: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "done", "detail"}``."""
+        return {"name": self.name, "done": self.done, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Phase:
+        """From its recorded JSON."""
         return cls(
-            name=str(_get(data, "name") or ""),
-            passed=bool(_get(data, "passed")),
-            detail=str(_get(data, "detail") or ""),
+            str(data.get("name") or ""), bool(data.get("done")), str(data.get("detail") or "")
         )
 
 
@@ -102,168 +184,75 @@ class GoLive:
     blockers: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """``{"ready", "blockers"}``."""
         return {"ready": self.ready, "blockers": list(self.blockers)}
 
     @classmethod
-    def from_json(cls, data: Any) -> GoLive:
-        blockers = _get(data, "blockers") or []
-        return cls(ready=bool(_get(data, "ready")), blockers=[str(b) for b in blockers])
+    def from_json(cls, data: Mapping[str, Any]) -> GoLive:
+        """From its recorded JSON."""
+        blockers = data.get("blockers")
+        listed = blockers if isinstance(blockers, list | tuple) else []
+        return cls(ready=bool(data.get("ready")), blockers=[str(b) for b in listed])
 
 
-@dataclass
-class Summary:
-    """The onboarding ``summary`` record (never holds an apiKey)."""
+@dataclass(frozen=True)
+class Contact:
+    """The school's contact for the local model: alerts about the model go here."""
 
-    school: str
-    contact: dict[str, str] | None
-    base_url: str | None
-    env: str | None
-    steps: list[Step]
-    models: list[dict[str, Any]]
-    checks: list[Check]
-    performance: dict[str, Any] | None = None
-    capacity: dict[str, Any] | None = None
-    status: str = "incomplete"
-    go_live: GoLive = field(default_factory=lambda: GoLive(False, []))
-    lang: str | None = None
-    generated_at: datetime | None = None
-    phases: list[dict[str, Any]] = field(default_factory=list)
-    class_size: int | None = None
+    name: str
+    mobile: str
+    email: str
 
-    # -- readers' helpers ----------------------------------------------------
-    @property
-    def failed_checks(self) -> list[Check]:
-        """Checks of severity error that failed."""
-        return [c for c in self.checks if not c.passed and c.severity == "error"]
+    def to_json(self) -> dict[str, str]:
+        """The record's ``contact`` object."""
+        return {"name": self.name, "mobile": self.mobile, "email": self.email}
 
-    @property
-    def warnings(self) -> list[Check]:
-        """Checks of severity warning that failed (they do not fail the onboarding)."""
-        return [c for c in self.checks if not c.passed and c.severity == "warning"]
+    to_dict = to_json  # the name of the first release
 
-    @property
-    def failed_steps(self) -> list[Step]:
-        return [s for s in self.steps if not s.passed]
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Contact:
+        """From its recorded JSON (a missing value: empty)."""
+        return cls(*(str(data.get(k) or "") for k in ("name", "mobile", "email")))
 
-    @property
-    def reason(self) -> str:
-        """The first failed step or required check, in one line; "" when none failed."""
-        for step in self.failed_steps:
-            return f"{step_label(step.name)}: {_one_line(step.detail)}"
-        for check in self.failed_checks:
-            return f"{check.name}: {_one_line(check.detail)}"
-        return ""
 
-    # -- JSON ----------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelRecord:
+    """A registered model as the record keeps it: never its apiKey, not even masked."""
+
+    model_name: str
+    model_id: str = ""
+    registry_url: str = ""
+    create_time: datetime | None = None
+    update_time: datetime | None = None
+
+    @classmethod
+    def of(cls, model: RegisteredModel) -> ModelRecord:
+        """The record of a model the platform returned."""
+        return cls(
+            model.model_name,
+            model.model_id,
+            model.registry_url,
+            model.create_time,
+            model.update_time,
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """The record's JSON form (DESIGN.md, records contract)."""
-        when = self.generated_at
+        """``{"modelName", "modelId", "registryUrl", "createTime", "updateTime"}`` (ISO 8601)."""
         return {
-            "school": self.school,
-            "contact": dict(self.contact) if self.contact is not None else None,
-            "base_url": self.base_url,
-            "env": self.env,
-            "phases": [dict(p) for p in self.phases],
-            "steps": [s.to_json() for s in self.steps],
-            "models": [dict(m) for m in self.models],
-            "checks": [c.to_json() for c in self.checks],
-            "performance": dict(self.performance) if self.performance is not None else None,
-            "capacity": dict(self.capacity) if self.capacity is not None else None,
-            "class_size": self.class_size,
-            "status": self.status,
-            "go_live": self.go_live.to_json(),
-            "lang": self.lang,
-            "generated_at": when.isoformat(timespec="seconds") if when else None,
+            "modelName": self.model_name,
+            "modelId": self.model_id,
+            "registryUrl": self.registry_url,
+            "createTime": self.create_time.isoformat() if self.create_time else None,
+            "updateTime": self.update_time.isoformat() if self.update_time else None,
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Summary:
-        """Read a recorded summary; older records lack status/go_live/lang/capacity."""
-        steps = [Step.from_json(s) for s in _list(data.get("steps")) if isinstance(s, Mapping)]
-        checks = [Check.from_json(c) for c in _list(data.get("checks")) if isinstance(c, Mapping)]
-        models = [_model_dict(m) for m in _list(data.get("models")) if isinstance(m, Mapping)]
-        class_size = _int_or_none(data.get("class_size"))
-        capacity = data.get("capacity") if isinstance(data.get("capacity"), Mapping) else None
-        from .rules import decide
-
-        status, go_live = decide(
-            steps,
-            checks,
-            model_urls=[str(m.get("registryUrl") or "") for m in models],
-            capacity=capacity,
-            class_size=class_size,
-        )
-        recorded = data.get("status")
-        if recorded in ("ok", "failed", "incomplete"):
-            status = str(recorded)
-        if isinstance(data.get("go_live"), Mapping):
-            go_live = GoLive.from_json(data["go_live"])
-        contact = data.get("contact")
+    def from_json(cls, data: Mapping[str, Any]) -> ModelRecord:
+        """From its recorded JSON (an apiKey in it is ignored)."""
         return cls(
-            school=str(data.get("school") or ""),
-            contact=_contact_dict(contact),
-            base_url=_str_or_none(data.get("base_url")),
-            env=_str_or_none(data.get("env")),
-            steps=steps,
-            models=models,
-            checks=checks,
-            performance=dict(data["performance"])
-            if isinstance(data.get("performance"), Mapping)
-            else None,
-            capacity=dict(capacity) if capacity is not None else None,
-            status=status,
-            go_live=go_live,
-            lang=_str_or_none(data.get("lang")),
-            generated_at=_parse_time(data.get("generated_at")),
-            phases=[dict(p) for p in _list(data.get("phases")) if isinstance(p, Mapping)],
-            class_size=class_size,
+            model_name=text_or_none(data.get("modelName")) or "",
+            model_id=text_or_none(data.get("modelId")) or "",
+            registry_url=text_or_none(data.get("registryUrl")) or "",
+            create_time=time_or_none(data.get("createTime")),
+            update_time=time_or_none(data.get("updateTime")),
         )
-
-
-def _model_dict(model: Any) -> dict[str, Any]:
-    data = dict(model) if isinstance(model, Mapping) else model.summary()
-    # The record never holds an apiKey, not even masked.
-    return {k: data.get(k) for k in _MODEL_KEYS}
-
-
-def _contact_dict(contact: Any) -> dict[str, str] | None:
-    if contact is None:
-        return None
-    if isinstance(contact, Mapping):
-        return {k: str(contact.get(k, "")) for k in ("name", "mobile", "email")}
-    return {k: str(getattr(contact, k, "")) for k in ("name", "mobile", "email")}
-
-
-def _get(item: Any, key: str) -> Any:
-    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split()).rstrip(".")
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value in (None, "") else str(value)
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return None if value is None or isinstance(value, bool) else int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)

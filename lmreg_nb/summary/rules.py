@@ -1,82 +1,30 @@
-"""The one place that decides ``status`` and ``go_live`` (DESIGN.md, "Contract: records")."""
+"""The one place that decides ``status`` and ``go_live`` (DESIGN.md, "Contract: records").
+
+It reads the parts of :mod:`.model` and :mod:`.capacity`; neither imports it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from ..i18n import _, ngettext
+from ..i18n import _, listing, ngettext, pgettext
 from ..validate import url_warnings
+from .capacity import CapacityRecord
+from .fields import one_line
 from .model import (
     CAPACITY_STEP,
     EXPECTED_STEPS,
     Check,
     GoLive,
+    Phase,
+    Status,
     Step,
-    Summary,
-    _contact_dict,
-    _get,
-    _int_or_none,
-    _model_dict,
-    _one_line,
+    StepName,
     step_label,
 )
 
-__all__ = ["build_summary", "decide"]
-
-
-def build_summary(
-    *,
-    school: str,
-    contact: Mapping[str, str] | Any | None,
-    base_url: str | None,
-    env: str | None,
-    steps: Iterable[Step | Mapping[str, Any]],
-    models: Iterable[Any],
-    checks: Iterable[Any],
-    performance: Mapping[str, Any] | None = None,
-    capacity: Mapping[str, Any] | None = None,
-    class_size: int | None = None,
-    lang: str | None = None,
-    generated_at: datetime | None = None,
-    target_urls: Sequence[str] | None = None,
-) -> Summary:
-    """Make the summary from what happened, deciding status and go_live.
-
-    ``target_urls`` are the registryUrls the platform will call (the registered
-    model); without them every listed model's URL is judged.
-    """
-    step_list = [s if isinstance(s, Step) else Step.from_json(s) for s in steps]
-    check_list = [c if isinstance(c, Check) else Check.from_json(c) for c in checks]
-    model_list = [_model_dict(m) for m in models]
-    urls = (
-        list(target_urls)
-        if target_urls is not None
-        else [str(m.get("registryUrl") or "") for m in model_list]
-    )
-    size = class_size if class_size and class_size > 0 else None
-    status, go_live = decide(
-        step_list, check_list, model_urls=urls, capacity=capacity, class_size=size
-    )
-    return Summary(
-        school=school,
-        contact=_contact_dict(contact),
-        base_url=str(base_url) if base_url else None,
-        env=env,
-        steps=step_list,
-        models=model_list,
-        checks=check_list,
-        performance=dict(performance) if performance is not None else None,
-        capacity=dict(capacity) if capacity is not None else None,
-        status=status,
-        go_live=go_live,
-        lang=lang,
-        generated_at=generated_at or datetime.now(UTC),
-        phases=_phases(step_list, go_live),
-        class_size=size,
-    )
+__all__ = ["decide", "phases"]
 
 
 def decide(
@@ -84,15 +32,16 @@ def decide(
     checks: Sequence[Check],
     *,
     model_urls: Sequence[str] = (),
-    capacity: Mapping[str, Any] | None = None,
+    capacity: CapacityRecord | None = None,
     class_size: int | None = None,
-) -> tuple[str, GoLive]:
+) -> tuple[Status, GoLive]:
     """The one rule for ``status`` and ``go_live`` (DESIGN.md, records contract)."""
     expected = list(EXPECTED_STEPS) + ([CAPACITY_STEP] if class_size else [])
     ran = {s.name for s in steps}
     missing = [name for name in expected if name not in ran]
     failed_steps = [s for s in steps if not s.passed]
     failed_checks = [c for c in checks if not c.passed and c.severity == "error"]
+    status: Status
     if failed_steps or failed_checks:
         status = "failed"
     elif missing or not steps:
@@ -100,10 +49,15 @@ def decide(
     else:
         status = "ok"
     blockers: list[str] = []
+    check_causes = {one_line(c.detail) for c in failed_checks}
     for step in failed_steps:
+        if (step.name == StepName.CHECKS and failed_checks) or one_line(
+            step.detail
+        ) in check_causes:
+            continue  # the failed checks below say why, each cause once
         blockers.append(
             _("Step “{step}” failed: {detail}. Fix it and run the onboarding again.").format(
-                step=step_label(step.name), detail=_one_line(step.detail)
+                step=step_label(step.name), detail=one_line(step.detail)
             )
         )
     if missing:
@@ -112,7 +66,7 @@ def decide(
                 "Step not done yet: {steps}. Run it.",
                 "Steps not done yet: {steps}. Run them.",
                 len(missing),
-            ).format(steps=", ".join(f"“{step_label(n)}”" for n in missing))
+            ).format(steps=listing(f"“{step_label(n)}”" for n in missing))
         )
     blockers += _url_blockers(model_urls, checks)
     blockers += _check_blockers(failed_checks)
@@ -146,38 +100,57 @@ def _url_blockers(urls: Sequence[str], checks: Sequence[Check]) -> list[str]:
         # A public-looking name may still resolve to a private address: the check sees it.
         unreachable.append(
             _("The platform cannot reach the model's host: {detail}").format(
-                detail=_one_line(host_check.detail)
+                detail=one_line(host_check.detail)
             )
         )
     https_check = by_name.get("url-https")
     if not plain and https_check is not None and not https_check.passed:
         plain.append(
             _("The model is served over plain http: {detail}").format(
-                detail=_one_line(https_check.detail)
+                detail=one_line(https_check.detail)
             )
         )
     return unreachable + plain
 
 
 def _check_blockers(failed: Sequence[Check]) -> list[str]:
+    """One blocker per distinct cause: checks failing for the same reason share it."""
     blockers = []
+    by_cause: dict[str, list[str]] = {}
     for check in failed:
         if check.name == "tls-certificate":
             text = _(
                 "The TLS certificate of the model's host does not verify ({detail}): install "
                 "a certificate from a trusted authority for this host name."
             )
+            blockers.append(text.format(detail=one_line(check.detail)))
         else:
-            text = _("Required check {name} failed: {detail}")
-        blockers.append(text.format(name=check.name, detail=_one_line(check.detail)))
+            by_cause.setdefault(one_line(check.detail), []).append(check.name)
+    for cause, names in by_cause.items():
+        blockers.append(
+            ngettext(
+                "Required check {names} failed: {detail}",
+                "Required checks {names} failed: {detail}",
+                len(names),
+            ).format(names=pgettext("list separator", ", ").join(names), detail=cause)
+        )
     return blockers
 
 
-def _capacity_blockers(capacity: Mapping[str, Any] | None, class_size: int | None) -> list[str]:
-    if not class_size or capacity is None:
+def _capacity_blockers(capacity: CapacityRecord | None, class_size: int | None) -> list[str]:
+    if capacity is None:
+        if class_size:  # the capacity step's own blocker (not done, or failed) says why
+            return []
+        return [
+            _(
+                "No capacity measured: go-live needs evidence that the model serves a class. "
+                "Run the onboarding with class_size set to how many students chat at once "
+                "(40 by default; 0 skips the test)."
+            )
+        ]
+    if not class_size:
         return []
-    found = _get(capacity.get("capacity"), "concurrency") if capacity.get("capacity") else None
-    concurrency = _int_or_none(found) or 0
+    concurrency = capacity.concurrency or 0
     if concurrency >= class_size:
         return []
     return [
@@ -188,37 +161,37 @@ def _capacity_blockers(capacity: Mapping[str, Any] | None, class_size: int | Non
     ]
 
 
-def _phases(steps: Sequence[Step], go_live: GoLive) -> list[dict[str, Any]]:
+def phases(steps: Sequence[Step], go_live: GoLive) -> list[Phase]:
     """The three onboarding phases of spec section 1 (names are identifiers)."""
     passed = {s.name for s in steps if s.passed}
-    token = "token" in passed
-    needed = {"contact card", "token", "register", "list models"}
+    token = StepName.TOKEN in passed
+    needed = {StepName.CONTACT_CARD, StepName.TOKEN, StepName.REGISTER, StepName.LIST_MODELS}
     integration = needed <= passed
-    missing = ", ".join(step_label(n) for n in EXPECTED_STEPS if n in needed - passed)
+    missing = listing(step_label(n) for n in EXPECTED_STEPS if n in needed - passed)
     return [
-        {
-            "name": "preparation",
-            "done": token,
-            "detail": _("the platform answers and the provider's appId/appSecret work")
+        Phase(
+            "preparation",
+            token,
+            _("the platform answers and the provider's appId/appSecret work")
             if token
             else _(
                 "no token yet: the provider must create the platform and hand out appId/appSecret"
             ),
-        },
-        {
-            "name": "technical integration",
-            "done": integration,
-            "detail": _("contact given, model registered and listed")
+        ),
+        Phase(
+            "technical integration",
+            integration,
+            _("contact given, model registered and listed")
             if integration
             else _("missing: {steps}").format(steps=missing),
-        },
-        {
-            "name": "go-live",
-            "done": False,
-            "detail": _("ready: the provider switches the active model in the back office")
+        ),
+        Phase(
+            "go-live",
+            False,
+            _("ready: the provider switches the active model in the back office")
             if go_live.ready
             else _("not ready: see what stands in the way"),
-        },
+        ),
     ]
 
 

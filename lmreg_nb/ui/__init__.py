@@ -15,6 +15,7 @@ __all__ = [
     "CredentialsForm",
     "ModelsTable",
     "ModifyForm",
+    "MonitorForm",
     "RegisterForm",
     "stream_reply",
 ]
@@ -28,6 +29,7 @@ _LAZY = {
     "CredentialsForm": "credentials",
     "ModelsTable": "models",
     "ModifyForm": "modify",
+    "MonitorForm": "monitor",
     "RegisterForm": "register",
 }
 

@@ -13,7 +13,7 @@ import html
 import logging
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -21,6 +21,9 @@ from IPython.display import display
 from ..errors import LmregError, ValidationError
 from ..i18n import _
 from ..validate import url_warnings
+
+if TYPE_CHECKING:
+    from ..onboarding import Onboarding
 
 __all__ = [
     "LABEL_WIDTH",
@@ -199,6 +202,9 @@ class Form:
     the result: what a click produces always appears below the button.
     """
 
+    #: The onboarding run whose method the click calls (each form sets it).
+    run_: Onboarding | None = None
+
     def __init__(
         self,
         css: str,
@@ -259,14 +265,13 @@ class Form:
         self.last_result = result
         self.show(result)
         if step:
-            step_done(getattr(self, "run_", None), step)
+            step_done(self.run_, step)
         return result
 
     def _one_line(self, exc: Exception) -> str:
         # The run knows the secrets to mask (appSecret, token, apiKey) and how to say it.
-        failure_text = getattr(getattr(self, "run_", None), "failure_text", None)
-        if callable(failure_text):
-            return str(failure_text(exc))
+        if self.run_ is not None:
+            return self.run_.failure_text(exc)
         return " ".join(str(exc).split()) or type(exc).__name__
 
     def show(self, result: Any) -> None:

@@ -10,7 +10,10 @@ import ipywidgets as widgets
 from ..errors import ValidationError
 from ..i18n import _
 from ..onboarding import Onboarding
-from ._common import LABEL_WIDTH, Field, Form
+from ..onboarding.display import Table
+from ..probe.capacity_table import level_headers, level_rows
+from ..summary import StepName
+from ._common import Field, Form
 
 __all__ = ["CLASS_SIZES", "DEFAULT_SLO_TTFT_MS", "CapacityForm", "check_slo_ttft_ms"]
 
@@ -19,6 +22,8 @@ CLASS_SIZES = (10, 20, 40)
 #: The first-token wait a student accepts, p90: 2 s, as the capacity contract's default SLO.
 DEFAULT_SLO_TTFT_MS = 2000
 _SLO_RANGE = (100, 60_000)
+#: Wider than the other forms' labels: "首字延迟（毫秒）" must not be cut to "首字延迟（毫…".
+LABEL_WIDTH = "10em"
 
 
 def check_class_size(value: object) -> int:
@@ -38,6 +43,11 @@ def check_slo_ttft_ms(value: object) -> int:
     return value
 
 
+def capacity_levels(levels: Any) -> Table:
+    """The levels measured, as the record shows them (translated columns, whole ms)."""
+    return Table(level_headers(), level_rows(levels))
+
+
 class CapacityForm(Form):
     """Class size (presets 10 / 20 / 40, or any number) and the first-token wait allowed;
     "Measure capacity" runs the facade's capacity step and shows the verdict sentence,
@@ -53,7 +63,7 @@ class CapacityForm(Form):
         model_url: str = "",
         model: str = "",
     ) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         self.model_url = model_url
         self.model = model
         self.preset = widgets.ToggleButtons(
@@ -102,7 +112,7 @@ class CapacityForm(Form):
             return None
         size, slo = int(self.class_size.value), int(self.slo.value)
         self.preset.value = size if size in CLASS_SIZES else None
-        return self.run(lambda: self._measure(size, slo), step="capacity")
+        return self.run(lambda: self._measure(size, slo), step=StepName.CAPACITY)
 
     def _measure(self, size: int, slo: int) -> tuple[Any, ...]:
         # Empty model_url/model: the run measures the endpoint its checks called.
@@ -112,4 +122,4 @@ class CapacityForm(Form):
         result = self.run_.capacity_result
         if result is None:
             return (outcome,)
-        return (outcome, result.table(), self.run_.capacity_figure())
+        return (outcome, capacity_levels(result.levels), self.run_.capacity_figure())

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..summary import StepName
 from ._common import WIDE, Field, Form, text
 
 __all__ = ["ChatBox", "stream_reply"]
@@ -57,7 +58,7 @@ class ChatBox(Form):
     def __init__(
         self, run: Onboarding | None = None, *, model_url: str = "", model: str = ""
     ) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         self.model_url = model_url
         self.model = model
         self.prompt = text(_("prompt"), wide=True, placeholder=_("Ask the model something"))
@@ -93,7 +94,7 @@ class ChatBox(Form):
             lambda: self.run_.chat(
                 self.prompt.value, self._piece, model_url=self.model_url, model=self.model
             ),
-            step="chat",
+            step=StepName.CHAT,
         )
         self._show_text()  # the whole reply (or what arrived before an error)
         # The result area would repeat the reply as plain text: the box shows it already.

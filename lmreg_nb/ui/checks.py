@@ -15,12 +15,13 @@ import ipywidgets as widgets
 
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..summary import StepName
 from ._common import Form, follow
 
 __all__ = ["ChecksPanel"]
 
 #: Steps after which the checks run again by themselves (the registered model changed).
-_CHECK_AFTER = ("register", "modify")
+_CHECK_AFTER = (StepName.REGISTER, StepName.MODIFY)
 
 
 class ChecksPanel(Form):
@@ -28,7 +29,7 @@ class ChecksPanel(Form):
     register step; "Run checks" runs them again. Shows the table and the verdict."""
 
     def __init__(self, run: Onboarding, requests: int = 0, concurrency: int = 1) -> None:
-        self.run_ = run
+        self.run_: Onboarding = run
         self.requests = requests
         self.concurrency = concurrency
         button = widgets.Button(description=_("Run checks"), button_style="primary")
@@ -46,7 +47,7 @@ class ChecksPanel(Form):
 
     def submit(self) -> Any:
         """Check the registered model's endpoint (or, with none, the configured one)."""
-        return self.run(self._check, step="chat endpoint checks")
+        return self.run(self._check, step=StepName.CHECKS)
 
     def _check(self) -> tuple[Any, ...]:
         table = self.run_.check_endpoint(self.requests, self.concurrency)

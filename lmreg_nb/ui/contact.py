@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..contact import check_contact
-from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.contact import check_contact
+from ..onboarding.display import Outcome
+from ..summary import StepName
 from ..validate import check_email, check_mobile
 from ._common import Field, Form, required, text
 
@@ -22,7 +23,7 @@ class ContactForm(Form):
     """School, name, mobile number and e-mail, validated as you type; Save keeps them."""
 
     def __init__(self, run: Onboarding) -> None:
-        self.run_ = run
+        self.run_: Onboarding = run
         c = run.contact
         self.school = text(_("school"), value=run.school, wide=True)
         self.name = text(_("name"), value=c.name if c else "", wide=True)
@@ -51,5 +52,5 @@ class ContactForm(Form):
             lambda: self.run_.set_contact(
                 self.name.value, self.mobile.value, self.email.value, self.school.value
             ),
-            step="contact card",
+            step=StepName.CONTACT_CARD,
         )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.display import Outcome
+from ..summary import StepName
 from ._common import Field, Form, password, required, text
 
 __all__ = ["CredentialsForm"]
@@ -22,7 +23,7 @@ class CredentialsForm(Form):
     """
 
     def __init__(self, run: Onboarding | None = None) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         settings = self.run_.settings
         # The environment's secret, kept apart from what is typed into the field.
         self._env_secret = settings.app_secret
@@ -63,4 +64,4 @@ class CredentialsForm(Form):
             self.run_.use_credentials(self.app_id.value, secret or self._env_secret)
             return self.run_.connect()
 
-        return self.run(action, step="token")
+        return self.run(action, step=StepName.TOKEN)

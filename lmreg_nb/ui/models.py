@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..display import Table
 from ..i18n import _
 from ..onboarding import Onboarding
-from ..onboarding.registry import models_table
+from ..onboarding.display import Table
+from ..onboarding.registry_steps import models_table
+from ..summary import StepName
 from ._common import Form, follow
 
 __all__ = ["ModelsTable"]
 
 #: Steps after which the table queries the platform again by itself.
-_REFRESH_AFTER = ("register", "modify")
+_REFRESH_AFTER = (StepName.REGISTER, StepName.MODIFY)
 
 
 class ModelsTable(Form):
@@ -26,7 +27,7 @@ class ModelsTable(Form):
     """
 
     def __init__(self, run: Onboarding | None = None, *, load: bool = True) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         button = widgets.Button(description=_("Refresh"), icon="refresh")
         button.add_class("lmreg-refresh-button")
         super().__init__("lmreg-models-table", [], button)
@@ -40,7 +41,7 @@ class ModelsTable(Form):
     def submit(self) -> Table | None:
         """Query the platform and show the table."""
         # Through the run, so an interactive onboarding records its "list models" step.
-        result: Table | None = self.run(self.run_.list_models, step="list models")
+        result: Table | None = self.run(self.run_.list_models, step=StepName.LIST_MODELS)
         return result
 
     def _after_step(self, step: str) -> None:

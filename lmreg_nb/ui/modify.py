@@ -6,11 +6,12 @@ import html
 
 import ipywidgets as widgets
 
-from ..display import Outcome
-from ..i18n import _, format_local_time
+from ..i18n import _, format_local_time, pgettext
 from ..models import RegisteredModel
 from ..onboarding import Onboarding
+from ..onboarding.display import Outcome
 from ..secret import Secret
+from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
 
@@ -51,7 +52,7 @@ class ModifyForm(Form):
     """
 
     def __init__(self, run: Onboarding | None = None) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         self.models: dict[str, RegisteredModel] = {}
         self.select = widgets.Dropdown(description=_("model"), options=[])
         self.select.style.description_width = LABEL_WIDTH
@@ -114,9 +115,8 @@ class ModifyForm(Form):
         self.confirm.layout.display = "none"
         model = self.models.get(self.select.value or "")
         if model is None:
-            self.message.value = (
-                f"<span style='color:#cf222e'>{html.escape(_('choose a model first'))}</span>"
-            )
+            first = html.escape(_("choose a model first"))
+            self.message.value = f"<span style='color:#cf222e'>{first}</span>"
             return
         if not self.valid(taken={"api-key": self._key}):
             self.message.value = ""
@@ -153,7 +153,7 @@ class ModifyForm(Form):
             # What a person checks: each field old -> new, then when, in local time.
             rows = [*changes(old, name, url, key or None), ("modelId", model.model_id)]
             if model.update_time is not None:
-                rows.append(("updateTime", format_local_time(model.update_time)))
+                rows.append((pgettext("column", "updated"), format_local_time(model.update_time)))
             return Outcome(done.title, rows, ok=done.ok, value=model)
 
-        return self.run(action, step="modify")
+        return self.run(action, step=StepName.MODIFY)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
+from ..onboarding.display import Outcome
+from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
 
@@ -32,7 +33,7 @@ class RegisterForm(Form):
     def __init__(
         self, run: Onboarding | None = None, *, model_name: str = "", update_existing: bool = False
     ) -> None:
-        self.run_ = run or Onboarding("")
+        self.run_: Onboarding = run or Onboarding("")
         settings = self.run_.settings
         self.update_existing = update_existing
         self.model_name = text(
@@ -96,4 +97,4 @@ class RegisterForm(Form):
                 res_example=self.res_example.value or None,
             )
 
-        return self.run(action, step="register")
+        return self.run(action, step=StepName.REGISTER)

@@ -420,7 +420,7 @@ def lab_server(
 ) -> Iterator[LabServer]:
     """JupyterLab over a copy of the shipped notebooks, kernels pointed at the sandbox account,
     in the account's language (the notebooks' and LMREG_LANG); one server per language."""
-    from lmreg_nb.shipped import copy_notebooks
+    from lmreg_nb.runner.shipped import copy_notebooks
 
     lang = lab_account["LMREG_LANG"]
     root = tmp_path_factory.mktemp("lab") / "notebooks"

@@ -68,7 +68,7 @@ def canaries(sandbox: SandboxInfo, account: dict[str, str]) -> list[str]:
 @pytest.fixture
 def execute(tmp_path: Path) -> Callable[..., Path]:
     """Run a stored notebook with papermill (in a kernel of this venv); return the output path."""
-    from lmreg_nb.shipped import notebook_path
+    from lmreg_nb.runner.shipped import notebook_path
 
     def run(stem: str, parameters: dict[str, Any], *, expect_error: bool = False) -> Path:
         import papermill

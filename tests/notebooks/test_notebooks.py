@@ -14,10 +14,10 @@ import nbformat
 import pytest
 
 from lmreg_nb.client import RegistryClient
-from lmreg_nb.export import render_html
 from lmreg_nb.records import read_records
+from lmreg_nb.records.export import render_html
 from lmreg_nb.settings import Settings
-from lmreg_nb.summary import Summary
+from lmreg_nb.summary import Contact, Summary
 
 if TYPE_CHECKING:
     pass
@@ -130,11 +130,7 @@ def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
     summary = Summary.from_json(record)
     assert summary.status == "ok", summary.reason
     assert summary.lang == "en" and summary.class_size == 2
-    assert summary.contact == {
-        "name": "Li Hua",
-        "mobile": "13900001111",
-        "email": CONTACT["contact_email"],
-    }
+    assert summary.contact == Contact("Li Hua", "13900001111", CONTACT["contact_email"])
     assert [s.name for s in summary.steps] == [
         "contact card", "token", "register", "list models", "chat endpoint checks", "chat",
         "capacity",
@@ -143,8 +139,8 @@ def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
     assert not summary.go_live.ready
     assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
     assert summary.performance is not None and summary.performance["requests"] == 4
-    assert summary.capacity is not None and summary.capacity["class_size"] == 2
-    assert summary.capacity["verdict"] and summary.capacity["levels"]
+    assert summary.capacity is not None and summary.capacity.class_size == 2
+    assert summary.capacity.verdict and summary.capacity.levels
     nb = nbformat.read(out, as_version=4)
     figures = [o for c in nb.cells if "run.figure()" in c.source for o in c.outputs]
     assert "image/png" in figures[0]["data"]  # the load test's plots, as an image
@@ -206,7 +202,8 @@ def test_onboard_command_twice_updates_and_writes_scrubbed_records(
     from lmreg_nb.cli import main
 
     args = ["onboard", "--out", str(tmp_path / "run")]
-    for name, value in {**CONTACT, "model_name": "nb-cli-model", "check_requests": "0"}.items():
+    parameters = {**CONTACT, "model_name": "nb-cli-model", "check_requests": "0", "class_size": "0"}
+    for name, value in parameters.items():
         args += ["-p", name, value]
     runner = CliRunner()
     first = runner.invoke(main, args)

@@ -9,6 +9,8 @@
 ``/echo/...``     a reply (stream or not) that echoes the Authorization header, split
 ``/e500/...``     HTTP 500 with the Authorization header in a JSON error body
 ``/vllm-err/...`` HTTP 200 stream with vLLM's ``{"object": "error"}`` midway
+``/reasoning/...`` a reasoning model's stream: reasoning_content deltas, then content
+``/gzipbomb/...``  every answer (stream, JSON, GET) gzip-encoded: 1 KiB on the wire is 1 MiB
 
 Every loop is bounded (a cap on bytes and on time), and a server stops with
 its fixture.
@@ -22,8 +24,10 @@ import socket
 import socketserver
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
 #: The most a hostile stream sends, and for how long (bounded, as every test traffic).
 CAP_BYTES = 64 * 1024 * 1024
@@ -43,6 +47,14 @@ def _head(
     if length is not None:
         lines.append(f"Content-Length: {length}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+@cache
+def gzip_bomb(mib: int = 1024) -> bytes:
+    """One gzip member that inflates to ``mib`` MiB of zeros (about 1 KiB per MiB)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    return b"".join([*(packer.compress(block) for _ in range(mib)), packer.flush()])
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -145,10 +157,33 @@ class _Handler(socketserver.BaseRequestHandler):
                "param": None, "code": 500}  # fmt: skip
         sock.sendall(_head() + _chunk("par") + f"data: {json.dumps(err)}\n\n".encode())
 
+    def do_reasoning(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        def delta(**fields: str) -> bytes:
+            chunk = {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 4}}  # fmt: skip
+        sock.sendall(_head() + delta(role="assistant", content=""))
+        for piece in (delta(reasoning_content="Let me "), delta(reasoning_content="think."),
+                      delta(content="Hello"), delta(content=" there")):  # fmt: skip
+            time.sleep(0.02)  # each piece in its own read, at its own time
+            sock.sendall(piece)
+        sock.sendall(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
+
+    def do_gzipbomb(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        ctype = "text/event-stream" if body.get("stream") else "application/json"
+        bomb = gzip_bomb()
+        head = _head(ctype, length=len(bomb)).replace(
+            b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"
+        )
+        sock.sendall(head + bomb)
+
 
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # a load test connects many at once
 
 
 @contextmanager

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks import CheckResult
-from lmreg_nb.probe.exchange import Target
 from lmreg_nb.probe.suite import run_checks
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
@@ -52,7 +52,8 @@ class _Stream(httpx.AsyncByteStream):
 
 
 def _handler(bursts: list[bool]) -> httpx.MockTransport:
-    """Streamed English requests burst as ``bursts`` says, in order; the rest stream."""
+    """Streamed English requests burst as ``bursts`` says, in order, the last one repeating
+    (the streams-not-cut pair is English too); the rest stream."""
 
     def handle(request: httpx.Request) -> httpx.Response:
         if request.method != "POST":
@@ -62,7 +63,7 @@ def _handler(bursts: list[bool]) -> httpx.MockTransport:
             return httpx.Response(200, json=REPLY)
         prompt = body["messages"][-1]["content"]
         english = body.get("max_tokens", 0) > 8 and prompt.isascii()
-        burst = bursts.pop(0) if english and bursts else False
+        burst = (bursts.pop(0) if len(bursts) > 1 else bursts[0]) if english else False
         return httpx.Response(
             200, headers={"content-type": "text/event-stream"}, stream=_Stream(burst)
         )

@@ -23,8 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from lmreg_nb.cli import main
+from lmreg_nb.probe import Target
 from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity
-from lmreg_nb.probe.exchange import Target
 from lmreg_nb.probe.load import run_load
 from lmreg_nb.sandbox.mock_serving import serving, serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
@@ -74,9 +74,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     started = time.monotonic()
     with serving_process(_mock(slots=slots)) as base:
         result = find_capacity(
-            _url(base),
-            KEY,
-            "school-llm",
+            Target(_url(base), KEY, "school-llm"),
             slo=SLO(ttft_ms=150),
             max_concurrency=2 * slots,
             on_level=lambda level: seen.append(level.concurrency),
@@ -114,7 +112,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
 def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> None:
     with serving(_mock(slots=2)) as base:
         result = find_capacity(
-            _url(base), KEY, "m", slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
+            Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
         )
     # Every level meets the SLO, but throughput stopped rising at the 2 slots.
     assert result.capacity.concurrency == 4
@@ -130,7 +128,9 @@ def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> N
 
 
 def test_an_endpoint_failing_alone_has_capacity_0_and_the_reason(plain: str) -> None:
-    result = find_capacity(_url(plain, "status-500"), KEY, "m", max_concurrency=8, plan=FAST)
+    result = find_capacity(
+        Target(_url(plain, "status-500"), KEY, "m"), max_concurrency=8, plan=FAST
+    )
     assert [lv.concurrency for lv in result.levels] == [1]
     assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
     sentence = result.verdict(class_size=20)
@@ -140,7 +140,7 @@ def test_an_endpoint_failing_alone_has_capacity_0_and_the_reason(plain: str) -> 
 
 def test_a_server_cutting_streams_is_named_with_the_fix(plain: str) -> None:
     # llama.cpp's interrupt_requests: a new request ends the running one with [DONE].
-    result = find_capacity(_url(plain, "interrupt"), KEY, "m", max_concurrency=4, plan=FAST)
+    result = find_capacity(Target(_url(plain, "interrupt"), KEY, "m"), max_concurrency=4, plan=FAST)
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "cut-streams"
     assert result.cut_streams > 0
@@ -158,7 +158,7 @@ def test_the_load_test_names_cut_streams_too(plain: str) -> None:
 
 
 def test_no_usage_says_tokens_are_counted_from_chunks(plain: str) -> None:
-    result = find_capacity(_url(plain, "no-usage"), KEY, "m", max_concurrency=1, plan=FAST)
+    result = find_capacity(Target(_url(plain, "no-usage"), KEY, "m"), max_concurrency=1, plan=FAST)
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "max-concurrency"
     assert "token figures are counted from chunks" in result.verdict()
@@ -200,7 +200,7 @@ def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
     stop = threading.Event()
     url, thread = _cutting_server(stop)
     try:
-        result = find_capacity(url, KEY, "m", max_concurrency=2, plan=FAST, timeout=2)
+        result = find_capacity(Target(url, KEY, "m", timeout=2), max_concurrency=2, plan=FAST)
     finally:
         stop.set()
         thread.join(5)
@@ -246,7 +246,7 @@ def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
     url, thread = _refusing_server(0, stop)
     started = time.monotonic()
     try:
-        result = find_capacity(url, KEY, "m", max_concurrency=8, plan=FAST, timeout=1)
+        result = find_capacity(Target(url, KEY, "m", timeout=1), max_concurrency=8, plan=FAST)
     finally:
         stop.set()
         thread.join(5)
@@ -260,7 +260,9 @@ def test_the_search_stops_within_its_budget(plain: str) -> None:
     # when it runs out is cut there, and no new one starts.
     started = time.monotonic()
     plan = LevelPlan(max_seconds=5)  # level 1 wants 22 requests of 0.3 s: more than 2 s
-    result = find_capacity(_url(plain), KEY, "m", max_concurrency=1024, plan=plan, budget_s=2.0)
+    result = find_capacity(
+        Target(_url(plain), KEY, "m"), max_concurrency=1024, plan=plan, budget_s=2.0
+    )
     elapsed = time.monotonic() - started
     assert result.stopped == "time" and result.capacity.limited_by == "time"
     assert [lv.concurrency for lv in result.levels] == [1]
@@ -285,7 +287,7 @@ def test_ctrl_c_returns_what_was_measured_so_far(plain: str) -> None:
 
     seen: list[object] = []
     result = find_capacity(
-        _url(plain), KEY, "m", max_concurrency=64, plan=FAST, on_level=interrupt_after_two
+        Target(_url(plain), KEY, "m"), max_concurrency=64, plan=FAST, on_level=interrupt_after_two
     )
     assert result.stopped == "interrupted"
     assert 2 <= len(result.levels) < 7
@@ -297,9 +299,9 @@ def test_bad_arguments_are_one_line_errors(plain: str) -> None:
     from lmreg_nb.errors import ValidationError
 
     with pytest.raises(ValidationError, match="max_concurrency"):
-        find_capacity(_url(plain), KEY, "m", max_concurrency=4, need=8)
+        find_capacity(Target(_url(plain), KEY, "m"), max_concurrency=4, need=8)
     with pytest.raises(ValidationError, match="apiKey"):
-        find_capacity(_url(plain), " ", "m")
+        find_capacity(Target(_url(plain), " ", "m"))
 
 
 def _env(url: str) -> dict[str, str]:
@@ -341,8 +343,8 @@ def test_cli_text_table_verdict_and_figure(plain: str, tmp_path) -> None:
         env=_env(_url(plain)),
     )
     assert result.exit_code == 0, result.output
-    assert "concurrency  requests  errors" in result.stdout
-    assert "capacity: 1 (limited by max-concurrency)" in result.stdout
+    assert "chats at once  requests  errors" in result.stdout
+    assert "capacity: 1 (limited by the most chats tried)" in result.stdout
     assert "verdict: The model serves at least 1 chat at once within the SLO" in result.stdout
     assert fig.read_bytes()[:4] == b"\x89PNG"
 
@@ -371,7 +373,7 @@ def test_cli_registered_measures_the_registered_model(sandbox) -> None:
 def test_the_load_test_row_of_check_names_cut_streams_and_the_fix(plain: str) -> None:
     from lmreg_nb.probe import check_endpoint
 
-    report = check_endpoint(_url(plain, "interrupt"), KEY, "m", requests=8, concurrency=4)
+    report = check_endpoint(Target(_url(plain, "interrupt"), KEY, "m"), requests=8, concurrency=4)
     row = next(c for c in report.checks if c.name == "load-test")
     assert not row.passed and "cut stream" in row.detail
     assert "--interrupt_requests False" in row.detail and "OLLAMA_NUM_PARALLEL" in row.detail
@@ -382,8 +384,10 @@ def test_works_inside_a_running_event_loop_like_jupyter(plain: str) -> None:
 
     async def cell() -> tuple[int, int]:
         # Jupyter runs cells inside a loop: the sync API must not call asyncio.run there.
-        sync = find_capacity(_url(plain), KEY, "m", max_concurrency=1, plan=FAST)
-        awaited = await find_capacity_async(_url(plain), KEY, "m", max_concurrency=1, plan=FAST)
+        sync = find_capacity(Target(_url(plain), KEY, "m"), max_concurrency=1, plan=FAST)
+        awaited = await find_capacity_async(
+            Target(_url(plain), KEY, "m"), max_concurrency=1, plan=FAST
+        )
         return sync.capacity.concurrency, awaited.capacity.concurrency
 
     assert asyncio.run(cell()) == (1, 1)

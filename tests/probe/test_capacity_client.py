@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from lmreg_nb.probe import Target
 from lmreg_nb.probe.capacity import LevelPlan, find_capacity
-from lmreg_nb.probe.exchange import Target
 from lmreg_nb.sandbox.mock_serving import serving
 from lmreg_nb.sandbox.school_model import MockModelConfig
 
@@ -72,11 +72,11 @@ def test_capacity_over_https_and_an_untrusted_certificate(
         assert base.startswith("https://")
         tls_context.cache_clear()
         try:
-            untrusted = find_capacity(_url(base), KEY, "m", max_concurrency=1, plan=FAST)
+            untrusted = find_capacity(Target(_url(base), KEY, "m"), max_concurrency=1, plan=FAST)
             ca.cert_pem.write_to_path(str(bundle))
             monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
             tls_context.cache_clear()
-            trusted = find_capacity(_url(base), KEY, "m", max_concurrency=2, plan=FAST)
+            trusted = find_capacity(Target(_url(base), KEY, "m"), max_concurrency=2, plan=FAST)
         finally:
             tls_context.cache_clear()
     assert untrusted.capacity.concurrency == 0 and untrusted.capacity.limited_by == "errors"

@@ -20,6 +20,7 @@ from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity, margin_level
 from lmreg_nb.probe.levels import Level
+from lmreg_nb.probe.target import Target
 from lmreg_nb.sandbox.mock_serving import serving, serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
 
@@ -55,7 +56,7 @@ def test_the_margin_is_half_the_need_above_it_within_the_maximum() -> None:
 def test_a_need_that_is_met_measures_it_then_the_margin_and_stops(plain: str) -> None:
     seen: list[int] = []
     result = find_capacity(
-        plain, KEY, "m", need=4, plan=FAST, on_level=lambda lv: seen.append(lv.concurrency)
+        Target(plain, KEY, "m"), need=4, plan=FAST, on_level=lambda lv: seen.append(lv.concurrency)
     )
     assert seen == [4, 6]
     cap = result.capacity
@@ -90,7 +91,9 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
     done = [line for line in lines if "meets the SLO" in line]
     assert [line.split(":")[0] for line in done] == ["concurrency 3", "concurrency 5"]
     assert "requests, meets the SLO (first token p90 " in done[0]
-    assert "so far" not in text.stdout and "limited by need-met" in text.stdout
+    assert (
+        "so far" not in text.stdout and "limited by the class size, which it serves" in text.stdout
+    )
 
 
 @pytest.mark.slow
@@ -117,9 +120,7 @@ def test_a_need_not_met_searches_below_it_and_says_what_was_measured(plain: str)
     # Every request fails: the need, then halving down to 1.
     seen: list[int] = []
     result = find_capacity(
-        plain.replace("/v1/", "/quirks/status-500/v1/"),
-        KEY,
-        "m",
+        Target(plain.replace("/v1/", "/quirks/status-500/v1/"), KEY, "m"),
         need=8,
         plan=FAST,
         on_level=lambda lv: seen.append(lv.concurrency),
@@ -160,7 +161,7 @@ def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
     try:
         started = time.monotonic()
         # The request timeout is 60 s (its whole reply may take 6 times that): the budget wins.
-        result = find_capacity(url, KEY, "m", need=40, timeout=60, budget_s=2.0)
+        result = find_capacity(Target(url, KEY, "m", timeout=60), need=40, budget_s=2.0)
         elapsed = time.monotonic() - started
         assert elapsed < 2.0 + 1.0, elapsed
         assert result.levels == [] and result.capacity.limited_by == "time"
@@ -169,7 +170,7 @@ def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
         )
         # With a short request timeout the warm-up gives up at it, well inside the budget.
         started = time.monotonic()
-        result = find_capacity(url, KEY, "m", timeout=1, budget_s=60)
+        result = find_capacity(Target(url, KEY, "m", timeout=1), budget_s=60)
         assert time.monotonic() - started < 1.0 + 1.0
         assert result.capacity.limited_by == "time" and "within 1 s" in result.verdict()
     finally:

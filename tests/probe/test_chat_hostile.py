@@ -13,7 +13,7 @@ import pytest
 from hostile import hostile_server
 
 from lmreg_nb.errors import LmregError, RequestTimeout
-from lmreg_nb.probe import ChatEndpointError, check_endpoint, stream_chat
+from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat
 from lmreg_nb.probe.chat import StreamMasker
 from lmreg_nb.secret import find_leaks
 
@@ -46,11 +46,12 @@ def test_endless_stream_stops_with_one_line_and_bounded_memory(hostile: str) -> 
     # In a child process, so its peak RSS is the chat step's alone.
     code = f"""
 import resource, sys
-from lmreg_nb.probe import stream_chat
+from lmreg_nb.probe import Target, stream_chat
 from lmreg_nb.errors import LmregError
 got = 0
 try:
-    for piece in stream_chat({hostile + "/endless" + CHAT!r}, {KEY!r}, "m", "hi", timeout=5):
+    target = Target({hostile + "/endless" + CHAT!r}, {KEY!r}, "m", timeout=5)
+    for piece in stream_chat(target, "hi"):
         got += len(piece)
 except LmregError as exc:
     print("ERROR", str(exc))
@@ -78,8 +79,9 @@ except OSError:
 def test_checks_with_the_chat_against_an_endless_stream_stay_bounded(hostile: str) -> None:
     # Every request of the checks (GET /v1/models included) meets the endless answer.
     code = f"""
-from lmreg_nb.probe import check_endpoint
-report = check_endpoint({hostile + "/endless" + CHAT!r}, {KEY!r}, "m", timeout=5, chat_prompt="hi")
+from lmreg_nb.probe import Target, check_endpoint
+target = Target({hostile + "/endless" + CHAT!r}, {KEY!r}, "m", timeout=5)
+report = check_endpoint(target, chat_prompt="hi")
 print("ERROR", report.chat_error)
 with open("/proc/self/status") as status:
     print("RSS_MB", int(next(x for x in status if x.startswith("VmHWM:")).split()[1]) / 1024)
@@ -105,19 +107,19 @@ def test_endless_empty_events_stop_at_the_byte_cap(
     # No text, only bytes: the byte cap stops it (made small here to keep the test fast).
     monkeypatch.setattr("lmreg_nb.probe.chat.MAX_BODY_BYTES", 256 * 1024)
     with pytest.raises(ChatEndpointError, match=r"more than 0\.25 MiB"):
-        list(stream_chat(hostile + "/empty" + CHAT, KEY, "m", "hi", timeout=5))
+        list(stream_chat(Target(hostile + "/empty" + CHAT, KEY, "m", timeout=5), "hi"))
 
 
 def test_slowloris_is_reported_as_stalled_quickly(hostile: str) -> None:
     start = time.monotonic()
     with pytest.raises(RequestTimeout, match=r"stalled after \d+ bytes"):
-        list(stream_chat(hostile + "/slowloris" + CHAT, KEY, "m", "hi", timeout=1))
+        list(stream_chat(Target(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1), "hi"))
     assert time.monotonic() - start < 6
 
 
 def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
     start = time.monotonic()
-    report = check_endpoint(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1)
+    report = check_endpoint(Target(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1))
     assert time.monotonic() - start < 10
     details = " ".join(c.detail for c in report.checks if not c.passed)
     assert "stalled after" in details or "no answer within" in details
@@ -126,28 +128,28 @@ def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
 
 def test_keep_alive_comments_are_not_a_stall(hostile: str) -> None:
     # A server thinking longer than the timeout, sending keep-alives meanwhile, is alive.
-    text = "".join(stream_chat(hostile + "/thinking" + CHAT, KEY, "m", "hi", timeout=1))
+    text = "".join(stream_chat(Target(hostile + "/thinking" + CHAT, KEY, "m", timeout=1), "hi"))
     assert text == "thought hard"
 
 
 def test_cut_stream_is_closed_before_done(hostile: str) -> None:
     with pytest.raises(ChatEndpointError, match=r"connection closed before \[DONE\] after \d+"):
-        list(stream_chat(hostile + "/cut" + CHAT, KEY, "m", "hi", timeout=2))
+        list(stream_chat(Target(hostile + "/cut" + CHAT, KEY, "m", timeout=2), "hi"))
 
 
 def test_cut_stream_in_the_checks(hostile: str) -> None:
-    report = check_endpoint(hostile + "/cut" + CHAT, KEY, "m", timeout=2)
+    report = check_endpoint(Target(hostile + "/cut" + CHAT, KEY, "m", timeout=2))
     row = next(c for c in report.checks if c.name == "stream-done")
     assert not row.passed and "connection closed before [DONE] after" in row.detail
 
 
 def test_vllm_error_object_midstream(hostile: str) -> None:
     with pytest.raises(ChatEndpointError, match="CUDA out of memory"):
-        list(stream_chat(hostile + "/vllm-err" + CHAT, KEY, "m", "hi", timeout=2))
+        list(stream_chat(Target(hostile + "/vllm-err" + CHAT, KEY, "m", timeout=2), "hi"))
 
 
 def test_echoed_key_is_masked_in_the_streamed_reply(hostile: str) -> None:
-    pieces = list(stream_chat(hostile + "/echo" + CHAT, KEY, "m", "hi", timeout=2))
+    pieces = list(stream_chat(Target(hostile + "/echo" + CHAT, KEY, "m", timeout=2), "hi"))
     text = "".join(pieces)
     assert text.startswith("you sent ") and text.endswith(" done")
     assert _clean(text), text
@@ -156,13 +158,15 @@ def test_echoed_key_is_masked_in_the_streamed_reply(hostile: str) -> None:
 
 def test_echoed_key_is_masked_in_an_error(hostile: str) -> None:
     with pytest.raises(ChatEndpointError) as info:
-        list(stream_chat(hostile + "/e500" + CHAT, KEY, "m", "hi", timeout=2))
+        list(stream_chat(Target(hostile + "/e500" + CHAT, KEY, "m", timeout=2), "hi"))
     assert "HTTP 500" in str(info.value) and _clean(str(info.value))
 
 
 @pytest.mark.parametrize("where", ["echo", "e500"])
 def test_echoed_key_never_in_the_report(hostile: str, where: str) -> None:
-    report = check_endpoint(hostile + f"/{where}" + CHAT, KEY, "m", timeout=2, chat_prompt="hi")
+    report = check_endpoint(
+        Target(hostile + f"/{where}" + CHAT, KEY, "m", timeout=2), chat_prompt="hi"
+    )
     out = json.dumps(report.to_json()) + report.reply_text
     out += (report.chat_reply or "") + (report.chat_error or "")
     assert _clean(out), out
@@ -182,9 +186,9 @@ def test_chat_reply_runs_beside_the_checks() -> None:
 
     config = MockModelConfig(api_key=KEY, ttft_ms=400, itl_ms=10, tokens=8)
     with serving(config) as base:
-        check_endpoint(base + CHAT, KEY, "m", timeout=5)  # warm up imports and connections
+        check_endpoint(Target(base + CHAT, KEY, "m", timeout=5))  # warm up imports and connections
         start = time.monotonic()
-        report = check_endpoint(base + CHAT, KEY, "m", timeout=5, chat_prompt="Hello there")
+        report = check_endpoint(Target(base + CHAT, KEY, "m", timeout=5), chat_prompt="Hello there")
         elapsed = time.monotonic() - start
     assert report.ok and report.chat_error is None
     assert report.chat_reply == "".join(reply_tokens(8))
@@ -193,7 +197,7 @@ def test_chat_reply_runs_beside_the_checks() -> None:
 
 
 def test_chat_error_is_reported_not_raised(mock: Mock) -> None:
-    report = check_endpoint(mock.url("status-500"), mock.key, mock.model, chat_prompt="hi")
+    report = check_endpoint(Target(mock.url("status-500"), mock.key, mock.model), chat_prompt="hi")
     assert report.chat_reply is None
     assert report.chat_error is not None and "HTTP 500" in report.chat_error
 
@@ -201,4 +205,4 @@ def test_chat_error_is_reported_not_raised(mock: Mock) -> None:
 def test_errors_are_lmreg_errors(hostile: str) -> None:
     for path in ("/cut", "/vllm-err", "/e500"):
         with pytest.raises(LmregError):
-            list(stream_chat(hostile + path + CHAT, KEY, "m", "hi", timeout=2))
+            list(stream_chat(Target(hostile + path + CHAT, KEY, "m", timeout=2), "hi"))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lmreg_nb.errors import ValidationError
-from lmreg_nb.probe import CheckResult, EndpointReport, check_endpoint
+from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
 from lmreg_nb.probe.checks import url_checks
 from lmreg_nb.sandbox.school_model import QUIRKS
 
@@ -37,6 +37,10 @@ NETWORK_CHECKS = {
     "stream-utf8",
     "max-tokens-honoured",
     "model-name-served",
+    "system-role",
+    "context-window",
+    "streams-not-cut",
+    "reasoning-separated",
 }
 URL_CHECKS = {"url-https", "url-path", "url-public-host"}
 
@@ -63,10 +67,15 @@ EXPECTED: dict[str, tuple[set[str], bool, str]] = {
     "replacement-char": ({"stream-utf8"}, False, "U+FFFD"),
     "split-utf8": (set(), True, ""),
     "ignore-max-tokens": ({"max-tokens-honoured"}, True, "ignores max_tokens"),
+    # The checks' own streams are cut too: asked for again alone, only the cut is named.
+    "interrupt": ({"streams-not-cut"}, False, "--interrupt_requests False"),
+    "no-system-role": ({"system-role"}, False, "System role not supported"),
+    "think-in-content": ({"reasoning-separated"}, True, "<think>"),
+    "reasoning-content": (set(), True, ""),
+    "truncate-prompt": (set(), True, ""),  # no context window on this mock: nothing to cut
 }
-# Cuts whichever streams run when a new request comes: the checks' concurrent
-# requests make it nondeterministic here; the capacity tests cover it.
-ELSEWHERE = {"interrupt"}
+# Quirks whose verdicts are tested elsewhere.
+ELSEWHERE: set[str] = set()
 
 
 def _failed(report: EndpointReport) -> set[str]:
@@ -82,7 +91,7 @@ def test_every_quirk_has_an_expectation() -> None:
 
 
 def test_a_conforming_endpoint_passes_every_check(mock: Mock) -> None:
-    report = check_endpoint(mock.url(), mock.key, mock.model, timeout=5)
+    report = check_endpoint(Target(mock.url(), mock.key, mock.model, timeout=5))
     names = [c.name for c in report.checks]
     assert set(names) == NETWORK_CHECKS | URL_CHECKS
     assert _failed(report) == set()
@@ -98,7 +107,7 @@ def test_a_conforming_endpoint_passes_every_check(mock: Mock) -> None:
 @pytest.mark.parametrize("quirk", sorted(EXPECTED))
 def test_each_quirk_gets_its_verdict(mock: Mock, quirk: str) -> None:
     failing, ok, word = EXPECTED[quirk]
-    report = check_endpoint(mock.url(quirk), mock.key, mock.model, timeout=1.0)
+    report = check_endpoint(Target(mock.url(quirk), mock.key, mock.model, timeout=1.0))
     assert _failed(report) == failing, [c for c in report.checks if not c.passed]
     assert report.ok is ok
     for name in failing:
@@ -115,14 +124,14 @@ def test_tolerated_quirks_are_noted(mock: Mock, quirk: str) -> None:
         "keepalive": "keep-alive",
         "null-content": "content: null",
     }
-    report = check_endpoint(mock.url(quirk), mock.key, mock.model, timeout=2)
+    report = check_endpoint(Target(mock.url(quirk), mock.key, mock.model, timeout=2))
     assert words[quirk] in _row(report, "stream-framing").detail
     assert report.metrics is not None and report.metrics["output_tokens"] == mock.tokens
 
 
 def test_tolerated_quirks_together(mock: Mock) -> None:
     report = check_endpoint(
-        mock.url("no-space,crlf,keepalive,null-content"), mock.key, mock.model, timeout=2
+        Target(mock.url("no-space,crlf,keepalive,null-content"), mock.key, mock.model, timeout=2)
     )
     assert report.ok and _failed(report) == set()
     assert report.reply_text.startswith("The quick brown fox")
@@ -130,14 +139,16 @@ def test_tolerated_quirks_together(mock: Mock) -> None:
 
 def test_breaking_quirks_together(mock: Mock) -> None:
     report = check_endpoint(
-        mock.url("no-done,non-json-chunk,wrong-content-type"), mock.key, mock.model, timeout=2
+        Target(
+            mock.url("no-done,non-json-chunk,wrong-content-type"), mock.key, mock.model, timeout=2
+        )
     )
     assert _failed(report) == {"stream-done", "stream-events-json", "stream-content-type"}
     assert not report.ok
 
 
 def test_wrong_key_stops_the_checks(mock: Mock) -> None:
-    report = check_endpoint(mock.url(), "not-the-key", mock.model, timeout=2)
+    report = check_endpoint(Target(mock.url(), "not-the-key", mock.model, timeout=2))
     assert _failed(report) == {"key-accepted"}
     assert "LMREG_MODEL_API_KEY" in _row(report, "key-accepted").detail
     assert "not-the-key" not in json.dumps(report.to_json())
@@ -154,7 +165,7 @@ def test_url_checks() -> None:
 
 
 def test_checks_frame_is_sorted_by_severity_and_escapes_html(mock: Mock) -> None:
-    report = check_endpoint(mock.url("html-errors"), mock.key, mock.model, timeout=2)
+    report = check_endpoint(Target(mock.url("html-errors"), mock.key, mock.model, timeout=2))
     frame = report.checks_frame()
     assert list(frame.columns) == ["name", "passed", "severity", "detail"]
     ranks = frame["severity"].map({"error": 0, "warning": 1, "info": 2}).tolist()
@@ -165,10 +176,10 @@ def test_checks_frame_is_sorted_by_severity_and_escapes_html(mock: Mock) -> None
 
 def test_bad_arguments_are_validation_errors(mock: Mock) -> None:
     with pytest.raises(ValidationError, match="registryUrl"):
-        check_endpoint("ftp://x/v1/chat/completions", mock.key, mock.model)
+        check_endpoint(Target("ftp://x/v1/chat/completions", mock.key, mock.model))
     with pytest.raises(ValidationError, match="apiKey"):
-        check_endpoint(mock.url(), "", mock.model)
+        check_endpoint(Target(mock.url(), "", mock.model))
     with pytest.raises(ValidationError, match="concurrency"):
-        check_endpoint(mock.url(), mock.key, mock.model, requests=1, concurrency=0)
+        check_endpoint(Target(mock.url(), mock.key, mock.model), requests=1, concurrency=0)
     with pytest.raises(ValidationError, match="requests"):
-        check_endpoint(mock.url(), mock.key, mock.model, requests=-1)
+        check_endpoint(Target(mock.url(), mock.key, mock.model), requests=-1)

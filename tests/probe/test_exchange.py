@@ -12,12 +12,12 @@ from lmreg_nb.probe.checks import CheckResult
 from lmreg_nb.probe.exchange import (
     MAX_BODY_BYTES,
     Exchange,
-    Target,
     chat_body,
     completions_url,
     send,
 )
 from lmreg_nb.probe.suite import run_checks
+from lmreg_nb.probe.target import Target
 
 URL = "https://llm.school.example/v1/chat/completions"
 TARGET = Target(URL, "sk-test-key-123456", "m", timeout=0.05)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from lmreg_nb.cli import main
 from lmreg_nb.errors import ConnectError, LmregError, RequestTimeout
-from lmreg_nb.probe import ChatEndpointError, check_endpoint, stream_chat
+from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat
 from lmreg_nb.sandbox.school_model import reply_tokens
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def refused_url() -> str:
 
 
 def test_refused_connection_is_a_failed_check(refused_url: str) -> None:
-    report = check_endpoint(refused_url, "sk-anything-123", "m", timeout=2, requests=5)
+    report = check_endpoint(Target(refused_url, "sk-anything-123", "m", timeout=2), requests=5)
     failed = [c for c in report.checks if not c.passed and c.severity == "error"]
     assert [c.name for c in failed] == ["reachable"]
     assert "nothing listens on" in failed[0].detail and "\n" not in failed[0].detail
@@ -44,7 +44,7 @@ def test_refused_connection_is_a_failed_check(refused_url: str) -> None:
 
 
 def test_a_hanging_server_times_out(mock: Mock) -> None:
-    report = check_endpoint(mock.url("slow"), mock.key, mock.model, timeout=0.5)
+    report = check_endpoint(Target(mock.url("slow"), mock.key, mock.model, timeout=0.5))
     row = next(c for c in report.checks if c.name == "reachable")
     assert not row.passed and "no answer within 0.5 s" in row.detail
     assert report.errors_by_kind == {"timeout": 1}
@@ -52,16 +52,18 @@ def test_a_hanging_server_times_out(mock: Mock) -> None:
 
 @pytest.mark.parametrize(("quirk", "status"), [("status-500", 500), ("status-429", 429)])
 def test_error_statuses(mock: Mock, quirk: str, status: int) -> None:
-    report = check_endpoint(mock.url(quirk), mock.key, mock.model, requests=3)
+    report = check_endpoint(Target(mock.url(quirk), mock.key, mock.model), requests=3)
     row = next(c for c in report.checks if c.name == "chat-answers")
     assert not row.passed and f"HTTP {status}" in row.detail
     assert report.errors_by_kind == {f"status {status}": 1}
 
 
 def test_stream_chat_yields_the_tokens(mock: Mock) -> None:
-    assert list(stream_chat(mock.url(), mock.key, mock.model, "hi")) == reply_tokens(mock.tokens)
+    assert list(stream_chat(Target(mock.url(), mock.key, mock.model), "hi")) == reply_tokens(
+        mock.tokens
+    )
     # A server that ignores stream: true gives the whole text as one piece.
-    assert list(stream_chat(mock.url("no-stream"), mock.key, mock.model, "hi")) == [
+    assert list(stream_chat(Target(mock.url("no-stream"), mock.key, mock.model), "hi")) == [
         "".join(reply_tokens(mock.tokens))
     ]
 
@@ -82,7 +84,7 @@ def test_stream_chat_errors_are_one_line(
     mock: Mock, quirk: str, key: str | None, error: type[LmregError], words: str
 ) -> None:
     with pytest.raises(error) as info:
-        list(stream_chat(mock.url(quirk), key or mock.key, mock.model, "hi", timeout=0.5))
+        list(stream_chat(Target(mock.url(quirk), key or mock.key, mock.model, timeout=0.5), "hi"))
     message = str(info.value)
     assert words in message and "\n" not in message
     assert mock.key not in message and "wrong-key-1234" not in message
@@ -90,7 +92,7 @@ def test_stream_chat_errors_are_one_line(
 
 def test_stream_chat_refused(refused_url: str) -> None:
     with pytest.raises(ConnectError, match="nothing listens on"):
-        list(stream_chat(refused_url, "sk-anything-123", "m", "hi"))
+        list(stream_chat(Target(refused_url, "sk-anything-123", "m"), "hi"))
 
 
 def _cli(env: dict[str, str], *args: str) -> tuple[int, str, str]:

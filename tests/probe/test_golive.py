@@ -13,7 +13,7 @@ import trustme
 from hostile import closing_server, hostile_server
 
 from lmreg_nb._tls import tls_context
-from lmreg_nb.probe import CheckResult, EndpointReport, check_endpoint
+from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
 from lmreg_nb.probe.checks import CheckResult as Row
 from lmreg_nb.probe.golive import private_only, resolve_row
 from lmreg_nb.probe.shapes import chunk_text, completion_tokens, error_message, model_ids
@@ -41,7 +41,7 @@ def _names(report: EndpointReport) -> set[str]:
 
 
 def test_chinese_stream_passes_also_when_characters_are_split_across_reads(mock: Mock) -> None:
-    report = check_endpoint(mock.url("split-utf8"), mock.key, mock.model, timeout=2)
+    report = check_endpoint(Target(mock.url("split-utf8"), mock.key, mock.model, timeout=2))
     row = _row(report, "stream-utf8")
     assert row.passed and row.severity == "error", row.detail
     split = int(row.detail.split("(")[1].split()[0])
@@ -49,7 +49,7 @@ def test_chinese_stream_passes_also_when_characters_are_split_across_reads(mock:
 
 
 def test_replacement_characters_fail_stream_utf8(mock: Mock) -> None:
-    report = check_endpoint(mock.url("replacement-char"), mock.key, mock.model, timeout=2)
+    report = check_endpoint(Target(mock.url("replacement-char"), mock.key, mock.model, timeout=2))
     row = _row(report, "stream-utf8")
     assert not row.passed and row.severity == "error" and not report.ok
     assert "U+FFFD" in row.detail and "whole characters" in row.detail
@@ -59,7 +59,7 @@ def test_bytes_of_a_character_split_over_two_events_fail() -> None:
     # Valid once joined, but each event alone is not UTF-8: a client decoding per event
     # (every SSE client) shows garbage.
     with hostile_server() as base:
-        report = check_endpoint(base + "/badutf8" + CHAT, KEY, "m", timeout=2)
+        report = check_endpoint(Target(base + "/badutf8" + CHAT, KEY, "m", timeout=2))
     row = _row(report, "stream-utf8")
     assert not row.passed and "not valid UTF-8" in row.detail
 
@@ -68,16 +68,20 @@ def test_bytes_of_a_character_split_over_two_events_fail() -> None:
 
 
 def test_max_tokens_honoured_and_ignored(mock: Mock) -> None:
-    good = _row(check_endpoint(mock.url(), mock.key, mock.model, timeout=2), "max-tokens-honoured")
+    good = _row(
+        check_endpoint(Target(mock.url(), mock.key, mock.model, timeout=2)), "max-tokens-honoured"
+    )
     assert good.passed and good.severity == "warning" and "finish_reason length" in good.detail
-    report = check_endpoint(mock.url("ignore-max-tokens"), mock.key, mock.model, timeout=2)
+    report = check_endpoint(Target(mock.url("ignore-max-tokens"), mock.key, mock.model, timeout=2))
     bad = _row(report, "max-tokens-honoured")
     assert not bad.passed and "with max_tokens 4 the reply had 8 tokens" in bad.detail
     assert report.ok  # a warning
 
 
 def test_tolerated_framing_does_not_trip_the_go_live_checks(mock: Mock) -> None:
-    report = check_endpoint(mock.url("no-space,crlf,keepalive,split-utf8"), mock.key, mock.model)
+    report = check_endpoint(
+        Target(mock.url("no-space,crlf,keepalive,split-utf8"), mock.key, mock.model)
+    )
     assert all(
         _row(report, n).passed for n in ("stream-utf8", "max-tokens-honoured", "model-name-served")
     )
@@ -95,13 +99,15 @@ def vllm_like() -> Iterator[str]:
 
 
 def test_served_name_passes(vllm_like: str) -> None:
-    report = check_endpoint(vllm_like, KEY, "school-llm", timeout=2)
+    report = check_endpoint(Target(vllm_like, KEY, "school-llm", timeout=2))
     row = _row(report, "model-name-served")
     assert row.passed and "listed by GET /v1/models" in row.detail and report.ok
 
 
 def test_registered_name_that_is_not_served_is_flagged(vllm_like: str) -> None:
-    report = check_endpoint(vllm_like, KEY, "school-llm", timeout=2, also_name="campus-llm")
+    report = check_endpoint(
+        Target(vllm_like, KEY, "school-llm", timeout=2, registered_name="campus-llm")
+    )
     row = _row(report, "model-name-served")
     assert not row.passed and row.severity == "warning" and report.ok
     assert '"campus-llm"' in row.detail and "The server serves: school-llm" in row.detail
@@ -112,20 +118,25 @@ def test_registered_name_that_is_not_served_is_flagged(vllm_like: str) -> None:
 def test_without_a_model_list_the_answering_name_is_named(vllm_like: str) -> None:
     # Under /quirks/... the server has no GET /v1/models: what answered is what is served.
     url = vllm_like.replace(CHAT, "/quirks/no-space" + CHAT)
-    row = _row(check_endpoint(url, KEY, "school-llm", also_name="campus-llm"), "model-name-served")
+    row = _row(
+        check_endpoint(Target(url, KEY, "school-llm", registered_name="campus-llm")),
+        "model-name-served",
+    )
     assert not row.passed and "The server serves: school-llm" in row.detail
     assert "--served-model-name school-llm campus-llm" in row.detail and ".." not in row.detail
 
 
 def test_unserved_body_model_fails_the_chat_and_says_why(vllm_like: str) -> None:
-    report = check_endpoint(vllm_like, KEY, "campus-llm", timeout=2)
+    report = check_endpoint(Target(vllm_like, KEY, "campus-llm", timeout=2))
     assert not _row(report, "chat-answers").passed
     assert "does not exist" in _row(report, "chat-answers").detail
     assert not _row(report, "model-name-served").passed
 
 
 def test_a_server_without_a_model_list_is_judged_by_its_answer(mock: Mock) -> None:
-    row = _row(check_endpoint(mock.url(), mock.key, "any-name", timeout=2), "model-name-served")
+    row = _row(
+        check_endpoint(Target(mock.url(), mock.key, "any-name", timeout=2)), "model-name-served"
+    )
     assert row.passed and "answered HTTP 200" in row.detail
 
 
@@ -158,7 +169,7 @@ def _check_tls(pem: Path) -> EndpointReport:
     config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)
     with serving(config, certfile=str(pem), keyfile=str(pem)) as base:
         assert base.startswith("https://")
-        return check_endpoint(base + CHAT, KEY, "m", timeout=3)
+        return check_endpoint(Target(base + CHAT, KEY, "m", timeout=3))
 
 
 @pytest.mark.usefixtures("trusted")
@@ -220,21 +231,23 @@ def _one_reason(report: EndpointReport) -> CheckResult:
 
 def test_https_to_a_plain_http_port(mock: Mock) -> None:
     url = mock.url().replace("http://", "https://")
-    row = _one_reason(check_endpoint(url, mock.key, mock.model, timeout=2))
+    row = _one_reason(check_endpoint(Target(url, mock.key, mock.model, timeout=2)))
     assert "does not speak TLS" in row.detail and "http://" in row.detail
 
 
 def test_a_refused_tls_handshake() -> None:
     with closing_server() as port:
         start = time.monotonic()
-        row = _one_reason(check_endpoint(f"https://127.0.0.1:{port}{CHAT}", KEY, "m", timeout=2))
+        row = _one_reason(
+            check_endpoint(Target(f"https://127.0.0.1:{port}{CHAT}", KEY, "m", timeout=2))
+        )
     assert time.monotonic() - start < 5
     assert "TLS handshake" in row.detail or "closed the connection" in row.detail
 
 
 def test_a_name_that_does_not_resolve() -> None:
     start = time.monotonic()
-    report = check_endpoint(f"https://no-such-school.invalid{CHAT}", KEY, "m", timeout=2)
+    report = check_endpoint(Target(f"https://no-such-school.invalid{CHAT}", KEY, "m", timeout=2))
     row = _one_reason(report)
     assert time.monotonic() - start < 15
     assert "does not resolve" in row.detail and "no-such-school.invalid" in row.detail
@@ -243,7 +256,9 @@ def test_a_name_that_does_not_resolve() -> None:
 def test_a_silent_server_times_out_within_the_timeout() -> None:
     with closing_server(silent=True) as port:
         start = time.monotonic()
-        row = _one_reason(check_endpoint(f"http://127.0.0.1:{port}{CHAT}", KEY, "m", timeout=1))
+        row = _one_reason(
+            check_endpoint(Target(f"http://127.0.0.1:{port}{CHAT}", KEY, "m", timeout=1))
+        )
     assert time.monotonic() - start < 4
     assert "no answer within 1 s" in row.detail
 
@@ -277,8 +292,8 @@ def test_the_sandbox_serves_only_the_names_it_is_given(tmp_path: Path) -> None:
 
     args = ["--served-model-name", "school-llm", "--ttft-ms", "5", "--itl-ms", "2"]
     with running_sandbox(db=tmp_path / "p.sqlite3", args=args) as info:
-        served = check_endpoint(info.model_url, info.model_api_key, "school-llm", timeout=3)
-        other = check_endpoint(info.model_url, info.model_api_key, "campus-llm", timeout=3)
+        served = check_endpoint(Target(info.model_url, info.model_api_key, "school-llm", timeout=3))
+        other = check_endpoint(Target(info.model_url, info.model_api_key, "campus-llm", timeout=3))
     assert _row(served, "model-name-served").passed and served.ok
     row = _row(other, "model-name-served")
     assert not row.passed and "The server serves: school-llm" in row.detail

@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lmreg_nb.cli import main
-from lmreg_nb.probe import check_endpoint
-from lmreg_nb.probe.exchange import Target
+from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.probe.load import run_load
 
 if TYPE_CHECKING:
@@ -25,6 +24,7 @@ SUMMARY = {
     "requests",
     "errors",
     "ttft_ms",
+    "first_answer_ms",
     "itl_ms",
     "latency_ms",
     "requests_per_s",
@@ -33,10 +33,10 @@ SUMMARY = {
 
 
 def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
-    report = check_endpoint(mock.url(), mock.key, mock.model, requests=24, concurrency=6)
+    report = check_endpoint(Target(mock.url(), mock.key, mock.model), requests=24, concurrency=6)
     s = report.summary
     assert set(s) == SUMMARY
-    assert all(set(s[k]) == PCT for k in ("ttft_ms", "itl_ms", "latency_ms"))
+    assert all(set(s[k]) == PCT for k in ("ttft_ms", "first_answer_ms", "itl_ms", "latency_ms"))
     assert s["requests"] == 24 and s["errors"] == 0
     # The mock cannot answer before its schedule: measured times are at least the knobs
     # (less a margin: the clock starts once our request is written, which a busy
@@ -77,12 +77,31 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
 
 
 def test_without_a_load_test_the_summary_is_the_streamed_check_request(mock: Mock) -> None:
-    report = check_endpoint(mock.url(), mock.key, mock.model)
+    report = check_endpoint(Target(mock.url(), mock.key, mock.model))
     s = report.summary
     assert s["requests"] == 1 and s["errors"] == 0
     assert s["ttft_ms"]["p50"] == s["ttft_ms"]["p99"] == report.metrics["ttft_ms"]  # type: ignore[index]
     assert s["latency_ms"]["p50"] == report.metrics["latency_ms"]  # type: ignore[index]
     assert report.rows is None and report.figure() is None
+
+
+def test_the_load_test_uses_the_capacity_search_s_lean_client(
+    mock: Mock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One streaming client for both: it kept time at 128 chats where httpx fell behind.
+    from lmreg_nb.probe.stream_client import ChatConnection
+
+    sent: list[int] = []
+    real = ChatConnection.send
+
+    async def counted(self: ChatConnection) -> object:
+        sent.append(1)
+        return await real(self)
+
+    monkeypatch.setattr(ChatConnection, "send", counted)
+    result = asyncio.run(run_load(Target(mock.url(), mock.key, mock.model), 6, 3))
+    assert len(sent) == 6 and result.summary()["errors"] == 0
+    assert all(r["ttft_ms"] and r["itl_mean_ms"] for r in result.rows)
 
 
 def test_the_deadline_bounds_the_load_test(mock: Mock) -> None:
@@ -116,7 +135,9 @@ def test_a_bad_stream_counts_as_an_error(mock: Mock) -> None:
 
 
 def test_progress_bar_goes_to_stderr(mock: Mock, capsys: pytest.CaptureFixture[str]) -> None:
-    check_endpoint(mock.url(), mock.key, mock.model, requests=3, concurrency=3, progress=True)
+    check_endpoint(
+        Target(mock.url(), mock.key, mock.model), requests=3, concurrency=3, progress=True
+    )
     assert "load test" in capsys.readouterr().err
 
 
@@ -143,7 +164,7 @@ def test_cli_json_is_the_contract(mock: Mock) -> None:
 def test_cli_text_table_and_figure(mock: Mock) -> None:
     result = CliRunner().invoke(main, ["check", "-n", "4", "-c", "2"], env=_env(mock, mock.url()))
     assert result.exit_code == 0, result.output
-    assert "[ ok ] error   stream-done" in result.stdout
+    assert "[ ok ] required    stream-done" in result.stdout
     assert "verdict: OK" in result.stdout
     assert "figure: lmreg-check.png" in result.stdout
     assert Path("lmreg-check.png").read_bytes()[:4] == b"\x89PNG"
@@ -153,7 +174,7 @@ def test_cli_exit_1_when_an_error_check_fails(mock: Mock) -> None:
     result = CliRunner().invoke(main, ["check"], env=_env(mock, mock.url("no-done")))
     assert result.exit_code == 1
     assert result.stderr.startswith("error: stream-done: the stream ended without data: [DONE]")
-    assert "[FAIL] error   stream-done" in result.stdout
+    assert "[FAIL] required    stream-done" in result.stdout
 
 
 def test_works_inside_a_running_event_loop_like_jupyter(mock: Mock) -> None:
@@ -161,8 +182,8 @@ def test_works_inside_a_running_event_loop_like_jupyter(mock: Mock) -> None:
 
     async def cell() -> tuple[bool, bool]:
         # Jupyter runs cells inside a loop: the sync API must not call asyncio.run there.
-        sync = check_endpoint(mock.url(), mock.key, mock.model)
-        awaited = await check_endpoint_async(mock.url(), mock.key, mock.model)
+        sync = check_endpoint(Target(mock.url(), mock.key, mock.model))
+        awaited = await check_endpoint_async(Target(mock.url(), mock.key, mock.model))
         return sync.ok, awaited.ok
 
     assert asyncio.run(cell()) == (True, True)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import openai
 import pytest
 
-from lmreg_nb.probe import check_endpoint, stream_chat
+from lmreg_nb.probe import Target, check_endpoint, stream_chat
 from lmreg_nb.sandbox.school_model import reply_tokens
 
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ def test_probe_reads_what_openai_reads(mock: Mock, quirks: str) -> None:
     text, chunks, usage = _openai_stream(mock, quirks)
     assert text == "".join(reply_tokens(mock.tokens))  # the reference saw the truth
 
-    assert "".join(stream_chat(mock.url(quirks), mock.key, mock.model, PROMPT)) == text
+    assert "".join(stream_chat(Target(mock.url(quirks), mock.key, mock.model), PROMPT)) == text
 
-    report = check_endpoint(mock.url(quirks), mock.key, mock.model, timeout=5)
+    report = check_endpoint(Target(mock.url(quirks), mock.key, mock.model, timeout=5))
     assert report.reply_text == text
     assert report.metrics is not None
     assert report.metrics["chunks"] == chunks
@@ -57,7 +57,7 @@ def test_completion_form_reads_like_openai(mock: Mock) -> None:
     base = mock.url().removesuffix("/chat/completions")
     with openai.OpenAI(base_url=base, api_key=mock.key, max_retries=0) as client:
         reply = client.completions.create(model=mock.model, prompt=PROMPT, temperature=0.2)
-    report = check_endpoint(mock.url(), mock.key, mock.model, timeout=5)
+    report = check_endpoint(Target(mock.url(), mock.key, mock.model, timeout=5))
     row = next(c for c in report.checks if c.name == "completion-form")
     assert row.passed
     assert f"gave {len(reply.choices[0].text)} characters" in row.detail

@@ -21,7 +21,7 @@ from lmreg_nb.cli import main
 from lmreg_nb.client import RegistryClient
 from lmreg_nb.errors import NotFoundError
 from lmreg_nb.models import ModelDraft
-from lmreg_nb.probe import registered_target
+from lmreg_nb.probe import Target
 from lmreg_nb.sandbox.mock_serving import serving
 from lmreg_nb.sandbox.school_model import MockModelConfig
 from lmreg_nb.secret import Secret, find_leaks
@@ -113,7 +113,7 @@ def test_registered_name_differing_from_the_body_model_is_tried_too(
     name = f"alias-{secrets.token_hex(3)}"
     _register(name, school_url, RIGHT_KEY)
     monkeypatch.setenv("LMREG_MODEL_NAME", SERVED)
-    target = registered_target(Settings.load(), f"  {name} ")
+    target = Target.from_registered(Settings.load(), f"  {name} ")
     assert (target.url, target.model, target.registered_name) == (school_url, SERVED, name)
     assert target.api_key.reveal() == RIGHT_KEY
 
@@ -127,7 +127,7 @@ def test_registered_name_differing_from_the_body_model_is_tried_too(
 
 def test_an_unknown_registered_name_is_one_line(platform_env: dict[str, str]) -> None:
     with pytest.raises(NotFoundError, match="no model named 'nobody-here'"):
-        registered_target(Settings.load(), "nobody-here")
+        Target.from_registered(Settings.load(), "nobody-here")
     code, _out, err = _check(["--registered", "nobody-here"], platform_env)
     assert code == 1 and "Traceback" not in err
     assert err.count("\n") == 1 and "nobody-here" in err

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from click.testing import CliRunner
 
 from lmreg_nb.cli import main
-from lmreg_nb.probe import check_endpoint, stream_chat
+from lmreg_nb.probe import Target, check_endpoint, stream_chat
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 
 def test_the_sandbox_model_passes(sandbox: SandboxInfo) -> None:
     report = check_endpoint(
-        sandbox.model_url, sandbox.model_api_key, "sandbox-model", requests=8, concurrency=4
+        Target(sandbox.model_url, sandbox.model_api_key, "sandbox-model"), requests=8, concurrency=4
     )
     assert report.ok, report.failed
     failed = {c.name for c in report.checks if not c.passed}
     assert failed <= {"url-https", "url-public-host"}  # loopback, plain http: warnings only
     assert report.summary["requests"] == 8 and report.summary["errors"] == 0
-    assert "".join(stream_chat(sandbox.model_url, sandbox.model_api_key, "m", "hi"))
+    assert "".join(stream_chat(Target(sandbox.model_url, sandbox.model_api_key, "m"), "hi"))
 
 
 def test_cli_check_with_the_sandbox_environment(sandbox: SandboxInfo) -> None:

@@ -240,7 +240,12 @@ BAD_BODIES = [
 ]
 
 
-@pytest.mark.parametrize(("content", "field"), BAD_BODIES)
+# Ids by position: the bodies hold random keys, and pytest-xdist's workers must collect alike.
+@pytest.mark.parametrize(
+    ("content", "field"),
+    BAD_BODIES,
+    ids=[f"{i}-{field}" for i, (_, field) in enumerate(BAD_BODIES)],
+)
 def test_register_bad_body_40000(platform: Platform, content: bytes, field: str) -> None:
     headers = {**platform.headers(), "Content-Type": "application/json"}
     r = platform.post("registry-model", content=content, headers=headers)
@@ -388,3 +393,15 @@ def test_model_names_are_unique_after_nfc(platform: Platform) -> None:
     platform.expect_error(r, 409, 40900)
     models = platform.post("query-models", {}, headers=headers).json()["data"]["models"]
     assert [m["modelName"] for m in models] == [nfc]
+
+
+@pytest.mark.parametrize("mark", ["\u034f", "\ufe00", "\u200b"])
+def test_invisible_marks_inside_a_model_name_are_refused(platform: Platform, mark: str) -> None:
+    # Issue 20: "qwen\u034f-72b" looks exactly like "qwen-72b"; the shared rule refuses it.
+    headers = platform.account()
+    r = platform.post(
+        "registry-model", model(f"qwen{mark}-" + secrets.token_hex(2)), headers=headers
+    )
+    message = platform.expect_error(r, 400, 40000)["message"]
+    assert message.startswith("modelName:") and f"U+{ord(mark):04X}" in message
+    assert platform.post("query-models", {}, headers=headers).json()["data"]["models"] == []

@@ -128,6 +128,10 @@ def test_modify_form_prefills_asks_to_confirm_and_keeps_the_key(sandbox: Sandbox
     changed = run.find(model_id=first.model_id)
     assert changed.model_name == "mod-a2" and changed.api_key.reveal() == "key-a-0123456789"
     assert changed.create_time_ms == first.create_time_ms
+    # The time row says "updated" as the register outcome and the models table do
+    # (更新时间 in Chinese), never the field name updateTime.
+    labels = [label for label, _value in form.last_result.rows]
+    assert "updated" in labels and "updateTime" not in labels
 
 
 def test_models_table_refreshes(sandbox: SandboxInfo) -> None:

@@ -176,8 +176,7 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     endpoints: list[dict[str, str]] = []
 
     class Result:
-        def table(self) -> str:
-            return "levels table"
+        levels = ({"concurrency": 20, "requests": 40, "errors": 0, "meets_slo": True},)
 
     shown: list[str] = []
 
@@ -206,7 +205,8 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     assert called == [(20, 1500)]
     assert endpoints == [{"model_url": "https://given.school.edu/v1/chat/completions", "model": ""}]
     assert form.last_result[0].title.startswith("serves 24")
-    assert form.last_result[1:] == ("levels table", "charts")
+    table, charts = form.last_result[1:]
+    assert table.rows[0][0] == "20" and table.rows[0][-1] == "✔" and charts == "charts"
     assert shown == ["concurrency 20: 57 requests so far…"]
     assert form.message.value == ""  # done: the result says the rest
 
@@ -219,7 +219,7 @@ def test_capacity_form_measures_the_checked_endpoint(sandbox: SandboxInfo) -> No
     assert form.last_error is None, form.last_error
     verdict, table, figure = form.last_result
     assert isinstance(verdict, Outcome) and verdict.ok and "1" in verdict.title
-    assert table["concurrency"].iloc[0] == 1 and table["meets_slo"].iloc[0]
+    assert table.rows[0][0] == "1" and table.rows[0][-1] == "✔"  # the record's columns
     assert figure._repr_png_().startswith(b"\x89PNG")
     assert [s.name for s in run.steps] == ["chat endpoint checks", "capacity"]
 

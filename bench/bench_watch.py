@@ -1,0 +1,121 @@
+"""One round of `lmreg-nb watch` over 1,000 registered models, against the sandbox's mock.
+
+The models are written straight into a fresh sandbox database (the demo
+account), each pointing at the sandbox's mock school model with its default
+latency (50 ms to the first token, 10 ms between tokens; the probe asks for
+16 tokens, so ~200 ms a call). `lmreg-nb sandbox` runs as its own process;
+this process runs the watch's rounds in-process (the library, no targets: all
+models are up, nothing is sent) and prints one JSON line per round: models,
+concurrency, seconds, models up. A second scenario adds models that hang
+(the mock's ``slow`` quirk): they cost the round about one LMREG_TIMEOUT, not
+one each.
+
+    python bench/bench_watch.py [--models 1000] [--concurrency 32] [--rounds 2] [--hanging 20]
+
+The goal (issue 23): each of 1,000 models probed once within a 60 s round on a
+2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from lmreg_nb.client import RegistryClient
+from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
+from lmreg_nb.sandbox.store import Store
+from lmreg_nb.settings import Settings
+from lmreg_nb.watch.notify import Notifier
+from lmreg_nb.watch.state import StateStore
+from lmreg_nb.watch.watcher import WatchConfig, Watcher
+
+
+def register(db: Path, info: SandboxInfo, models: int, hanging: int) -> None:
+    """``models`` models of the demo account at the mock; the first ``hanging`` of them hang."""
+    store = Store(db)
+    try:
+        account = store._conn.execute(  # the demo account made by the sandbox's first start
+            "SELECT id FROM accounts WHERE app_id = ?", (info.app_id,)
+        ).fetchone()[0]
+        slow = info.model_url.replace("/v1/chat/completions", "/quirks/slow/v1/chat/completions")
+        for i in range(models):
+            store.register(
+                account,
+                {
+                    "modelName": f"bench-{i:04d}",
+                    "registryUrl": slow if i < hanging else info.model_url,
+                    "apiKey": info.model_api_key,
+                },
+            )
+    finally:
+        store.close()
+
+
+def run_rounds(
+    info: SandboxInfo, state: Path, rounds: int, concurrency: int, timeout: float
+) -> list[dict[str, object]]:
+    """Rounds of the watch in this process; one figure each."""
+    env = {**info.env(), "LMREG_TIMEOUT": str(timeout), "LMREG_TOKEN_CACHE": str(state) + ".tok"}
+    settings = Settings.load(environ=env)
+    config = WatchConfig(state_path=state, concurrency=concurrency, school="Bench School")
+    store = StateStore(state)
+    store.acquire()
+    figures: list[dict[str, object]] = []
+
+    async def go() -> None:
+        with RegistryClient(settings) as registry:
+            watcher = Watcher(settings, registry, store, [], Notifier([]), config)
+            async with watcher:
+                for _ in range(rounds):
+                    began = time.perf_counter()
+                    report = await watcher.round()
+                    figures.append(
+                        {
+                            "round": report.number,
+                            "models": len(report.states),
+                            "up": sum(1 for s in report.states if s.status == "up"),
+                            "concurrency": concurrency,
+                            "seconds": round(time.perf_counter() - began, 2),
+                        }
+                    )
+
+    try:
+        asyncio.run(go())
+    finally:
+        store.close()
+    return figures
+
+
+def scenario(models: int, hanging: int, rounds: int, concurrency: int, timeout: float) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
+        db = Path(tmp) / "platform.sqlite3"
+        with running_sandbox(db=db) as info:
+            t0 = time.perf_counter()
+            register(db, info, models, hanging)
+            setup = time.perf_counter() - t0
+            for figure in run_rounds(
+                info, Path(tmp) / "watch.sqlite3", rounds, concurrency, timeout
+            ):
+                figure.update(hanging=hanging, timeout_s=timeout, register_s=round(setup, 1))
+                print(json.dumps(figure), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--models", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--hanging", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=10.0)
+    args = parser.parse_args()
+    scenario(args.models, 0, args.rounds, args.concurrency, args.timeout)
+    if args.hanging:
+        scenario(args.models, args.hanging, 1, args.concurrency, args.timeout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""What a step shows in a notebook: escaped HTML and plain text, no widgets and no pandas.
+
+Headless runs stay fast and readable with these; widgets are for interactive use.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..i18n import _
+
+__all__ = ["FigureView", "Outcome", "Table"]
+
+
+@dataclass
+class Outcome:
+    """What a step shows in the notebook: a title, label/value rows, and the value itself.
+
+    Renders as escaped HTML (values may come from a server) and as plain text.
+    ``pending``: not done yet (neither passed nor failed), shown in grey.
+    """
+
+    title: str
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    ok: bool = True
+    value: Any = None
+    pending: bool = False
+
+    def _repr_html_(self) -> str:
+        mark = "…" if self.pending else "✔" if self.ok else "✘"
+        color = "#57606a" if self.pending else "#1a7f37" if self.ok else "#cf222e"
+        body = "".join(
+            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in self.rows
+        )
+        return (
+            f"<div class='lmreg-outcome'><b style='color:{color}'>{mark} "
+            f"{html.escape(self.title)}</b><table>{body}</table></div>"
+        )
+
+    def __repr__(self) -> str:
+        if self.pending:
+            lines = [f"… {self.title}"]
+        else:
+            state = _("ok") if self.ok else _("FAILED")
+            lines = [f"{state}: {self.title}"]
+        lines += [f"  {k}: {v}" for k, v in self.rows]
+        return "\n".join(lines)
+
+
+@dataclass
+class Table:
+    """A small table shown as escaped HTML and aligned text, without importing pandas.
+
+    Headless runs stay fast this way; :meth:`frame` gives a DataFrame when wanted.
+    """
+
+    columns: list[str]
+    rows: list[list[str]]
+
+    def frame(self) -> Any:
+        """The same table as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=self.columns)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>"
+            + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row)
+            + "</tr>"
+            for row in self.rows
+        )
+        return (
+            f"<table class='lmreg-table'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>"
+        )
+
+    def __repr__(self) -> str:
+        if not self.rows:
+            return _("(no rows)") + " " + " | ".join(self.columns)
+        widths = [max(len(c), *(len(r[i]) for r in self.rows)) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=True))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in self.rows]
+        return "\n".join(line.rstrip() for line in lines)
+
+
+class FigureView:
+    """A matplotlib Figure shown as a PNG without pyplot (a headless kernel has no backend set)."""
+
+    def __init__(self, figure: Any) -> None:
+        self.figure = figure
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", bbox_inches="tight")
+        return buffer.getvalue()
+
+    def __repr__(self) -> str:
+        return _("figures (a PNG image)")

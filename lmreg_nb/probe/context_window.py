@@ -1,0 +1,319 @@
+"""The context-window check: is a prompt as long as the course apps' longest lesson answered whole?
+
+No tokenizer is needed. The prompt is filler made of common English words,
+each one token in the vocabularies schools' models use (Llama, Qwen, GLM,
+Gemma, Mistral, DeepSeek: no vocabulary merges words across a space). Two
+short prompts sent at once calibrate the server's own count from its
+``usage.prompt_tokens`` (tokens per word, and the chat template's overhead),
+so the long prompt is sized to ``need`` tokens as the server counts them.
+A server that reports no usage gets one token per word, and the detail says
+the figure is an estimate.
+
+Then one prompt of ``need`` tokens, ``max_tokens`` 1:
+
+- answered, and ``usage.prompt_tokens`` near what was sent: passed;
+- answered, but counted far below it: the server cut the prompt silently
+  (Ollama truncates to ``num_ctx``): a warning;
+- refused (an HTTP error, or the connection closed): an error, after a few
+  requests that halve the gap between the longest prompt accepted and the
+  shortest refused, so the detail says how long a prompt the server takes;
+- no answer in time: an error with the plain reason, no search.
+
+The whole search stays within ``budget`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+from ..errors import ValidationError
+from ..i18n import _
+from .checks import CheckResult
+from .exchange import Exchange, chat_body, send
+from .function_checks import server_said
+from .target import Target
+
+__all__ = [
+    "DEFAULT_CONTEXT_NEED",
+    "MAX_CONTEXT_NEED",
+    "ContextFinding",
+    "check_context_need",
+    "context_row",
+    "filler_prompt",
+    "probe_context",
+]
+
+#: Tokens of the longest prompt the course apps send (the onboarding's ``context_need``).
+DEFAULT_CONTEXT_NEED = 8000
+#: The most a check asks for: 128 Ki tokens, the longest window schools' models commonly have.
+MAX_CONTEXT_NEED = 131072
+#: Requests of the search after a refusal.
+MAX_STEPS = 4
+#: Counted below this share of what was sent: the prompt was cut.
+CUT_BELOW = 0.8
+
+_INSTRUCTION = "Reply with one word.\n"
+_FILLER = (
+    "the of and to in is was for on that with as by at from this have not are but one all "
+    "were when we there can more if no out other so what time up about than into only new "
+    "year some take come know see use get like then first work now day also after way many "
+    "good people school class book read learn"
+)
+_WORDS = tuple(_FILLER.split())
+#: Words of the two calibration prompts: they differ by whole cycles of the filler, so the
+#: tokens per word are its average, and both fit any window a chat model has.
+CALIBRATION = (8, 8 + 2 * len(_WORDS))
+
+
+def check_context_need(value: object) -> int:
+    """``value`` as a number of tokens, 1 to :data:`MAX_CONTEXT_NEED`; else a ValidationError."""
+    try:
+        need = int(str(value).strip())
+    except ValueError:
+        need = 0
+    if not 1 <= need <= MAX_CONTEXT_NEED:
+        raise ValidationError(
+            "context_need",
+            _(
+                "must be a whole number of tokens from 1 to {most}, e.g. 8000 (the longest "
+                "lesson the course apps send), got {value}"
+            ).format(most=MAX_CONTEXT_NEED, value=repr(str(value))),
+        )
+    return need
+
+
+def filler_prompt(words: int) -> str:
+    """An instruction and ``words`` filler words (one token each in the usual vocabularies)."""
+    count = len(_WORDS)
+    return _INSTRUCTION + " ".join(_WORDS[k % count] for k in range(words))
+
+
+@dataclass
+class ContextFinding:
+    """What the context-window requests found.
+
+    Prompts are measured in filler words; :meth:`tokens` turns words into
+    tokens as the server counts them, fitted on every answered prompt whose
+    ``usage.prompt_tokens`` came back (the two farthest apart), so every figure
+    of the detail is on the same scale.
+    """
+
+    need: int
+    counts: dict[int, int] = field(default_factory=dict)  # words -> usage.prompt_tokens
+    long: Exchange | None = None  # the prompt of ``need`` tokens
+    long_words: int = 0
+    broken: Exchange | None = None  # a calibration prompt that failed
+    longest_ok: int | None = None  # words of the longest prompt answered
+    shortest_refused: int | None = None  # words of the shortest prompt refused
+    seconds: float = 0.0
+    stopped: bool = False  # the budget ran out
+
+    @property
+    def estimate(self) -> bool:
+        """No count came back: one token per word is assumed."""
+        return not self.counts
+
+    def _fit(self) -> tuple[float, float]:
+        """(tokens per word, overhead) from the counts; the estimate without any."""
+        instruction = len(_INSTRUCTION.split())
+        if not self.counts:
+            return 1.0, float(instruction)
+        low, high = min(self.counts), max(self.counts)
+        if high > low:
+            rate = (self.counts[high] - self.counts[low]) / (high - low)
+            if rate > 0:
+                return rate, self.counts[low] - rate * low
+        # One point: proportional (the chat template's overhead spread over the words).
+        return self.counts[high] / (high + instruction), 0.0
+
+    def tokens(self, words: int) -> int:
+        """The tokens of a prompt of ``words`` filler words (the server's count when known)."""
+        if words in self.counts:
+            return self.counts[words]
+        rate, overhead = self._fit()
+        return round(overhead + rate * words)
+
+    def words(self, tokens: int) -> int:
+        """The filler words of a prompt of ``tokens`` tokens."""
+        rate, overhead = self._fit()
+        return max(1, math.ceil((tokens - overhead) / rate))
+
+    def answered(self, ex: Exchange, words: int, *, fit: bool = True) -> None:
+        """Note an answered prompt; ``fit``: its count joins the scale (not a cut one's)."""
+        count = _prompt_tokens(ex)
+        if fit and count is not None:
+            self.counts[words] = count
+        self.longest_ok = max(words, self.longest_ok or 0)
+
+    @property
+    def sent(self) -> int:
+        """Tokens of the prompt of ``need`` tokens, as the calibration sized it."""
+        return self.tokens(self.long_words)
+
+
+def _prompt_tokens(ex: Exchange) -> int | None:
+    """``usage.prompt_tokens`` of a whole reply, when it is a positive count."""
+    body = ex.json_body
+    usage = body.get("usage") if isinstance(body, dict) else None
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        return tokens
+    return None
+
+
+def _answered(ex: Exchange) -> bool:
+    return ex.status is not None and 200 <= ex.status < 300
+
+
+async def _ask(client: httpx.AsyncClient, target: Target, words: int) -> Exchange:
+    body = chat_body(target.model, filler_prompt(words), stream=False, max_tokens=1)
+    return await send(client, target, body, stream=False)
+
+
+async def probe_context(
+    client: httpx.AsyncClient, target: Target, need: int, budget: float
+) -> ContextFinding:
+    """Calibrate, send a prompt of ``need`` tokens, and search on a refusal; never raises."""
+    found = ContextFinding(need)
+    start = time.perf_counter()
+    try:
+        async with asyncio.timeout(budget):
+            await _search(client, target, found)
+    except TimeoutError:
+        found.stopped = True
+    found.seconds = time.perf_counter() - start
+    return found
+
+
+async def _search(client: httpx.AsyncClient, target: Target, found: ContextFinding) -> None:
+    small, large = await asyncio.gather(*(_ask(client, target, n) for n in CALIBRATION))
+    if not _answered(small):
+        found.broken = small
+        return
+    for ex, words in ((small, CALIBRATION[0]), (large, CALIBRATION[1])):
+        if _answered(ex):
+            found.answered(ex, words)
+    if not _answered(large) and large.failure != "timeout":  # a tiny window: a second point
+        middle = sum(CALIBRATION) // 2
+        ex = await _ask(client, target, middle)
+        if _answered(ex):
+            found.answered(ex, middle)
+    lo = found.longest_ok or CALIBRATION[0]
+    hi = found.long_words = found.words(found.need)
+    found.long = await _ask(client, target, hi)
+    if _answered(found.long):
+        found.answered(found.long, hi, fit=False)  # its count is what is judged
+        return
+    if found.long.failure == "timeout":
+        return
+    found.shortest_refused = hi
+    for _step in range(MAX_STEPS):
+        if hi - lo <= max(1, hi // 32):
+            break
+        mid = (lo + hi) // 2
+        ex = await _ask(client, target, mid)
+        if _answered(ex):
+            lo = mid
+            found.answered(ex, mid)
+        elif ex.failure == "timeout":
+            break
+        else:
+            hi = found.shortest_refused = mid
+
+
+def _how_counted(found: ContextFinding) -> str:
+    if found.estimate:
+        return _("estimated at one token per word: the server reports no usage")
+    return _("as the server counts them")
+
+
+def _fix() -> str:
+    return _(
+        "vLLM: --max-model-len; SGLang: --context-length; LMDeploy: --session-len; llama.cpp: "
+        "-c (llama-cpp-python: --n_ctx); Ollama: num_ctx or OLLAMA_CONTEXT_LENGTH; Xinference: "
+        "the model's max_model_len at launch"
+    )
+
+
+def context_row(found: ContextFinding) -> CheckResult:
+    """context-window: error when a prompt of ``need`` tokens is refused, warning when cut."""
+    need, how = found.need, _how_counted(found)
+    long = found.long
+    if found.broken is not None:
+        return _fail(
+            _("not judged: a short prompt already got {seen}").format(
+                seen=server_said(found.broken)
+            )
+        )
+    if long is None:
+        return _fail(
+            _("no verdict within {seconds} s: the server answered the short prompts only").format(
+                seconds=f"{found.seconds:.0f}"
+            )
+        )
+    if _answered(long):
+        counted = _prompt_tokens(long)
+        scaled = len(found.counts) >= 2  # one count cannot tell the template from the words
+        if scaled and counted is not None and counted < CUT_BELOW * found.sent:
+            return CheckResult(
+                "context-window",
+                False,
+                "warning",
+                _(
+                    "a prompt of {sent} tokens was answered, but the server counted only "
+                    "{counted}: it cut the prompt silently, so the model never sees the start "
+                    "of a long lesson (Ollama cuts to num_ctx). Raise the context window to at "
+                    "least {need} tokens ({fix})"
+                ).format(sent=found.sent, counted=counted, need=need, fix=_fix()),
+            )
+        return CheckResult(
+            "context-window",
+            True,
+            "error",
+            _("a prompt of {tokens} tokens ({how}; {need} needed) was answered in {ms} ms").format(
+                tokens=counted or found.sent,
+                how=how,
+                need=need,
+                ms=f"{(long.latency or 0) * 1000:.0f}",
+            ),
+        )
+    if long.failure == "timeout":
+        return _fail(
+            _(
+                "a prompt of {sent} tokens ({how}): {why}. The platform would wait as long "
+                "for a long lesson: check the server's prefill speed and its context window, "
+                "or raise LMREG_TIMEOUT"
+            ).format(sent=found.sent, how=how, why=long.failure_detail.rstrip("."))
+        )
+    longest = found.longest_ok
+    stopped = (
+        " " + _("(the search stopped after {seconds} s)").format(seconds=f"{found.seconds:.0f}")
+        if found.stopped
+        else ""
+    )
+    return _fail(
+        _(
+            "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
+            "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
+            "was refused{stopped}. Raise the model's context window to at least {need} tokens "
+            "({fix}), or serve a model with a longer one"
+        ).format(
+            sent=found.sent,
+            how=how,
+            seen=server_said(long),
+            longest=found.tokens(longest) if longest is not None else "?",
+            refused=found.tokens(found.shortest_refused or found.long_words),
+            stopped=stopped,
+            need=need,
+            fix=_fix(),
+        )
+    )
+
+
+def _fail(detail: str) -> CheckResult:
+    return CheckResult("context-window", False, "error", detail)

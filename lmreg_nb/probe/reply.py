@@ -1,0 +1,178 @@
+"""One chat reply as it arrives: every reader of a school's answer accumulates it here.
+
+The checks' recorder (:mod:`.exchange`, httpx and the SSE decoder), the lean
+client of the load test and the capacity search (:mod:`.stream_client`) and
+the chat step (:mod:`.chat`) each turn bytes into events their own way, then
+hand each event here: a ``data:`` payload (:meth:`Reply.take_data`), a parsed
+chunk (:meth:`Reply.take_chunk`) or a whole non-streamed body
+(:meth:`Reply.take_whole`). So what a reply says is read once, through
+:mod:`.shapes`: the answer's text and the thinking's text (``reasoning_content``
+/ ``reasoning``), each piece with its arrival time, finish_reason, usage,
+[DONE], error objects, and the deviations the checks note. Text is capped at
+:data:`MAX_TEXT_CHARS` per kind (``truncated`` says the answer's cap was hit).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .shapes import (
+    chunk_delta,
+    chunk_reasoning,
+    chunk_text,
+    finish_reason,
+    is_error_object,
+    reply_reasoning,
+    reply_text,
+    usage_of,
+)
+
+__all__ = ["MAX_TEXT_CHARS", "Reply"]
+
+#: The most reply text kept (of the answer, and of the thinking).
+MAX_TEXT_CHARS = 256 * 1024
+
+
+@dataclass(slots=True)
+class Reply:
+    """What a chat reply said so far. Times are the caller's clock (``perf_counter``)."""
+
+    pieces: list[str] = field(default_factory=list)  # the answer (content), capped
+    times: list[float] = field(default_factory=list)  # arrival of each answer piece
+    reasoning: list[str] = field(default_factory=list)  # the thinking, capped
+    reasoning_times: list[float] = field(default_factory=list)  # arrival of each thinking piece
+    finish: str | None = None  # the last finish_reason seen
+    usage: dict[str, Any] | None = None
+    done: bool = False  # saw `data: [DONE]`
+    after_done: int = 0  # events after [DONE]
+    events: int = 0  # data events taken
+    non_json: list[str] = field(default_factory=list)  # data that was not a JSON object
+    error_events: list[Any] = field(default_factory=list)  # {"error": ...} inside the stream
+    role_only_first: bool = False
+    null_content: int = 0
+    usage_chunks: int = 0  # chunks with empty choices and a usage object
+    text_chars: int = 0
+    reasoning_chars: int = 0
+    truncated: bool = False  # the answer's text reached MAX_TEXT_CHARS
+    chunks_seen: int = 0  # chunks with choices (the first one may be role-only)
+
+    @property
+    def text(self) -> str:
+        """The answer's text received (capped)."""
+        return "".join(self.pieces)
+
+    @property
+    def reasoning_text(self) -> str:
+        """The thinking's text received (capped): what ``reasoning-separated`` looks at."""
+        return "".join(self.reasoning)
+
+    @property
+    def first_token_at(self) -> float | None:
+        """When the first token of any kind (thinking or answer) arrived."""
+        firsts = [t[0] for t in (self.times, self.reasoning_times) if t]
+        return min(firsts) if firsts else None
+
+    @property
+    def gaps(self) -> list[float]:
+        """Seconds between consecutive answer pieces."""
+        t = self.times
+        return [t[i] - t[i - 1] for i in range(1, len(t))]
+
+    @property
+    def output_tokens(self) -> tuple[int, str]:
+        """Output tokens and where the number comes from: ``"usage"`` or ``"chunks"``."""
+        usage = self.usage
+        if usage is not None:
+            tokens = usage.get("completion_tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+                return tokens, "usage"
+        return len(self.pieces), "chunks"
+
+    def take_data(self, data: str | bytes, now: float) -> str:
+        """One ``data:`` payload of a stream ([DONE] or a JSON chunk); the answer text it added."""
+        self.events += 1
+        if self.done:
+            self.after_done += 1
+            return ""
+        if data == "[DONE]" or data == b"[DONE]":
+            self.done = True
+            return ""
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            self.non_json.append(_shown(data))
+            return ""
+        return self.take_chunk(obj, now, data)
+
+    def take_chunk(self, obj: Any, now: float, raw: str | bytes = "") -> str:
+        """One parsed stream chunk; the answer text it added (``raw``: shown when it is bad)."""
+        if not isinstance(obj, dict):
+            self.non_json.append(_shown(raw) if raw else str(obj)[:200])
+            return ""
+        if is_error_object(obj):
+            self.error_events.append(obj.get("error", obj))
+            return ""
+        usage = usage_of(obj)
+        if usage is not None:
+            self.usage = usage
+        choices = obj.get("choices")
+        if not choices:
+            if usage is not None:
+                self.usage_chunks += 1
+            return ""
+        if not isinstance(choices, list) or not isinstance(choices[0], dict):
+            self.non_json.append(_shown(raw) if raw else str(obj)[:200])
+            return ""
+        delta = chunk_delta(obj)
+        text = chunk_text(obj)
+        if not self.chunks_seen and delta is not None and "role" in delta and not text:
+            self.role_only_first = True
+        self.chunks_seen += 1
+        self.finish = finish_reason(obj) or self.finish
+        thought = chunk_reasoning(obj)
+        if thought:
+            self._think(thought, now)
+        if text:
+            return self._answer(text, now)
+        if text is None and (delta is None or delta.get("content", "") is None):
+            self.null_content += 1
+        return ""
+
+    def take_whole(self, obj: Any, now: float) -> str:
+        """A whole (non-streamed) reply arriving at once; its answer text."""
+        thought = reply_reasoning(obj)
+        if thought:
+            self._think(thought, now)
+        text = reply_text(obj)
+        added = self._answer(text, now) if text else ""
+        self.finish = finish_reason(obj)
+        usage = usage_of(obj)
+        if usage is not None:
+            self.usage = usage
+        return added
+
+    def _answer(self, text: str, now: float) -> str:
+        room = MAX_TEXT_CHARS - self.text_chars
+        if room <= 0:
+            self.truncated = True
+            return ""
+        piece = text[:room]
+        self.text_chars += len(piece)
+        self.pieces.append(piece)
+        self.times.append(now)
+        return piece
+
+    def _think(self, text: str, now: float) -> None:
+        self.reasoning_times.append(now)
+        room = MAX_TEXT_CHARS - self.reasoning_chars
+        if room > 0:  # past the cap only the times are kept (first_token_at needs the first)
+            self.reasoning_chars += min(room, len(text))
+            self.reasoning.append(text[:room])
+
+
+def _shown(data: str | bytes) -> str:
+    """A bad payload as the checks quote it (200 characters)."""
+    text = data if isinstance(data, str) else data[:800].decode("utf-8", "replace")
+    return text[:200]

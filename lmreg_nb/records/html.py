@@ -1,0 +1,248 @@
+"""The onboarding summary as one self-contained, escaped HTML block.
+
+Two plain verdicts come first (the onboarding steps; ready for go-live or
+not, with what to do), then the facts, steps, models, checks, capacity and
+performance. Every value is escaped: it came from a server or a form.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from ..i18n import _, pgettext
+from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
+from .text import (
+    PERCENTILE_ROWS,
+    answer_sentence,
+    fmt,
+    go_live_verdict,
+    local_time,
+    one_request_note,
+    perf_sentence,
+    phase_label,
+    severity_label,
+    single_request,
+    status_badge,
+    step_done,
+    steps_verdict,
+)
+
+__all__ = ["render_summary_html"]
+
+_CSS = """
+.lmreg-summary{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","Microsoft YaHei",
+sans-serif;border:1px solid #ccc;border-radius:6px;padding:12px 16px;margin:8px 0 16px;
+max-width:72em;overflow-x:auto;background:#fff;color:#222}
+.lmreg-summary h2{margin:0 0 8px;font-size:1.3em}
+.lmreg-summary h3{margin:12px 0 4px;font-size:1.05em}
+.lmreg-summary table{border-collapse:collapse;margin:4px 0}
+.lmreg-summary td,.lmreg-summary th{border:1px solid #ddd;padding:3px 8px;
+text-align:left!important;vertical-align:top}
+.lmreg-summary ul{list-style:none;padding-left:0;margin:4px 0}
+.lmreg-summary ol{margin:4px 0 4px 1.5em;padding:0}
+.lmreg-verdict{font-size:1.1em;font-weight:bold;margin:6px 0}
+.lmreg-status{display:inline-block;padding:1px 10px;border-radius:10px;font-weight:bold}
+.lmreg-status-ok{background:#d4f4dd;color:#05611d}.lmreg-status-failed{background:#fde0e0;color:#8a0c0c}
+.lmreg-status-incomplete{background:#fff3cd;color:#6b4e00}
+.lmreg-pass{color:#05611d}.lmreg-fail{color:#8a0c0c}
+.lmreg-checks td:nth-child(-n+3),.lmreg-checks th:nth-child(-n+3){white-space:nowrap}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(fmt(value), quote=True)
+
+
+def _table(header: list[str] | None, rows: list[list[str]], css: str = "") -> str:
+    # Cells arrive escaped already (some hold our own markup, such as the pass marks).
+    head = ""
+    if header is not None:
+        head = (
+            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>"
+        )
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    klass = f' class="{css}"' if css else ""
+    return f"<table{klass}>{head}<tbody>{body}</tbody></table>"
+
+
+def _h3(title: str) -> str:
+    return f"<h3>{html.escape(title)}</h3>"
+
+
+def _mark(flag: bool) -> str:
+    if flag:
+        return '<span class="lmreg-pass">✔</span>'
+    return '<span class="lmreg-fail">✘</span>'
+
+
+def render_summary_html(s: Summary) -> str:
+    """The onboarding summary as a self-contained, escaped HTML block."""
+    css, badge = status_badge(s)  # green only when ready for go-live
+    parts = [
+        f'<div class="lmreg-summary"><style>{_CSS}</style>',
+        "<h2>"
+        + html.escape(_("Onboarding record: {school}").format(school=fmt(s.school)))
+        + f' <span class="lmreg-status lmreg-status-{css}">'
+        + f"{html.escape(badge)}</span></h2>",
+    ]
+    parts += _verdicts(s)
+    parts.append(_facts(s))
+    parts += _steps(s)
+    parts += _models(s)
+    parts += _checks(s)
+    parts += _capacity(s.capacity)
+    parts += _performance(s)
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _verdicts(s: Summary) -> list[str]:
+    ok, text = steps_verdict(s)
+    parts = [f'<p class="lmreg-verdict lmreg-verdict-steps">{_mark(ok)} {html.escape(text)}</p>']
+    ready, text = go_live_verdict(s)
+    parts.append(
+        f'<p class="lmreg-verdict lmreg-verdict-go-live">{_mark(ready)} {html.escape(text)}</p>'
+    )
+    if s.go_live.blockers:
+        items = "".join(f"<li>{html.escape(b)}</li>" for b in s.go_live.blockers)
+        parts.append(f'<ol class="lmreg-blockers">{items}</ol>')
+    return parts
+
+
+def _facts(s: Summary) -> str:
+    facts = []
+    if s.contact:
+        card = s.contact
+        contact = pgettext("list separator", ", ").join(
+            _e(v) for v in (card.name, card.mobile, card.email)
+        )
+        facts.append([html.escape(_("Contact")), contact])
+    generated = local_time(s.generated_at, s.lang) if s.generated_at else None
+    for label, value in (
+        (_("Platform"), s.base_url),
+        (_("Env"), s.env),
+        (_("Generated"), generated),
+    ):
+        if value:
+            facts.append([html.escape(label), _e(value)])
+    return _table(None, facts) if facts else ""
+
+
+def _steps(s: Summary) -> list[str]:
+    parts = []
+    if s.phases:
+        parts.append(_h3(_("Onboarding phases")) + "<ul>")
+        for p in s.phases:
+            box = "☑" if p.done else "☐"
+            parts.append(f"<li>{box} <b>{_e(phase_label(p.name))}</b> — {_e(p.detail)}</li>")
+        parts.append("</ul>")
+    if s.steps:
+        parts.append(_h3(_("Steps")) + "<ul>")
+        for st in s.steps:
+            box = "☑" if step_done(s, st) else "☒"
+            parts.append(f"<li>{box} <b>{_e(step_label(st.name))}</b> — {_e(st.detail)}</li>")
+        parts.append("</ul>")
+    return parts
+
+
+def _models(s: Summary) -> list[str]:
+    if not s.models:
+        return []
+    keys = ["modelName", "modelId", "registryUrl", "createTime", "updateTime"]
+    rows = [
+        [
+            _e(m.model_name),
+            _e(m.model_id),
+            _e(m.registry_url),
+            _e(local_time(m.create_time, s.lang)),
+            _e(local_time(m.update_time, s.lang)),
+        ]
+        for m in s.models
+    ]
+    return [_h3(_("Models")), _table(keys, rows)]
+
+
+def _checks(s: Summary) -> list[str]:
+    if not s.checks:
+        return []
+    rows = [
+        [_mark(c.passed), _e(c.name), _e(severity_label(c.severity)), _e(c.detail)]
+        for c in s.checks
+    ]
+    header = ["", _("check"), _("severity"), _("detail")]
+    return [_h3(_("Checks")), _table(header, rows, "lmreg-checks")]
+
+
+def _p90(value: Percentiles) -> str:
+    return _e(value.p90)
+
+
+def _capacity(capacity: CapacityRecord | None) -> list[str]:
+    if capacity is None:
+        return []
+    parts = [
+        _h3(_("Capacity")),
+        f'<p class="lmreg-capacity-verdict">{_e(capacity.verdict)}</p>',
+    ]
+    levels = capacity.levels
+    if levels:
+        header = [
+            _("chats at once"),
+            _("requests"),
+            _("errors"),
+            _("first token p90 (ms)"),
+            _("inter-token p90 (ms)"),
+            _("requests/s"),
+            _("within the SLO"),
+        ]
+        rows = [
+            [
+                _e(lv.concurrency),
+                _e(lv.requests),
+                _e(lv.errors),
+                _p90(lv.ttft_ms),
+                _p90(lv.itl_ms),
+                _e(lv.requests_per_s),
+                _mark(lv.meets_slo),
+            ]
+            for lv in levels
+        ]
+        parts.append(_table(header, rows))
+    return parts
+
+
+def _performance(s: Summary) -> list[str]:
+    perf = s.performance
+    if not perf:
+        ran = any(st.name == StepName.CHECKS for st in s.steps)
+        return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
+    rows = []
+    if single_request(perf):
+        # One request has one value per measure: no percentiles, no rates.
+        for key, label in PERCENTILE_ROWS:
+            p = perf.get(key)
+            if key == "first_answer_ms" and p is None:
+                continue  # an older record
+            p = p if isinstance(p, Mapping) else {}
+            rows.append([html.escape(_(label)), _e(p.get("p50"))])
+        answer = answer_sentence(perf)
+        return [
+            _h3(_("Performance")),
+            f"<p>{html.escape(one_request_note())}</p>",
+            _table(None, rows),
+            *([f"<p>{html.escape(answer)}</p>"] if answer else []),
+        ]
+    for key, label in PERCENTILE_ROWS:
+        p = perf.get(key)
+        if key == "first_answer_ms" and p is None:
+            continue  # an older record
+        p = p if isinstance(p, Mapping) else {}
+        rows.append([html.escape(_(label)), _e(p.get("p50")), _e(p.get("p90")), _e(p.get("p99"))])
+    sentences = [perf_sentence(perf), answer_sentence(perf)]
+    return [
+        _h3(_("Performance")),
+        _table(["", "p50", "p90", "p99"], rows),
+        *(f"<p>{html.escape(text)}</p>" for text in sentences if text),
+    ]

@@ -1,0 +1,153 @@
+"""The summary's ``capacity``: the capacity search as recorded (DESIGN.md "Contract: capacity").
+
+The JSON is the capacity command's object (``slo``, ``levels``, ``capacity``,
+``need``) plus the verdict sentence and the class size it was judged against.
+The probe's :class:`~lmreg_nb.probe.capacity.CapacityResult` makes it
+(:meth:`CapacityRecord.from_json` of its ``to_json``); the summary is core, so
+it keeps a typed copy of its own rather than the probe's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fields import float_or_none, int_or_none, list_of, mapping_or_empty, text_or_none
+
+__all__ = ["CapacityLevel", "CapacityRecord", "CapacitySLO", "Percentiles"]
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """``{"p50", "p90", "p99"}`` of a measure, in milliseconds (None: nothing measured)."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        """``{"p50", "p90", "p99"}``."""
+        return {"p50": self.p50, "p90": self.p90, "p99": self.p99}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Percentiles:
+        """From its JSON (anything that is no object: nothing measured)."""
+        found = mapping_or_empty(data)
+        return cls(*(float_or_none(found.get(k)) for k in ("p50", "p90", "p99")))
+
+
+@dataclass(frozen=True)
+class CapacitySLO:
+    """What a level must meet: TTFT p90, optionally ITL p90, and an error rate."""
+
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    max_error_rate: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        """``{"ttft_ms", "itl_ms", "max_error_rate"}``."""
+        return {
+            "ttft_ms": self.ttft_ms,
+            "itl_ms": self.itl_ms,
+            "max_error_rate": self.max_error_rate,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CapacitySLO:
+        """From its JSON."""
+        return cls(*(float_or_none(data.get(k)) for k in ("ttft_ms", "itl_ms", "max_error_rate")))
+
+
+@dataclass(frozen=True)
+class CapacityLevel:
+    """One concurrency level measured and whether it met the SLO."""
+
+    concurrency: int
+    requests: int = 0
+    errors: int = 0
+    ttft_ms: Percentiles = field(default_factory=Percentiles)
+    itl_ms: Percentiles = field(default_factory=Percentiles)
+    latency_ms: Percentiles = field(default_factory=Percentiles)
+    requests_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    meets_slo: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract's level object."""
+        return {
+            "concurrency": self.concurrency,
+            "requests": self.requests,
+            "errors": self.errors,
+            "ttft_ms": self.ttft_ms.to_json(),
+            "itl_ms": self.itl_ms.to_json(),
+            "latency_ms": self.latency_ms.to_json(),
+            "requests_per_s": self.requests_per_s,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "meets_slo": self.meets_slo,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CapacityLevel:
+        """From its JSON (a missing count: 0)."""
+        return cls(
+            concurrency=int_or_none(data.get("concurrency")) or 0,
+            requests=int_or_none(data.get("requests")) or 0,
+            errors=int_or_none(data.get("errors")) or 0,
+            ttft_ms=Percentiles.from_json(data.get("ttft_ms")),
+            itl_ms=Percentiles.from_json(data.get("itl_ms")),
+            latency_ms=Percentiles.from_json(data.get("latency_ms")),
+            requests_per_s=float_or_none(data.get("requests_per_s")),
+            output_tokens_per_s=float_or_none(data.get("output_tokens_per_s")),
+            meets_slo=bool(data.get("meets_slo")),
+        )
+
+
+@dataclass(frozen=True)
+class CapacityRecord:
+    """The capacity found (JSON ``capacity``), how it was measured, and the verdict."""
+
+    #: The largest level within the SLO (JSON ``capacity.concurrency``); None: not recorded.
+    concurrency: int | None = None
+    requests_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    #: What stops the server from serving more ("ttft", "errors", "need-met", ...).
+    limited_by: str | None = None
+    slo: CapacitySLO = field(default_factory=CapacitySLO)
+    levels: list[CapacityLevel] = field(default_factory=list)
+    need: int | None = None
+    #: The sentence for people: the capacity against the class size.
+    verdict: str = ""
+    class_size: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The capacity command's object plus ``verdict`` and ``class_size``."""
+        return {
+            "slo": self.slo.to_json(),
+            "levels": [lv.to_json() for lv in self.levels],
+            "capacity": {
+                "concurrency": self.concurrency,
+                "requests_per_s": self.requests_per_s,
+                "output_tokens_per_s": self.output_tokens_per_s,
+                "limited_by": self.limited_by,
+            },
+            "need": self.need,
+            "verdict": self.verdict,
+            "class_size": self.class_size,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CapacityRecord:
+        """From its JSON (the capacity command's object, with or without the verdict)."""
+        found = mapping_or_empty(data.get("capacity"))
+        return cls(
+            concurrency=int_or_none(found.get("concurrency")),
+            requests_per_s=float_or_none(found.get("requests_per_s")),
+            output_tokens_per_s=float_or_none(found.get("output_tokens_per_s")),
+            limited_by=text_or_none(found.get("limited_by")),
+            slo=CapacitySLO.from_json(mapping_or_empty(data.get("slo"))),
+            levels=[CapacityLevel.from_json(lv) for lv in list_of(data.get("levels"))],
+            need=int_or_none(data.get("need")),
+            verdict=str(data.get("verdict") or ""),
+            class_size=int_or_none(data.get("class_size")),
+        )

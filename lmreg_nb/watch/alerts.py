@@ -1,0 +1,171 @@
+"""When to alert: the state of one model after a round, and what to send. Pure functions.
+
+Per model, each round (DESIGN "Contract: monitoring after go-live"):
+
+- a failed call adds one to the failures in a row; the first one marks since when;
+- at ``fail_after`` failures in a row the model is down: one ``alert``, never
+  repeated while it stays down (a restart reads the state, so it does not
+  repeat either, nor forget since when);
+- the first passing call after that: one ``recovery`` with how long it was down;
+- a certificate within :data:`TLS_WARNING_DAYS` of expiry: one ``tls-warning``
+  a day;
+- the first round only sets the baseline: a model that passes sends nothing.
+
+No network, no clock, no storage here: the round passes the time in, and
+the store keeps what comes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .probe import ProbeResult
+
+__all__ = [
+    "DAY_MS",
+    "NOTIFY_TYPES",
+    "TLS_WARNING_DAYS",
+    "Event",
+    "ModelState",
+    "TlsSeen",
+    "step",
+]
+
+#: A certificate expiring within this many days gets one warning a day.
+TLS_WARNING_DAYS = 14
+DAY_MS = 24 * 3600 * 1000
+#: Event type -> the Apprise notify type it is sent as.
+NOTIFY_TYPES = {"alert": "failure", "recovery": "success", "tls-warning": "warning"}
+
+
+@dataclass(frozen=True)
+class TlsSeen:
+    """The certificate of an https registryUrl as one round saw it."""
+
+    days_left: int | None
+    expires_ms: int | None = None
+    issuer: str | None = None
+    verified: bool = True
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """What is known of one registered model between rounds (a row of the state file)."""
+
+    model_id: str
+    model_name: str
+    host: str = ""  # the registryUrl's host, for the page and the TLS warning
+    status: str = "new"  # "new" | "up" | "failing" | "down"
+    fails: int = 0  # failed rounds in a row
+    since_ms: int | None = None  # the first failed round of this run of failures
+    kind: str | None = None  # the last failure's kind (probe.KINDS)
+    detail: str = ""  # the last failure's detail (masked)
+    checked_ms: int | None = None
+    last_ok_ms: int | None = None
+    alerted_ms: int | None = None  # when the down alert was decided
+    latency_s: float | None = None  # the last passing call's latency
+    tls_days: int | None = None
+    tls_expires_ms: int | None = None
+    tls_issuer: str | None = None
+    tls_warned_ms: int | None = None
+
+    @property
+    def down(self) -> bool:
+        """Alerted as down (fail_after failures in a row), not yet recovered."""
+        return self.status == "down"
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something to tell the targets: an alert, a recovery or a TLS warning."""
+
+    type: str  # "alert" | "recovery" | "tls-warning"
+    state: ModelState  # the model's state after the round
+    at_ms: int
+    since_ms: int | None = None  # when the outage began (alert, recovery)
+    previous: ModelState | None = None
+
+    @property
+    def notify_type(self) -> str:
+        """The Apprise notify type: failure, success or warning."""
+        return NOTIFY_TYPES[self.type]
+
+    @property
+    def down_for_ms(self) -> int | None:
+        """How long the model was down (a recovery): since the first failed round."""
+        if self.type != "recovery" or self.since_ms is None:
+            return None
+        return max(0, self.at_ms - self.since_ms)
+
+
+def step(
+    previous: ModelState | None,
+    current: ModelState,
+    result: ProbeResult,
+    *,
+    now_ms: int,
+    fail_after: int,
+    tls: TlsSeen | None = None,
+) -> tuple[ModelState, list[Event]]:
+    """The model's state after this round's ``result``, and the events to send.
+
+    ``previous`` is the stored state (None: a model seen for the first time);
+    ``current`` carries its id, name and host as the platform lists them now.
+    """
+    if fail_after < 1:
+        raise ValueError("fail_after must be at least 1")
+    before = previous or ModelState(current.model_id, current.model_name)
+    state = replace(before, model_name=current.model_name, host=current.host, checked_ms=now_ms)
+    events: list[Event] = []
+    if result.ok:
+        state = replace(
+            state,
+            status="up",
+            fails=0,
+            since_ms=None,
+            kind=None,
+            detail="",
+            last_ok_ms=now_ms,
+            alerted_ms=None,
+            latency_s=result.latency_s,
+        )
+        if before.down:
+            events.append(
+                Event("recovery", state, now_ms, since_ms=before.since_ms, previous=before)
+            )
+    else:
+        fails = before.fails + 1
+        since = before.since_ms if before.fails and before.since_ms is not None else now_ms
+        status = "down" if before.down or fails >= fail_after else "failing"
+        state = replace(
+            state,
+            status=status,
+            fails=fails,
+            since_ms=since,
+            kind=result.kind,
+            detail=result.detail,
+        )
+        if status == "down" and not before.down:
+            state = replace(state, alerted_ms=now_ms)
+            events.append(Event("alert", state, now_ms, since_ms=since, previous=before))
+    state, warning = _tls(state, tls, now_ms)
+    if warning is not None:
+        events.append(warning)
+    return state, events
+
+
+def _tls(state: ModelState, tls: TlsSeen | None, now_ms: int) -> tuple[ModelState, Event | None]:
+    """Record the certificate; one warning a day while it is within the warning window."""
+    if tls is None:
+        return replace(state, tls_days=None, tls_expires_ms=None, tls_issuer=None), None
+    state = replace(
+        state, tls_days=tls.days_left, tls_expires_ms=tls.expires_ms, tls_issuer=tls.issuer
+    )
+    # A certificate that does not verify (expired too) fails the call: that is an alert.
+    due = tls.verified and tls.days_left is not None and tls.days_left <= TLS_WARNING_DAYS
+    if not due:
+        return state, None
+    if state.tls_warned_ms is not None and now_ms - state.tls_warned_ms < DAY_MS:
+        return state, None
+    state = replace(state, tls_warned_ms=now_ms)
+    return state, Event("tls-warning", state, now_ms)

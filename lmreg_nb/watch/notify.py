@@ -1,0 +1,187 @@
+"""Where alerts go: Apprise URLs (e-mail, DingTalk, WeCom, Feishu, webhooks...), secrets masked.
+
+Apprise builds, signs and sends every kind of notification; this module only
+checks the URLs once at the start (an unknown scheme or a URL Apprise refuses
+is one clear line, exit 2), shows them masked, and sends one message to one
+target, returning the reason it failed instead of raising. A notification
+URL holds secrets (a password, a bot token), so each target carries those
+secrets (:func:`lmreg_nb.secret.url_secrets` plus the ones Apprise's plugin
+marks private) for the one masker; Apprise's own log, which prints URLs, is
+kept out of ours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError
+from ..i18n import _
+from ..probe.reasons import snippet
+from ..secret import Masker, Secret, split_urls, url_secrets
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .messages import Message
+
+__all__ = ["SEND_TIMEOUT_S", "Notifier", "NotifyTarget", "parse_targets", "targets_masker"]
+
+#: The longest one notification may take (an SMTP server that does not answer).
+SEND_TIMEOUT_S = 30.0
+_EXAMPLES = "mailtos://, dingtalk://, wecombot://, feishu://, json://"
+
+
+def _quiet_apprise() -> None:
+    # Apprise logs the URLs it posts to (tokens in their paths) at DEBUG; its lines never
+    # reach our handlers. What a failure says is read from the result, masked.
+    logging.getLogger("apprise").propagate = False
+
+
+@dataclass(frozen=True)
+class NotifyTarget:
+    """One Apprise URL: kept as a Secret, shown masked, identified by a hash (for the state)."""
+
+    url: Secret
+    id: str
+    shown: str
+    secrets: tuple[Secret, ...] = field(default=(), repr=False)
+
+    def __str__(self) -> str:
+        return self.shown
+
+
+def _asset() -> Any:
+    import apprise
+
+    # Memory only: Apprise's persistent storage would write files named after the URLs.
+    return apprise.AppriseAsset(storage_mode=apprise.PersistentStoreMode.MEMORY)
+
+
+def _private_values(plugin: Any) -> list[str]:
+    """The values of the tokens an Apprise plugin marks private (bot tokens, keys)."""
+    found: list[str] = []
+    specs = {**getattr(plugin, "template_tokens", {}), **getattr(plugin, "template_args", {})}
+    for key, spec in specs.items():
+        if not isinstance(spec, dict) or not spec.get("private"):
+            continue
+        value = getattr(plugin, spec.get("map_to") or key, None)
+        values = value if isinstance(value, list | tuple | set) else [value]
+        found += [v for v in values if isinstance(v, str) and v]
+    return found
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower() if "://" in url else ""
+
+
+def _refusal(logs: str, mask: Masker) -> str:
+    """Apprise's reason for refusing a URL (its last warning or error line), masked."""
+    lines = [ln.split(" - ", 2)[-1] for ln in logs.splitlines() if " - " in ln]
+    useful = [ln for ln in lines if not ln.startswith("Could not load")] or lines
+    return snippet(mask(useful[-1]), 160) if useful else ""
+
+
+def parse_targets(urls: Iterable[str]) -> list[NotifyTarget]:
+    """Check every URL with Apprise; ConfigurationError (one line, URL masked) for a bad one.
+
+    An empty list is refused too: a watch that can tell no one is a mistake.
+    """
+    import apprise
+    from apprise.manager_plugins import NotificationManager
+
+    _quiet_apprise()
+    known = NotificationManager()
+    targets: list[NotifyTarget] = []
+    for url in (u.strip() for u in urls):
+        if not url:
+            continue
+        mask = Masker(url_secrets(url))
+        shown = mask(url)
+        scheme = _scheme(url)
+        if not scheme or scheme not in known:
+            raise ConfigurationError(
+                _(
+                    "notify target {target}: unknown scheme {scheme!r}; give an Apprise URL "
+                    "such as {examples}"
+                ).format(target=shown, scheme=scheme or url[:12], examples=_EXAMPLES),
+                variable="LMREG_NOTIFY",
+            )
+        with apprise.LogCapture(level=logging.WARNING) as logs:
+            plugin = apprise.Apprise.instantiate(url, asset=_asset())
+        if plugin is None:
+            reason = _refusal(logs.getvalue(), mask) or _("the URL is incomplete")
+            raise ConfigurationError(
+                _("notify target {target}: Apprise cannot use it: {reason}").format(
+                    target=shown, reason=reason
+                ),
+                variable="LMREG_NOTIFY",
+            )
+        secrets = list(dict.fromkeys([*url_secrets(url), *_private_values(plugin)]))
+        shown = Masker(secrets)(url)
+        digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+        targets.append(NotifyTarget(Secret(url), digest, shown, tuple(Secret(s) for s in secrets)))
+    if not targets:
+        raise ConfigurationError(
+            _(
+                "no alert targets: give --notify URL (repeatable) or set LMREG_NOTIFY to "
+                "Apprise URLs, comma-separated"
+            ),
+            variable="LMREG_NOTIFY",
+        )
+    return targets
+
+
+def configured_urls(settings: Settings, given: Sequence[str] = ()) -> list[str]:
+    """The URLs given (``--notify``), else those of LMREG_NOTIFY."""
+    if given:
+        return [u for g in given for u in split_urls(g)]
+    return split_urls(settings.notify.reveal()) if settings.notify else []
+
+
+def targets_masker(targets: Iterable[NotifyTarget], *more: str | Secret) -> Masker:
+    """One masker for every target's secrets (and ``more``: apiKeys)."""
+    return Masker([*(s for t in targets for s in t.secrets), *more])
+
+
+class Notifier:
+    """Sends one message to one target; says why it failed instead of raising."""
+
+    def __init__(self, targets: Sequence[NotifyTarget], timeout: float = SEND_TIMEOUT_S) -> None:
+        import apprise
+
+        _quiet_apprise()
+        self.targets = list(targets)
+        self.timeout = timeout
+        self._apprise: dict[str, Any] = {}
+        for target in self.targets:
+            sender = apprise.Apprise(asset=_asset())
+            sender.add(target.url.reveal())
+            self._apprise[target.id] = sender
+
+    def send(self, target: NotifyTarget, message: Message) -> str | None:
+        """Send ``message``; None when delivered, else the reason (one line, masked)."""
+        import apprise
+
+        mask = Masker(list(target.secrets))
+        try:
+            result = self._apprise[target.id].notify(
+                body=message.body,
+                title=message.title,
+                notify_type=message.notify_type,
+                body_format=apprise.NotifyFormat.TEXT,
+                timeout=self.timeout,
+                log_level=logging.WARNING,
+            )
+        except Exception as exc:  # a plugin's bug must not stop the watch; say what it was
+            return mask(snippet(f"{type(exc).__name__}: {exc}", 200))
+        if result:
+            return None
+        if getattr(result, "timeout_count", 0):
+            return _("no answer within {seconds} s").format(seconds=f"{self.timeout:g}")
+        said = [e.message for e in result.logs() if e.level in ("WARNING", "ERROR", "CRITICAL")]
+        if not said:
+            return _("the service did not accept the notification")
+        return mask(snippet(said[-1], 200))

@@ -1,0 +1,106 @@
+"""One round's calls: every registered model at once within a bound, one connection pool.
+
+Each model is called by :func:`~lmreg_nb.watch.probe.probe_model` (bounded by
+its timeout, so a model that hangs holds one slot for that long and never
+the round); each https host's certificate is read once per round
+(:func:`lmreg_nb.probe.tls.inspect_certificate`) for the days left and to
+tell a TLS failure from other connection failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ..probe.pool import pooled_transport
+from ..probe.tls import Certificate, inspect_certificate
+from .alerts import TlsSeen
+from .probe import ProbeResult, probe_model, tls_failure
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..models import RegisteredModel
+    from ..settings import Settings
+
+__all__ = ["DEFAULT_CONCURRENCY", "Observation", "make_client", "model_host", "probe_all"]
+
+#: Calls in flight at once: 1,000 models of ~0.2 s each take a few seconds.
+DEFAULT_CONCURRENCY = 32
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the round saw of one model: the call's verdict and the certificate."""
+
+    model: RegisteredModel
+    result: ProbeResult
+    tls: TlsSeen | None
+
+
+def make_client(concurrency: int, timeout: float) -> httpx.AsyncClient:
+    """The one connection pool of a watch: ``concurrency`` connections, kept between rounds."""
+    import httpx
+
+    return httpx.AsyncClient(
+        transport=pooled_transport(concurrency),
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        # A redirect is a proxy or a login page; the platform would not follow it either.
+        follow_redirects=False,
+    )
+
+
+def model_host(url: str) -> tuple[str, int, bool]:
+    """(host, port, https) of a registryUrl; ("", 0, False) when it has none."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        https = parts.scheme == "https"
+        return host, parts.port or (443 if https else 80), https
+    except ValueError:
+        return "", 0, False
+
+
+def _seen(cert: Certificate | None) -> TlsSeen | None:
+    if cert is None or cert.handshake_failed:
+        return None
+    expires = int(cert.not_after.timestamp() * 1000) if cert.not_after else None
+    return TlsSeen(cert.days_left, expires, cert.issuer, cert.verified)
+
+
+async def probe_all(
+    models: Sequence[RegisteredModel],
+    settings: Settings,
+    client: httpx.AsyncClient,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> list[Observation]:
+    """Call every model once (at most ``concurrency`` at a time); one Observation each."""
+    slots = asyncio.Semaphore(max(1, concurrency))
+    hosts = {
+        (host, port)
+        for host, port, https in (model_host(m.registry_url) for m in models)
+        if https and host
+    }
+
+    async def certificate(host: str, port: int) -> Certificate | None:
+        async with slots:
+            return await inspect_certificate(host, port, settings.timeout)
+
+    async def call(model: RegisteredModel) -> ProbeResult:
+        async with slots:
+            return await probe_model(model, settings, client)
+
+    ordered = sorted(hosts)
+    found = await asyncio.gather(*(certificate(h, p) for h, p in ordered))
+    certs = dict(zip(ordered, found, strict=True))
+    results = await asyncio.gather(*(call(m) for m in models))
+    observations = []
+    for model, result in zip(models, results, strict=True):
+        host, port, https = model_host(model.registry_url)
+        cert = certs.get((host, port)) if https else None
+        observations.append(Observation(model, tls_failure(result, cert, host), _seen(cert)))
+    return observations

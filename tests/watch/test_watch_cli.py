@@ -1,0 +1,140 @@
+"""`lmreg-nb watch` as a real process: exit codes, one-line errors, a signal mid-round."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_canary import leaks_in
+from watch_helpers import MODEL_KEY, WEBHOOK_TOKEN, Account, SchoolModel, Webhook, free_port
+
+from lmreg_nb.cli import main
+from lmreg_nb.watch.state import StateStore
+
+SECRETS = {"apiKey": MODEL_KEY, "webhook token": WEBHOOK_TOKEN}
+
+
+def _env(account: Account, webhook: Webhook) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
+    return keep | account.env | {"LMREG_NOTIFY": webhook.url, "LMREG_LANG": "en"}
+
+
+def _watch(
+    args: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", "watch", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (["--interval", "0"], {}, "error: --interval: must be more than 0 seconds"),
+        (["--fail-after", "0"], {}, "error: --fail-after: must be 1 or more"),
+        (["--rounds", "0"], {}, "error: --rounds: must be 1 or more"),
+        ([], {}, "error: no alert targets: give --notify URL"),
+        ([], {"LMREG_NOTIFY": " , "}, "error: no alert targets"),
+        (["--notify", "smtp-ish://u:Pw-0123456789@mail.example"], {}, "unknown scheme 'smtp-ish'"),
+        (["--notify", "mailto://"], {}, "notify target mailto://: Apprise cannot use it"),
+        (
+            ["--notify", "json://127.0.0.1:9/x"],
+            {"LMREG_BASE_URL": ""},
+            "error: LMREG_BASE_URL, LMREG_APP_ID, LMREG_APP_SECRET are not set",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], env: dict[str, str], says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(main, ["watch", *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0], result.stderr
+    assert "Pw-0123456789" not in result.output + result.stderr
+
+
+def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
+    account: Account, school_model: SchoolModel, webhook: Webhook, tmp_path: Path
+) -> None:
+    env = _env(account, webhook)
+    state = tmp_path / "state.sqlite3"
+    account.register("cli-ok", school_model.url())
+    base = ["--state", str(state), "--interval", "0.2", "--fail-after", "2"]
+    done = _watch([*base, "--rounds", "2"], env)
+    assert done.returncode == 0, done.stderr
+    assert "round 2: 1 model, 1 up, 0 down" in done.stderr and "Traceback" not in done.stderr
+    account.register("cli-down", school_model.url("status-500"))
+    done = _watch([*base, "--rounds", "2", "--school", "CLI School"], env)
+    assert done.returncode == 1, done.stderr
+    assert "model cli-down is down: alert to 1 target" in done.stderr
+    assert [p["title"] for p in webhook.posts] == ["[CLI School] model cli-down is down"]
+    assert leaks_in(done.stderr, SECRETS) == []
+    assert f"json://127.0.0.1:{webhook.port}/hook/…" in done.stderr  # shown, masked
+    assert (state.stat().st_mode & 0o777) == 0o600
+    assert all((p.stat().st_mode & 0o777) == 0o600 for p in tmp_path.glob("state*"))
+    assert (tmp_path / "state-status.html").is_file()
+
+
+def test_a_platform_that_is_down_is_logged_and_tried_again(
+    account: Account, webhook: Webhook, tmp_path: Path
+) -> None:
+    env = _env(account, webhook) | {"LMREG_BASE_URL": f"http://127.0.0.1:{free_port()}"}
+    done = _watch(
+        ["--state", str(tmp_path / "s.sqlite3"), "--rounds", "2", "--interval", "0.1"], env
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if "cannot read the models" in ln]
+    assert len(lines) == 2 and "trying again next round" in lines[0]
+
+
+def test_wrong_credentials_in_the_first_round_stop_with_one_line(
+    account: Account, webhook: Webhook, tmp_path: Path
+) -> None:
+    env = _env(account, webhook) | {"LMREG_APP_SECRET": "not-the-secret-0000"}
+    env["LMREG_TOKEN_CACHE"] = str(tmp_path / "other-tokens.json")
+    done = _watch(["--state", str(tmp_path / "s.sqlite3"), "--rounds", "3"], env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "appSecret" in errors[0], done.stderr
+
+
+def test_sigterm_finishes_the_round_writes_the_state_and_exits_0(
+    account: Account, school_model: SchoolModel, webhook: Webhook, tmp_path: Path
+) -> None:
+    env = _env(account, webhook) | {"LMREG_TIMEOUT": "3"}
+    account.register("hangs", school_model.url("slow"))  # holds the round for 3 s
+    state = tmp_path / "state.sqlite3"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lmreg_nb", "watch", "--state", str(state), "--interval", "600"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    started = proc.stderr.readline()
+    assert "watching the models of" in started, started
+    time.sleep(1.0)  # the round is waiting for the model that hangs
+    proc.send_signal(signal.SIGTERM)
+    began = time.monotonic()
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, rest
+    assert time.monotonic() - began < 30
+    assert "SIGTERM: finishing this round, then stopping" in rest
+    assert "round 1: 1 model, 0 up, 0 down" in rest
+    with StateStore(state) as store:
+        assert store.last_round() == 1
+        (hangs,) = store.models().values()
+    assert hangs.kind == "timeout" and hangs.fails == 1

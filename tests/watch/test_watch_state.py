@@ -1,0 +1,135 @@
+"""The state file (private, one writer, a round at once) and the metrics (four, on loopback)."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lmreg_nb.errors import ConfigurationError
+from lmreg_nb.watch.alerts import ModelState
+from lmreg_nb.watch.messages import Message
+from lmreg_nb.watch.metrics import METRIC_NAMES, WatchMetrics
+from lmreg_nb.watch.state import KEEP_ROUNDS, HistoryRow, StateStore, default_state_path
+
+DOWN = ModelState(
+    "m1",
+    "campus-llm",
+    host="llm.example",
+    status="down",
+    fails=4,
+    since_ms=1000,
+    kind="timeout",
+    detail="no reply",
+    tls_days=9,
+)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_file_and_its_wal_are_private_and_the_folder_too(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "deeper" / "watch.sqlite3"
+    with StateStore(path) as store:
+        store.save_round(1, [DOWN], [HistoryRow(1, "m1", 1000, False, None, "timeout")])
+        files = sorted(p.name for p in path.parent.iterdir())
+        assert {"watch.sqlite3", "watch.sqlite3-wal", "watch.sqlite3-shm"} <= set(files)
+        assert {p.name: _mode(p) for p in path.parent.iterdir() if "sqlite3" in p.name} == {
+            name: 0o600 for name in files if "sqlite3" in name
+        }
+    assert _mode(path.parent) == 0o700
+
+
+def test_a_readable_file_left_by_someone_is_tightened(tmp_path: Path) -> None:
+    path = tmp_path / "watch.sqlite3"
+    StateStore(path).close()
+    os.chmod(path, 0o644)
+    StateStore(path).close()
+    assert _mode(path) == 0o600
+
+
+def test_the_default_is_under_the_data_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", "/srv/data")
+    assert default_state_path() == Path("/srv/data/lmreg_nb/watch.sqlite3")
+
+
+def test_one_watch_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "watch.sqlite3"
+    with StateStore(path) as first:
+        first.acquire()
+        second = StateStore(path)
+        with pytest.raises(ConfigurationError, match="another lmreg-nb watch uses the state file"):
+            second.acquire()
+        second.close()
+    with StateStore(path) as third:
+        third.acquire()  # the first one is gone
+
+
+def test_a_folder_as_state_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="is a folder; give a file name"):
+        StateStore(tmp_path)
+
+
+def test_states_history_and_outbox_survive_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "watch.sqlite3"
+    message = Message("title", "body", "failure")
+    with StateStore(path) as store:
+        for n in range(1, KEEP_ROUNDS + 6):
+            store.save_round(
+                n,
+                [DOWN],
+                [HistoryRow(n, "m1", n * 1000, False, None, "timeout")],
+                outbox=[("target-a", n * 1000, message)] if n == 1 else [],
+            )
+    with StateStore(path) as store:
+        assert store.models() == {"m1": DOWN}
+        assert store.last_round() == KEEP_ROUNDS + 5
+        rounds = [h.round for h in store.history("m1")]
+        assert rounds == list(range(6, KEEP_ROUNDS + 6))  # older ones pruned
+        (row,) = store.pending("target-a")
+        assert row.message == message and store.pending("target-b") == []
+        store.failed(row.id, "refused")
+        assert store.pending("target-a")[0].attempts == 1
+        assert store.expire(now_ms=1000 + 24 * 3600 * 1000 + 1) == 1
+        assert store.pending("target-a") == []
+        store.save_round(KEEP_ROUNDS + 6, [], [], removed=["m1"])
+        assert store.models() == {} and store.history("m1") == []
+
+
+def test_the_four_metrics_follow_the_models(tmp_path: Path) -> None:
+    metrics = WatchMetrics()
+    up = ModelState("m2", "other-llm", status="up", latency_s=0.25)
+    metrics.update([DOWN, up])
+    text = metrics.text()
+    for name in METRIC_NAMES:
+        assert f"# TYPE {name} gauge" in text
+    assert 'lmreg_model_up{model="campus-llm"} 0.0' in text
+    assert 'lmreg_model_up{model="other-llm"} 1.0' in text
+    assert 'lmreg_model_latency_seconds{model="other-llm"} 0.25' in text
+    assert 'lmreg_model_failures_in_a_row{model="campus-llm"} 4.0' in text
+    assert 'lmreg_tls_days_left{model="campus-llm"} 9.0' in text
+    assert 'lmreg_tls_days_left{model="other-llm"}' not in text
+    latency = metrics.latency.labels("campus-llm")._value.get()
+    assert math.isnan(latency)
+    renamed = ModelState("m1", "campus-llm-2", status="up", latency_s=0.3)
+    metrics.update([renamed])  # m2 removed, m1 renamed
+    text = metrics.text()
+    assert 'campus-llm"' not in text and "other-llm" not in text
+    assert 'lmreg_model_up{model="campus-llm-2"} 1.0' in text
+
+
+def test_metrics_are_served_on_loopback_only() -> None:
+    metrics = WatchMetrics()
+    metrics.update([DOWN])
+    port = metrics.serve(0)
+    try:
+        assert metrics._server.server_address[0] == "127.0.0.1"
+        body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert 'lmreg_model_failures_in_a_row{model="campus-llm"} 4.0' in body
+    finally:
+        metrics.close()
