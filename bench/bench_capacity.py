@@ -1,6 +1,6 @@
 """Our closed-loop load generator (the capacity search's levels) against GuideLLM 0.8.
 
-Ours: :func:`lmreg_nb.probe.levels.run_level` with the lean client
+Ours: :func:`lmreg_nb.probe.level_run.run_level` with the lean client
 (:mod:`lmreg_nb.probe.stream_client`, one connection per chat), as the
 capacity search runs it.
 
@@ -18,14 +18,23 @@ ends), alternating between the two:
   tokens): TTFT and ITL medians and their error against the truth.
 
 Goal: ours >= 1.2x GuideLLM's requests/s at 128, >= 1x at 32, less CPU per
-request. GuideLLM is not a dependency of the project: it is looked for as
+request.
+
+Phase ``search`` (first; ``--search-only`` runs only it): ``lmreg-nb capacity
+--need 40`` and the knee search (no ``--need``) of the same sandbox (``lmreg-nb
+sandbox --slots 64``: the mock's default latency, slots for the need's margin
+level of 60), each run as the command a school engineer types, timed from start
+to exit. ``--baseline DIR`` runs the same two commands with the lmreg_nb found
+in DIR (e.g. an export of the previous commit) against the same sandbox in the
+same run, for a before/after. GuideLLM is not a dependency of the project: it is looked for as
 ``$GUIDELLM`` (a path to its ``guidellm`` command), then on PATH, then in
 ``bench/.guidellm-venv``; ``--install`` creates that venv (``pip install
 guidellm==0.8.1``). Without it the bench says so and prints our side only.
 It runs offline: prompts come from a JSON-lines file with
 ``output_tokens_count`` (no dataset or tokenizer download).
 
-    /work/main/.venv/bin/python bench/bench_capacity.py [--install]
+    /work/main/.venv/bin/python bench/bench_capacity.py [--install] [--search-only]
+        [--baseline DIR]
 
 Prints one JSON object per line (``"bench": "capacity"``).
 """
@@ -45,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from lmreg_nb.probe.exchange import chat_body
-from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
+from lmreg_nb.probe.level_run import run_level
+from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.probe.target import Target
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
@@ -93,7 +103,7 @@ async def ours(url: str, concurrency: int, requests: int) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     level = await run_level(None, target, payload, concurrency, slo, plan)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    good = level.requests - level.errors
+    good = level.requests - level.errors - level.unfinished  # requests cut at the end: not done
     return {
         "requests": level.requests,
         "errors": level.errors,
@@ -189,7 +199,52 @@ def phase(name: str, config: MockModelConfig, exe: str | None, data: Path) -> di
     return results
 
 
+def _capacity_command(env: dict[str, str], args: list[str], tree: str | None) -> dict[str, Any]:
+    """``lmreg-nb capacity --json ARGS`` as a command: its wall time, exit code and answer."""
+    # `python -m` puts the working folder first on sys.path: run in the tree measured.
+    here = tree or str(Path(__file__).resolve().parents[1])
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", "capacity", "--json", *args],
+        env={**env, "PYTHONPATH": here}, cwd=here, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    try:
+        out = json.loads(done.stdout)
+    except ValueError:
+        return {"seconds": round(seconds, 2), "exit": done.returncode, "error": done.stderr[-300:]}
+    return {
+        "seconds": round(seconds, 2),
+        "exit": done.returncode,
+        "capacity": out["capacity"]["concurrency"],
+        "limited_by": out["capacity"]["limited_by"],
+        # concurrency, requests, first-token p90 (ms) of each level measured
+        "levels": [
+            [lv["concurrency"], lv["requests"], lv["ttft_ms"].get("p90")] for lv in out["levels"]
+        ],
+    }
+
+
+def search_phase(baseline: str | None) -> None:
+    """The class's search (--need 40) and the knee search of one sandbox, timed as commands."""
+    from lmreg_nb.sandbox.process import running_sandbox
+
+    trees: list[tuple[str, str | None]] = [("this", None)]
+    if baseline:
+        trees.insert(0, ("baseline", str(Path(baseline).resolve())))
+    with running_sandbox(args=["--slots", "64"]) as sandbox:
+        env = {**os.environ, **sandbox.env(), "LMREG_LANG": "en"}
+        for name, tree in trees:
+            for search, args in (("need-40", ["--need", "40"]), ("knee", [])):
+                figures = _capacity_command(env, args, tree)
+                emit(phase="search", tree=name, search=search, **figures)
+
+
 def main() -> None:
+    baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+    search_phase(baseline)
+    if "--search-only" in sys.argv:
+        return
     exe = find_guidellm("--install" in sys.argv)
     if exe is None:
         emit(

@@ -9,8 +9,7 @@ import click
 from ._types import FiniteRange
 
 if TYPE_CHECKING:
-    from ..probe.capacity import CapacityResult
-    from ..probe.levels import Level
+    from ..probe.capacity import CapacityResult, Progress
     from ..probe.target import Target
 
 __all__ = ["COMMANDS", "capacity"]
@@ -58,10 +57,11 @@ __all__ = ["COMMANDS", "capacity"]
 )
 @click.option(
     "--level-seconds",
-    type=FiniteRange(min=0.1, max=60),
-    default=3.0,
+    type=FiniteRange(min=0, max=60),
+    default=0.0,
     show_default=True,
-    help="Each level runs at least this long (and two requests per chat).",
+    help="Each level runs at least this long (0: until its verdict is settled, at least "
+    "two requests per chat).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
 @click.option(
@@ -85,10 +85,13 @@ def capacity(
 ) -> None:
     """Find how many chats at once the chat endpoint serves within the SLO.
 
-    Levels of 1, 2, 4, ... chats in a closed loop, then a bisection; a few
-    minutes at most. Exit 0 when the capacity is at least --need (without it:
-    when one chat meets the SLO), 1 otherwise, 2 for a usage or setting error.
-    Ctrl-C prints what was measured so far.
+    With --need N: N chats at once in a closed loop first, then one level
+    above N for the margin (or, when N is not served, a bisection below it).
+    Without it: 1, 2, 4, ... chats, then a bisection. Each level ends as soon
+    as its verdict is settled; a few minutes at most. Progress goes to stderr.
+    Exit 0 when the capacity is at least --need (without it: when one chat
+    meets the SLO), 1 otherwise, 2 for a usage or setting error. Ctrl-C
+    prints what was measured so far.
     """
     import sys
 
@@ -103,7 +106,7 @@ def capacity(
         slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, max_error_rate=max_error_rate),
         max_concurrency=max_concurrency,
         need=need,
-        on_level=None if as_json else _echo_level,
+        on_progress=None if as_json else _ProgressLine(sys.stderr.isatty()),
         plan=LevelPlan(min_seconds=level_seconds, max_seconds=max(15.0, 5 * level_seconds)),
     )
     _show(result, need, as_json, figure_path)
@@ -127,17 +130,33 @@ def _check_need(need: int | None, max_concurrency: int) -> None:
         )
 
 
-def _echo_level(level: Level) -> None:
-    """One line on stderr per measured level (text output only)."""
-    from ..i18n import _
+class _ProgressLine:
+    """Progress on stderr: rewritten in place on a terminal, a line every few seconds otherwise."""
 
-    mark = _("meets the SLO") if level.meets_slo else _("misses the SLO")
-    click.echo(
-        _("concurrency {c}: {n} requests, {mark}").format(
-            c=level.concurrency, n=level.requests, mark=mark
-        ),
-        err=True,
-    )
+    #: Seconds between two "so far" lines when stderr is not a terminal (a log file).
+    EVERY_S = 2.0
+
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+        self.shown_at = -self.EVERY_S
+        self.width = 0
+
+    def __call__(self, progress: Progress) -> None:
+        import time
+
+        text = progress.text()
+        done = progress.level is not None or progress.concurrency == 0
+        start = progress.level is None and progress.requests == 0
+        if self.tty:
+            # \r and spaces over the previous line; a finished level keeps its line.
+            pad = " " * max(0, self.width - len(text))
+            click.echo("\r" + text + pad, err=True, nl=done)
+            self.width = 0 if done else len(text)
+            return
+        now = time.monotonic()
+        if done or start or now - self.shown_at >= self.EVERY_S:
+            self.shown_at = now
+            click.echo(text, err=True)
 
 
 def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: str) -> None:

@@ -18,12 +18,13 @@ from ..i18n import _, ngettext, pgettext
 from ..severity import severity_label
 from ..summary import CapacityRecord, Check, Step, StepName
 from .display import FigureView, Outcome, Table
+from .live import LiveLine
 
 if TYPE_CHECKING:
     from ..client import RegistryClient
     from ..models import RegisteredModel
     from ..probe import EndpointReport, Target
-    from ..probe.capacity import CapacityResult
+    from ..probe.capacity import CapacityResult, Progress
     from ..settings import Settings
 
 __all__ = [
@@ -43,9 +44,8 @@ __all__ = [
     "verdict",
 ]
 
-#: The capacity search goes at most this far past the class size (and never past 64).
-_CAPACITY_HEADROOM = 2
-_MAX_CONCURRENCY = 64
+#: The most chats at once the capacity search may try (its margin level stays below it).
+_MAX_CONCURRENCY = 1024
 
 
 # -- which endpoint -------------------------------------------------------------------------
@@ -203,16 +203,32 @@ def stream_reply(target: Target, prompt: str, on_piece: Callable[[str], None] | 
 
 
 # -- capacity -------------------------------------------------------------------------------
-def measure_capacity(target: Target, size: int, slo_ttft_ms: float) -> CapacityResult:
-    """How many chats at once the model serves within the SLO, searched around ``size``."""
-    from ..probe.capacity import SLO, find_capacity
+def measure_capacity(
+    target: Target,
+    size: int,
+    slo_ttft_ms: float,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> CapacityResult:
+    """Whether the model serves ``size`` chats at once within the SLO, and with what margin.
 
-    return find_capacity(
-        target,
-        slo=SLO(ttft_ms=float(slo_ttft_ms)),
-        max_concurrency=min(_MAX_CONCURRENCY, max(2, size * _CAPACITY_HEADROOM)),
-        need=size,
-    )
+    ``on_progress(progress)``: where the search is (the form's message line);
+    without it, in a notebook, one line of output shows it, updated in place.
+    """
+    from ..probe.capacity import SLO, find_capacity, margin_level
+
+    line = LiveLine() if on_progress is None else None
+    try:
+        return find_capacity(
+            target,
+            slo=SLO(ttft_ms=float(slo_ttft_ms)),
+            # Room for the level above the class (the margin), never below the class.
+            max_concurrency=max(size, margin_level(size, _MAX_CONCURRENCY)),
+            need=size,
+            on_progress=on_progress or (line.show if line else None),
+        )
+    finally:
+        if line is not None:
+            line.clear()
 
 
 def capacity_outcome(result: CapacityResult, size: int) -> Outcome:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..client import RegistryClient
     from ..models import RegisteredModel, Token
     from ..probe import EndpointReport, Target
-    from ..probe.capacity import CapacityResult
+    from ..probe.capacity import CapacityResult, Progress
     from ..settings import Settings
 
 __all__ = ["Onboarding"]
@@ -356,14 +356,17 @@ class Onboarding:
     def capacity(
         self, class_size: int | None = None, slo_ttft_ms: float = 2000, *,
         model_url: str = "", model: str = "",
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> Outcome:  # fmt: skip
         """Measure how many chats at once the model serves within the SLO, against the class
-        (``class_size``, default the run's; 0 skips it); the endpoint as for the checks."""
+        (``class_size``, default the run's; 0 skips it); the endpoint as for the checks.
+        ``on_progress``: where the search is (default: a line in the notebook's output)."""
         size = self.class_size if class_size is None else max(0, int(class_size))
         if size <= 0:
             return Outcome(_("capacity test skipped: class_size is 0"))
         self.class_size = size
-        result = endpoint_.measure_capacity(self.endpoint(model_url, model), size, slo_ttft_ms)
+        target = self.endpoint(model_url, model)
+        result = endpoint_.measure_capacity(target, size, slo_ttft_ms, on_progress)
         self.capacity_result, self._capacity_size = result, size
         self.note(Step(StepName.CAPACITY, True, result.verdict(size)))
         return endpoint_.capacity_outcome(result, size)

@@ -5,35 +5,39 @@ result = find_capacity(Target.from_settings(settings), slo=SLO(ttft_ms=2000), ne
 result.capacity.concurrency; result.verdict(class_size=40); result.figure()
 ```
 
-The search measures closed-loop levels (:mod:`lmreg_nb.probe.levels`): 1, 2,
-4, ... doubling until a level breaks the SLO or ``max_concurrency`` is reached,
-then bisects between the last level that met it and the first that did not.
-The whole search is bounded in time (``budget_s``). ``limited_by`` says what
+The search measures closed-loop levels (:mod:`lmreg_nb.probe.levels`), each
+until its verdict is settled. With ``need`` (a class size N) it answers the
+class's question: N first; when N meets the SLO, one level above it for the
+margin (:func:`margin_level`), then it stops (``limited_by`` ``"need-met"``,
+the capacity being the largest level measured within the SLO); when N does
+not, it bisects between the largest level known to meet it (0 at first) and N.
+Without ``need`` it looks for the knee: 1, 2, 4, ... doubling until a level
+breaks the SLO or ``max_concurrency`` is reached, then bisects between the
+last level that met it and the first that did not.
+
+One warm-up request comes first, shared by all levels and inside the time
+budget (``budget_s``, which bounds the whole search). ``limited_by`` says what
 stops the server from serving more: ``"ttft"``, ``"itl"``, ``"errors"``,
 ``"cut-streams"`` (the first level over capacity broke that part of the SLO),
 ``"saturation"`` (every level met the SLO but throughput had stopped rising
-while latency kept rising), ``"max-concurrency"``, or ``"time"`` /
-``"interrupted"`` when the search did not finish.
+while latency kept rising), ``"max-concurrency"``, ``"need-met"``, or
+``"time"`` / ``"interrupted"`` when the search did not finish.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import mask_text
 from .blocking import current_interrupt, interruptible
-from .exchange import DEFAULT_PROMPT, chat_body
-from .levels import SLO, Level, LevelPlan, run_level
-from .stream_client import ChatConnection
+from .levels import SLO, Level, LevelPlan
+from .search import Progress, Search, margin_level, run_search
 from .target import Target
 
 if TYPE_CHECKING:
@@ -46,8 +50,10 @@ __all__ = [
     "CapacityResult",
     "Level",
     "LevelPlan",
+    "Progress",
     "find_capacity",
     "find_capacity_async",
+    "margin_level",
     "saturation_point",
 ]
 
@@ -59,6 +65,8 @@ DEFAULT_PLAN = LevelPlan()
 #: Throughput that grows less than this (x) while concurrency grows by ``_STEP`` is flat.
 _FLAT = 1.1
 _STEP = 1.25
+#: The failures a level can be judged by (what ``limited_by`` names of the first one over).
+_FAILURES = ("ttft", "itl", "errors", "cut-streams")
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,8 @@ class CapacityResult:
     need: int | None = None
     max_concurrency: int = 64
     stopped: str | None = None  # "time" or "interrupted" when the search did not finish
+    #: Seconds the warm-up request waited without a reply (then no level was measured).
+    no_reply_s: float | None = None
 
     @property
     def capacity(self) -> Capacity:
@@ -97,7 +107,9 @@ class CapacityResult:
         passed = [lv for lv in levels if lv.meets_slo]
         best = passed[-1] if passed else None
         over = [lv for lv in levels if not lv.meets_slo and lv.concurrency > _c(best)]
-        if over:
+        if self.need_met and self.stopped != "interrupted":
+            limited = "need-met"
+        elif over:
             limited = over[0].failed or "errors"
         elif self.stopped:
             limited = self.stopped
@@ -108,6 +120,11 @@ class CapacityResult:
         if best is None:
             return Capacity(0, None, None, limited)
         return Capacity(best.concurrency, best.requests_per_s, best.output_tokens_per_s, limited)
+
+    @property
+    def need_met(self) -> bool:
+        """Whether the level of the need was measured and met the SLO."""
+        return any(lv.concurrency == self.need and lv.meets_slo for lv in self.levels)
 
     @property
     def saturation(self) -> int | None:
@@ -146,7 +163,7 @@ class CapacityResult:
         limited = (data.get("capacity") or {}).get("limited_by")
         stopped = limited if limited in ("time", "interrupted") else None
         for lv in levels:
-            if not lv.meets_slo and isinstance(limited, str):
+            if not lv.meets_slo and limited in _FAILURES:
                 lv.failed = limited  # what the first level over capacity broke
         result = cls(
             SLO(
@@ -227,74 +244,6 @@ def _check(slo: SLO, max_concurrency: int, need: int | None, budget_s: float) ->
         raise ValidationError("budget_s", _("must be a positive number of seconds"))
 
 
-class _Search:
-    """The search's state, so that an interrupted search still has its levels."""
-
-    def __init__(self, result: CapacityResult, on_level: Callable[[Level], None] | None) -> None:
-        self.result = result
-        self.on_level = on_level
-        # Ctrl-C of the blocking find_capacity (see .blocking); set from another thread.
-        self.interrupt = current_interrupt()
-        self.interrupted = self.interrupt.fired if self.interrupt else threading.Event()
-
-    def add(self, level: Level) -> None:
-        self.result.levels.append(level)
-        if self.on_level is not None:
-            self.on_level(level)
-
-
-async def _search(
-    search: _Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
-) -> None:
-    """Doubling from 1 until a level misses the SLO (or the maximum), then bisection."""
-    result = search.result
-    body = chat_body(target.model, DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
-    payload = json.dumps(body).encode()
-    deadline = time.monotonic() + budget_s
-    finish_seen = False
-    # One request first, not counted: a cold server (and our first connection) is
-    # slower than it will be for students, and one sample weighs a lot at level 1.
-    warm = ChatConnection(target, payload)
-    try:
-        await warm.send()
-    finally:
-        warm.close()
-
-    async def measure(c: int) -> Level | None:
-        nonlocal finish_seen
-        if search.interrupted.is_set():  # Ctrl-C before the loop could be told
-            result.stopped = "interrupted"
-            return None
-        left = deadline - time.monotonic()
-        if left < plan.min_seconds:
-            result.stopped = "time"
-            return None
-        level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
-        level = await run_level(target, payload, c, result.slo, level_plan, finish_seen=finish_seen)
-        finish_seen = finish_seen or level.finish_seen
-        search.add(level)
-        return level
-
-    good, bad, c = 0, 0, 1
-    while True:
-        level = await measure(c)
-        if level is None:
-            return
-        if not level.meets_slo:
-            bad = c
-            break
-        good = c
-        if c >= result.max_concurrency:
-            return
-        c = min(c * 2, result.max_concurrency)
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        level = await measure(mid)
-        if level is None:
-            return
-        good, bad = (mid, bad) if level.meets_slo else (good, mid)
-
-
 async def find_capacity_async(
     target: Target,
     *,
@@ -302,6 +251,7 @@ async def find_capacity_async(
     max_concurrency: int = 64,
     need: int | None = None,
     on_level: Callable[[Level], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
     plan: LevelPlan = DEFAULT_PLAN,
     budget_s: float = BUDGET_S,
     max_tokens: int | None = 256,
@@ -314,16 +264,21 @@ async def find_capacity_async(
     search and returns what was measured so far, with ``stopped ==
     "interrupted"``. A server that fails gives levels with errors, not an
     exception; a bad argument raises :class:`~lmreg_nb.errors.ValidationError`.
-    ``on_level(level)`` is called after each level, from the search's thread (a
-    progress display). ``plan`` sets how long each level runs; ``budget_s``
-    bounds the whole search.
+    ``on_level(level)`` is called after each level and ``on_progress(progress)``
+    at the warm-up, at each level's start, about twice a second while it runs
+    and at its end, both from the search's thread (a progress display; the
+    search prints nothing). ``plan`` sets when a level ends; ``budget_s``
+    bounds the whole search, the warm-up included.
     """
     _check(slo, max_concurrency, need, budget_s)
-    search = _Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level)
-    if search.interrupt is not None:
-        search.interrupt.attach()
+    search = Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level,
+                    on_progress)  # fmt: skip
+    interrupt = current_interrupt()  # Ctrl-C of the blocking twin (see .blocking)
+    if interrupt is not None:
+        interrupt.attach()
+        search.interrupted = interrupt.fired
     try:
-        await _search(search, target, plan, budget_s, max_tokens)
+        await run_search(search, target, plan, budget_s, max_tokens)
     except asyncio.CancelledError:
         if not search.interrupted.is_set():
             raise

@@ -12,8 +12,9 @@ if TYPE_CHECKING:
     from pandas import DataFrame
 
     from .capacity import CapacityResult
+    from .search import Progress
 
-__all__ = ["format_capacity", "slo_phrase", "table", "verdict"]
+__all__ = ["format_capacity", "progress_text", "slo_phrase", "table", "verdict"]
 
 #: Columns of the levels table (identifiers, as in the JSON; never translated).
 COLUMNS = (
@@ -46,40 +47,149 @@ def slo_phrase(slo: SLO) -> str:
     )
 
 
-def _served(n: int, slo: str, class_size: int | None, at_least: bool) -> str:
-    if class_size is None:
-        if at_least:
-            text = ngettext(
-                "The model serves at least {n} chat at once with {slo} (the most tried).",
-                "The model serves at least {n} chats at once with {slo} (the most tried).",
-                n,
-            )
-        else:
-            text = ngettext(
-                "The model serves {n} chat at once with {slo}.",
-                "The model serves {n} chats at once with {slo}.",
-                n,
-            )
-    elif n >= class_size:
+def _got(level: Level, slo: SLO) -> str:
+    """``first token p90 0.6 s`` (and the ITL p90 when the SLO has an ITL limit)."""
+    ttft = level.ttft_ms.get("p90")
+    got = _("first token p90 {got}").format(got=_duration(ttft)) if ttft is not None else ""
+    itl = level.itl_ms.get("p90")
+    if slo.itl_ms is None or itl is None:
+        return got
+    return _("first token p90 {got}, time between tokens p90 {itl}").format(
+        got=_duration(ttft or 0.0), itl=_duration(itl)
+    )
+
+
+def _figures(level: Level, slo: SLO) -> str:
+    """``first token p90 0.6 s of 2 s``: what was measured against the SLO's limit."""
+    ttft = level.ttft_ms.get("p90") or 0.0
+    if slo.itl_ms is None:
+        return _("first token p90 {got} of {limit}").format(
+            got=_duration(ttft), limit=_duration(slo.ttft_ms)
+        )
+    return _(
+        "first token p90 {got} of {limit}, time between tokens p90 {itl} of {itl_limit}"
+    ).format(
+        got=_duration(ttft),
+        limit=_duration(slo.ttft_ms),
+        itl=_duration(level.itl_ms.get("p90") or 0.0),
+        itl_limit=_duration(slo.itl_ms),
+    )
+
+
+def _why(level: Level, slo: SLO) -> str:
+    """Why a level missed the SLO, in a few words."""
+    failed = level.failed
+    if failed is None:  # read back from a record, which keeps only the first failure's kind
+        over = level.requests and level.errors / level.requests > slo.max_error_rate
+        failed = "errors" if over or level.ttft_ms.get("p90") is None else "ttft"
+    if failed in ("ttft", "itl"):
+        return _got(level, slo)
+    if failed == "cut-streams":
+        return ngettext(
+            "{cut} of {n} stream was cut", "{cut} of {n} streams were cut", level.requests
+        ).format(cut=level.cut_streams, n=level.requests)
+    return ngettext(
+        "{errors} of {n} request failed", "{errors} of {n} requests failed", level.requests
+    ).format(errors=level.errors, n=level.requests)
+
+
+def _served(result: CapacityResult, base: Level, above: Level | None) -> str:
+    """What was measured at ``base`` (the need, or the capacity) and at the level above it."""
+    n, slo = base.concurrency, result.slo
+    figures = _figures(base, slo)
+    if above is not None and above.meets_slo:
         text = ngettext(
-            "The model serves {n} chat at once with {slo}; enough for a class of {size}.",
-            "The model serves {n} chats at once with {slo}; enough for a class of {size}.",
+            "The model serves {n} chat at once within the SLO ({figures});"
+            " at {more} it still did ({more_figures}).",
+            "The model serves {n} chats at once within the SLO ({figures});"
+            " at {more} it still did ({more_figures}).",
             n,
         )
+        more_figures = _got(above, slo)
+    elif above is not None:
+        text = ngettext(
+            "The model serves {n} chat at once within the SLO ({figures});"
+            " at {more} it did not ({more_figures}).",
+            "The model serves {n} chats at once within the SLO ({figures});"
+            " at {more} it did not ({more_figures}).",
+            n,
+        )
+        more_figures = _why(above, slo)
+    elif result.capacity.limited_by == "max-concurrency":
+        text = ngettext(
+            "The model serves at least {n} chat at once within the SLO ({figures}),"
+            " the most tried.",
+            "The model serves at least {n} chats at once within the SLO ({figures}),"
+            " the most tried.",
+            n,
+        )
+        more_figures = ""
     else:
         text = ngettext(
-            "The model serves {n} chat at once with {slo}; a class of {size} needs more.",
-            "The model serves {n} chats at once with {slo}; a class of {size} needs more.",
+            "The model serves at least {n} chat at once within the SLO ({figures}).",
+            "The model serves at least {n} chats at once within the SLO ({figures}).",
             n,
         )
-    return text.format(n=n, slo=slo, size=class_size)
+        more_figures = ""
+    more = above.concurrency if above is not None else 0
+    return text.format(n=n, figures=figures, more=more, more_figures=more_figures)
+
+
+#: A top level at this share of the SLO's limit or more has little room left.
+CLOSE = 0.8
+
+
+def _closeness(level: Level, slo: SLO) -> str | None:
+    """A sentence when the top level within the SLO came close to its limit, else None."""
+    n = level.concurrency
+    ttft = (level.ttft_ms.get("p90") or 0.0) / slo.ttft_ms
+    itl = (level.itl_ms.get("p90") or 0.0) / slo.itl_ms if slo.itl_ms else 0.0
+    if max(ttft, itl) < CLOSE:
+        return None
+    if ttft >= itl:
+        text = ngettext(
+            "Little room is left: at {n} chat at once the first token p90 is already"
+            " {share} % of the limit.",
+            "Little room is left: at {n} chats at once the first token p90 is already"
+            " {share} % of the limit.",
+            n,
+        )
+        return text.format(n=n, share=round(100 * ttft))
+    text = ngettext(
+        "Little room is left: at {n} chat at once the time between tokens p90 is already"
+        " {share} % of the limit.",
+        "Little room is left: at {n} chats at once the time between tokens p90 is already"
+        " {share} % of the limit.",
+        n,
+    )
+    return text.format(n=n, share=round(100 * itl))
+
+
+def _for_class(capacity: int, class_size: int) -> str:
+    if capacity >= class_size:
+        return _("That is enough for a class of {size}.").format(size=class_size)
+    return _("A class of {size} needs more.").format(size=class_size)
 
 
 def _none_served(result: CapacityResult) -> str:
     first = min(result.levels, key=lambda lv: lv.concurrency, default=None)
     slo = slo_phrase(result.slo)
+    if first is None and result.no_reply_s is not None:
+        return _(
+            "Nothing was measured: the model did not answer a first request within {seconds} s."
+        ).format(seconds=f"{result.no_reply_s:g}")
     if first is None:
         return _("Nothing was measured: the search stopped before its first level.")
+    if first.concurrency > 1:
+        return ngettext(
+            "No level measured met the SLO: at {n} chat at once, {why}.",
+            "No level measured met the SLO: at {n} chats at once, {why}.",
+            first.concurrency,
+        ).format(n=first.concurrency, why=_why(first, result.slo))
+    if first.failed == "ttft" and first.waiting and first.waiting == first.requests - first.errors:
+        return _("The model serves no chat: even alone, no reply started within {got}.").format(
+            got=_duration(first.ttft_ms.get("p90") or 0.0)
+        )
     if first.failed == "ttft":
         return _(
             "The model serves no chat with {slo}: even alone, first token p90 was {got}."
@@ -95,14 +205,30 @@ def _none_served(result: CapacityResult) -> str:
     ).format(errors=first.errors, n=first.requests, error=first.first_error or "-")
 
 
+def _anchor(result: CapacityResult) -> tuple[Level, Level | None]:
+    """The level the verdict speaks of (the need when met, else the capacity) and the one above."""
+    levels = sorted(result.levels, key=lambda lv: lv.concurrency)
+    n = result.need if result.capacity.limited_by == "need-met" else None
+    n = n or result.capacity.concurrency
+    base = next(lv for lv in levels if lv.concurrency == n)
+    above = next((lv for lv in levels if lv.concurrency > n), None)
+    return base, above
+
+
 def verdict(result: CapacityResult, class_size: int | None = None) -> str:
-    """The verdict: one sentence, then a sentence for each thing a person must know."""
+    """The verdict: what was measured, in one sentence, then a sentence for each thing to know."""
     cap = result.capacity
     if cap.concurrency == 0:
         sentences = [_none_served(result)]
     else:
-        at_least = cap.limited_by in ("max-concurrency", "saturation", "time", "interrupted")
-        sentences = [_served(cap.concurrency, slo_phrase(result.slo), class_size, at_least)]
+        base, above = _anchor(result)
+        sentences = [_served(result, base, above)]
+        top = next(lv for lv in result.levels if lv.concurrency == cap.concurrency)
+        close = _closeness(top, result.slo)
+        if close:
+            sentences.append(close)
+    if class_size is not None and (cap.concurrency or result.levels):
+        sentences.append(_for_class(cap.concurrency, class_size))
     if result.cut_streams or result.capacity.limited_by == "cut-streams":
         sentences.append(
             _(
@@ -128,6 +254,33 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
     elif result.stopped == "interrupted":
         sentences.append(_("The search was interrupted: this is what was measured so far."))
     return " ".join(sentences)
+
+
+def progress_text(progress: Progress) -> str:
+    """One line: the warm-up, a level and its requests so far, or a level done and its figures."""
+    c, n, level = progress.concurrency, progress.requests, progress.level
+    if c == 0:
+        return _("Warming up: one request before the first level…")
+    if level is None:
+        return ngettext(
+            "concurrency {c}: {n} request so far…", "concurrency {c}: {n} requests so far…", n
+        ).format(c=c, n=n)
+    slo = progress.slo or SLO()
+    if level.meets_slo:
+        text = ngettext(
+            "concurrency {c}: {n} request, meets the SLO ({figures})",
+            "concurrency {c}: {n} requests, meets the SLO ({figures})",
+            level.requests,
+        )
+        figures = _got(level, slo)
+    else:
+        text = ngettext(
+            "concurrency {c}: {n} request, misses the SLO ({figures})",
+            "concurrency {c}: {n} requests, misses the SLO ({figures})",
+            level.requests,
+        )
+        figures = _why(level, slo)
+    return text.format(c=c, n=level.requests, figures=figures)
 
 
 def _row(level: Level) -> dict[str, Any]:

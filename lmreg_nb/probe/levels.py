@@ -14,6 +14,11 @@ when several chunks arrive in one network read (gaps between read times would
 count those as 0 ms apart). Tokens are ``usage.completion_tokens`` when the
 server reports it, else content chunks (``tokens_from_chunks`` says so).
 
+A level ends as soon as its verdict is settled (:mod:`lmreg_nb.probe.settle`:
+enough requests for a p90 clearly inside or outside the SLO, between a floor
+and a ceiling of requests, within a time cap), not after a fixed time; it is
+run by :func:`lmreg_nb.probe.level_run.run_level`.
+
 A *cut stream* is one that ended early the way llama.cpp's ``interrupt_requests``
 does it: ``data: [DONE]`` with no ``finish_reason`` (once the server has shown
 it sends one), or the connection closed in the middle of the reply.
@@ -28,11 +33,9 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import _, ngettext
+from ..i18n import ngettext
 from .exchange import Exchange
 from .metrics import decode_itl_ms, percentiles
-from .stream_client import ChatConnection
-from .target import Target
 
 __all__ = [
     "CUT",
@@ -42,13 +45,12 @@ __all__ = [
     "Sample",
     "cut_kind",
     "judge",
-    "run_level",
     "run_workers",
+    "to_sample",
 ]
 
-#: Error kinds: a cut stream, and a request still waiting for its first token when a level ends.
+#: The error kind of a cut stream.
 CUT = "cut stream"
-LATE = "timeout"
 
 
 @dataclass(frozen=True)
@@ -70,15 +72,29 @@ class SLO:
 
 @dataclass(frozen=True)
 class LevelPlan:
-    """How long a level runs: at least ``min_seconds`` and ``requests_per_worker`` per worker.
+    """When a level ends: as soon as its verdict is settled (:mod:`lmreg_nb.probe.settle`).
 
-    No new request starts after ``max_seconds``; requests still running then are
-    abandoned (counted as errors when still without a first token past the SLO).
+    Not before ``requests_per_worker`` requests per chat have finished (the
+    floor) nor before ``min_seconds``; at the latest after ``max_requests_per_worker``
+    per chat or ``max_requests`` (whichever is more: the ceiling) or after
+    ``max_seconds`` (the time cap). Requests still running then are cut: their
+    first token counts when it came (or, past the SLO, that it had not).
     """
 
-    min_seconds: float = 3.0
+    min_seconds: float = 0.0
     requests_per_worker: int = 2
     max_seconds: float = 15.0
+    max_requests_per_worker: int = 8
+    max_requests: int = 40
+
+    def floor(self, concurrency: int) -> int:
+        """Finished requests before a verdict may settle the level."""
+        return max(1, self.requests_per_worker * concurrency)
+
+    def ceiling(self, concurrency: int) -> int:
+        """Finished requests after which the level ends, settled or not."""
+        most = max(self.max_requests, self.max_requests_per_worker * concurrency)
+        return max(most, self.floor(concurrency))
 
 
 @dataclass(slots=True)
@@ -96,6 +112,9 @@ class Sample:
     end_s: float = 0.0  # seconds since the level's start
     finish: bool = False  # the server sent a finish_reason
     soft_cut: bool = False  # [DONE] with no finish_reason: cut, if the server sends them
+    partial: bool = False  # still running when the level ended: only its first token counts
+    turn_s: float = 0.0  # a finished request: seconds from when it was due to its end
+    waiting: bool = False  # partial, with no first token yet: ttft_ms is how long it had waited
 
 
 @dataclass
@@ -117,6 +136,8 @@ class Level:
     tokens_from_chunks: bool = False  # some token counts are chunk counts (no usage sent)
     finish_seen: bool = False  # some reply carried a finish_reason
     duration_s: float = 0.0
+    unfinished: int = 0  # requests cut when the level ended (their first token counted)
+    waiting: int = 0  # of those, requests still without a first token, past the SLO
 
     @property
     def cut_streams(self) -> int:
@@ -129,18 +150,34 @@ class Level:
     ) -> Level:
         """The level's figures from its requests (over the successful ones).
 
-        Rates count the requests that ended within ``window_s``, while all C chats
-        were still running: in the tail after it fewer run, which would understate
-        throughput (without a window: all of them over ``duration_s``).
+        Rates by Little's law for a closed loop: C chats, each sending its next
+        request when the last one ends, complete C / (mean turn) requests a
+        second, the turn being a request's time from due to end; times the
+        share that succeeded. That holds from the first wave on, where a count
+        over a window of two or three waves is dragged down by the start (no
+        request ends before the first replies) and by the requests cut at the
+        end. Without turns (samples made elsewhere): the requests that ended
+        within ``window_s`` (or ``duration_s``) over it. A request cut when the
+        level ended (``partial``) counts in ``requests`` and its first token in
+        the TTFT figures, not in latency, ITL or the rates.
         """
         good = [s for s in samples if s.ok]
-        steady = [s for s in good if s.end_s <= window_s]
-        if not steady or window_s <= 0:
-            steady, window_s = good, duration_s
-        tokens = sum(s.tokens for s in steady)
+        whole = [s for s in good if not s.partial]
+        turns = [s.turn_s for s in samples if not s.partial and s.turn_s > 0]
+        rate: float | None = None
+        tokens_per_request = sum(s.tokens for s in whole) / len(whole) if whole else 0.0
+        if turns:
+            ended = len(turns)
+            rate = concurrency / (sum(turns) / ended) * len(whole) / ended
+        else:
+            steady = [s for s in whole if s.end_s <= window_s]
+            if not steady or window_s <= 0:
+                steady, window_s = whole, duration_s
+            if window_s > 0:
+                rate = len(steady) / window_s
+                tokens_per_request = sum(s.tokens for s in steady) / max(len(steady), 1)
         bad = next((s for s in samples if not s.ok), None)
         first = "" if bad is None else f"{bad.error}: {bad.detail}".rstrip(": ")
-        rate = window_s > 0
         return cls(
             concurrency,
             requests=len(samples),
@@ -148,13 +185,15 @@ class Level:
             ttft_ms=percentiles([s.ttft_ms for s in good if s.ttft_ms is not None]),
             itl_ms=percentiles([s.itl_ms for s in good if s.itl_ms is not None]),
             latency_ms=percentiles([s.latency_ms for s in good if s.latency_ms is not None]),
-            requests_per_s=round(len(steady) / window_s, 3) if rate else None,
-            output_tokens_per_s=round(tokens / window_s, 3) if rate else None,
+            requests_per_s=None if rate is None else round(rate, 3),
+            output_tokens_per_s=None if rate is None else round(rate * tokens_per_request, 3),
             errors_by_kind=dict(Counter(s.error for s in samples if s.error).most_common()),
             first_error=first,
             tokens_from_chunks=any(s.from_chunks for s in good),
             finish_seen=any(s.finish for s in good),
             duration_s=round(duration_s, 3),
+            unfinished=sum(1 for s in samples if s.partial),
+            waiting=sum(1 for s in samples if s.waiting),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -215,15 +254,15 @@ def cut_kind(ex: Exchange) -> str | None:
     return None
 
 
-def _sample(ex: Exchange, due: float, start: float) -> Sample:
+def to_sample(ex: Exchange, due: float, start: float) -> Sample:
     """One finished request as a sample; cut streams named (see the module docstring)."""
-    end_s = ex.t_end - start
+    end_s, turn_s = ex.t_end - start, ex.t_end - due
     cut = cut_kind(ex)
     if cut == "closed" or (cut == "done" and not ex.ok):  # the latter: cut before any content
-        return Sample(False, CUT, _cut_detail(ex), end_s=end_s)
+        return Sample(False, CUT, _cut_detail(ex), end_s=end_s, turn_s=turn_s)
     soft_cut = cut == "done"
     if not ex.ok:
-        return Sample(False, ex.failure, ex.failure_detail, end_s=end_s)
+        return Sample(False, ex.failure, ex.failure_detail, end_s=end_s, turn_s=turn_s)
     times = ex.times
     tokens, source = ex.output_tokens
     return Sample(
@@ -236,6 +275,7 @@ def _sample(ex: Exchange, due: float, start: float) -> Sample:
         end_s=end_s,
         finish=ex.finish is not None,
         soft_cut=soft_cut,
+        turn_s=turn_s,
     )
 
 
@@ -254,51 +294,6 @@ def _cut_detail(ex: Exchange) -> str:
             n,
         )
     return text.format(n=n)
-
-
-def _settle(
-    samples: list[Sample], unfinished: list[tuple[float, float]], slo: SLO, finish_seen: bool
-) -> None:
-    """Count requests cut off by the level's end, and [DONE]-only cuts, as errors.
-
-    ``unfinished``: (seconds since due, seconds since the level's start) of each
-    request still running when the level was stopped.
-    """
-    for waited, end_s in unfinished:
-        if waited * 1000 > slo.ttft_ms:  # still running, already past the SLO
-            samples.append(Sample(False, LATE, _("no reply when the level ended"), end_s=end_s))
-    if finish_seen or any(s.finish for s in samples):
-        # The server sends finish_reason, so [DONE] without one is a cut stream.
-        for i, sample in enumerate(samples):
-            if sample.soft_cut:
-                detail = _("[DONE] with no finish_reason")
-                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s)
-
-
-async def run_level(
-    target: Target,
-    payload: bytes,
-    concurrency: int,
-    slo: SLO,
-    plan: LevelPlan = LevelPlan(),
-    *,
-    finish_seen: bool = False,
-) -> Level:
-    """Measure ``concurrency`` closed-loop chats, then judge them against ``slo``.
-
-    Each chat has a connection of its own from the lean client
-    (:mod:`lmreg_nb.probe.stream_client`), which keeps up on a busy machine.
-    """
-    run = _LevelRun(target, payload, plan, wanted=concurrency * plan.requests_per_worker)
-    # Requests that started before the cut-off may finish; a hung one may not hold us long.
-    grace = max(slo.ttft_ms / 1000, target.timeout) + 1.0
-    now = await run.run(concurrency, timeout=plan.max_seconds + grace)
-    _settle(run.samples, run.unfinished(now), slo, finish_seen)
-    ends = [s.end_s for s in run.samples if s.ok]
-    duration = max(ends) if ends else now - run.start
-    level = Level.measured(concurrency, run.samples, duration, run.window)
-    judge(level, slo)
-    return level
 
 
 async def run_workers(workers: list[Coroutine[Any, Any, None]], timeout: float) -> float:
@@ -320,49 +315,3 @@ async def run_workers(workers: list[Coroutine[Any, Any, None]], timeout: float) 
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
     return now
-
-
-@dataclass
-class _LevelRun:
-    """The state the workers of one level share: its samples and its requests in flight."""
-
-    target: Target
-    payload: bytes
-    plan: LevelPlan
-    wanted: int  # requests after which the level may end (once min_seconds have passed)
-    start: float = field(default_factory=time.perf_counter)
-    samples: list[Sample] = field(default_factory=list)
-    in_flight: dict[int, float] = field(default_factory=dict)  # worker -> when its request was due
-    window: float = 0.0  # when the first worker stopped: the end of the steady state
-
-    def enough(self, now: float) -> bool:
-        """Whether a worker should stop (and, for the first to stop, the window's end)."""
-        stop_new = self.start + self.plan.max_seconds
-        if now >= stop_new or (
-            now - self.start >= self.plan.min_seconds and len(self.samples) >= self.wanted
-        ):
-            self.window = self.window or now - self.start
-            return True
-        return False
-
-    async def worker(self, index: int) -> None:
-        """One chat in a closed loop until :meth:`enough`."""
-        due = self.start
-        conn = ChatConnection(self.target, self.payload)
-        try:
-            while not self.enough(time.perf_counter()):
-                self.in_flight[index] = due
-                ex = await conn.send()
-                del self.in_flight[index]
-                self.samples.append(_sample(ex, due, self.start))
-                due = ex.t_end  # closed loop: the next request is due when this one ends
-        finally:
-            conn.close()
-
-    async def run(self, concurrency: int, timeout: float) -> float:
-        """Run ``concurrency`` workers for at most ``timeout`` s; when they were stopped."""
-        return await run_workers([self.worker(i) for i in range(concurrency)], timeout)
-
-    def unfinished(self, now: float) -> list[tuple[float, float]]:
-        """(seconds since due, seconds since the start) of each request still running."""
-        return [(now - due, now - self.start) for due in self.in_flight.values()]

@@ -194,12 +194,15 @@ def capacity_figure(result: CapacityResult) -> Figure:
     _percentile_panel(axes[0], result, "ttft_ms", result.slo.ttft_ms)
     _percentile_panel(axes[1], result, "itl_ms", result.slo.itl_ms)
     _throughput_levels(axes[2], result)
-    xs = [lv.concurrency for lv in result.levels]
+    measured = sorted({lv.concurrency for lv in result.levels})
     for ax in axes:
         ax.set_xscale("log", base=2)
-        # Limits from the levels: when nothing was served no point is drawn, and
+        # Ticks at the levels measured only (a class's search measures 40 and 60, not 32
+        # and 64), and limits from them: when nothing was served no point is drawn, and
         # matplotlib's default limits (0, 1) cannot be log-scaled.
-        ax.set_xlim(min(xs) / 1.5, max(xs) * 1.5)
+        ax.set_xlim(measured[0] / 1.3, measured[-1] * 1.3)
+        ax.set_xticks(measured)
+        ax.xaxis.set_minor_locator(_no_ticks())
         ax.xaxis.set_major_formatter(_int_formatter())
     return fig
 
@@ -236,6 +239,12 @@ def _throughput_levels(ax: Axes, result: CapacityResult) -> None:
     handles = ax.get_legend_handles_labels()
     more = twin.get_legend_handles_labels()
     ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize="small", loc="lower right")
+
+
+def _no_ticks() -> Any:
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()
 
 
 def _int_formatter() -> Any:

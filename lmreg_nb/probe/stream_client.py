@@ -114,6 +114,8 @@ class ChatConnection:
         )
         self.request = head + payload
         self.reader: _Reader | None = None
+        #: The request being sent (its ``times`` grow as content arrives), for a watcher.
+        self.current: Exchange | None = None
 
     def close(self) -> None:
         """Close the connection (a new one opens on the next :meth:`send`)."""
@@ -135,7 +137,7 @@ class ChatConnection:
 
     async def send(self) -> Exchange:
         """POST the chat and read the streamed reply; never raises for the server's behaviour."""
-        ex = Exchange(stream_requested=True)
+        ex = self.current = Exchange(stream_requested=True)
         ex.t_begin = ex.t_start = time.perf_counter()
         timeout = self.target.timeout
         try:

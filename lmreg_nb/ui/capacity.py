@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import ipywidgets as widgets
@@ -94,12 +95,19 @@ class CapacityForm(Form):
         )
         self.container.children = (self.preset, *self.container.children)
 
+    def progress(self, progress: Any) -> None:
+        """Show where the search is (which level, how many requests so far) under the button.
+
+        Called from the search's thread; the message line is one widget value.
+        """
+        self.message.value = html.escape(progress.text())
+
     def _preset_chosen(self, change: dict[str, Any]) -> None:
         if change["new"] is not None:
             self.class_size.value = change["new"]
 
     def submit(self) -> Any:
-        """Validate, then measure (a few minutes at most) and show the verdict, table, charts."""
+        """Validate, measure (progress under the button), then show the verdict, table, charts."""
         if not self.valid():
             return None
         size, slo = int(self.class_size.value), int(self.slo.value)
@@ -108,7 +116,9 @@ class CapacityForm(Form):
 
     def _measure(self, size: int, slo: int) -> tuple[Any, ...]:
         # Empty model_url/model: the run measures the endpoint its checks called.
-        outcome = self.run_.capacity(size, slo, model_url=self.model_url, model=self.model)
+        outcome = self.run_.capacity(
+            size, slo, model_url=self.model_url, model=self.model, on_progress=self.progress
+        )
         result = self.run_.capacity_result
         if result is None:
             return (outcome,)

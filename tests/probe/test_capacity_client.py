@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 
 KEY = "sk-capacity-client-0123456789"
 TOKENS = 12
-FAST = LevelPlan(min_seconds=0.3, requests_per_worker=2, max_seconds=5)
+FAST = LevelPlan(max_requests=8, max_seconds=5)
 
 
 def _mock() -> MockModelConfig:

@@ -17,7 +17,8 @@ import pytest
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.exchange import chat_body
-from lmreg_nb.probe.levels import SLO, LevelPlan, run_level
+from lmreg_nb.probe.level_run import run_level
+from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.probe.load import run_load
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
@@ -63,7 +64,7 @@ def test_level_itl_p50_within_2_ms_at_concurrency_32(mock_process: str, busy: No
 
     async def measure() -> tuple[float, float]:
         slo, plan = SLO(ttft_ms=60_000), LevelPlan(min_seconds=1.0)
-        level = await run_level(target, payload, 32, slo, plan)
+        level = await run_level(None, target, payload, 32, slo, plan)
         assert level.errors == 0 and level.requests >= 64
         return level.itl_ms["p50"], level.ttft_ms["p50"]
 

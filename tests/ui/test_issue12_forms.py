@@ -6,6 +6,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from lmreg_nb.onboarding import Onboarding, Outcome
+from lmreg_nb.probe.capacity import Progress
 from lmreg_nb.settings import Settings
 from lmreg_nb.ui import (
     CapacityForm,
@@ -177,9 +178,15 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     class Result:
         levels = ({"concurrency": 20, "requests": 40, "errors": 0, "meets_slo": True},)
 
-    def capacity(class_size: int | None, slo_ttft_ms: float, **kw: str) -> Outcome:
+    shown: list[str] = []
+
+    def capacity(class_size: int | None, slo_ttft_ms: float, **kw: Any) -> Outcome:
         called.append((class_size, slo_ttft_ms))
+        progress = kw.pop("on_progress")
         endpoints.append(kw)
+        # The search reports where it is; the form shows it under the button meanwhile.
+        progress(Progress(20, 57))
+        shown.append(form.message.value)
         run.capacity_result = Result()
         return Outcome("serves 24 chats at once; a class of 40 needs more", ok=False)
 
@@ -200,6 +207,8 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     assert form.last_result[0].title.startswith("serves 24")
     table, charts = form.last_result[1:]
     assert table.rows[0][0] == "20" and table.rows[0][-1] == "✔" and charts == "charts"
+    assert shown == ["concurrency 20: 57 requests so far…"]
+    assert form.message.value == ""  # done: the result says the rest
 
 
 def test_capacity_form_measures_the_checked_endpoint(sandbox: SandboxInfo) -> None:

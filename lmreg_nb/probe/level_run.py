@@ -1,0 +1,221 @@
+"""Running one capacity level: C chats in a closed loop until its verdict is settled.
+
+The figures and the judgement are :mod:`lmreg_nb.probe.levels`'s; the rule that
+ends a level is :mod:`lmreg_nb.probe.settle`'s. Here: the workers (one chat
+each, sending its next request when the previous one ends), a look at the
+requests every ``TICK_S`` to end the level as soon as its verdict is settled
+(or at its ceiling or time cap), and the requests still running then, cut and
+counted by what is known of them: their first token, or that they had waited
+past the SLO without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import httpx
+
+from ..i18n import _
+from .exchange import Exchange, send
+from .levels import CUT, SLO, Level, LevelPlan, Sample, judge, to_sample
+from .settle import Tally, settled
+from .stream_client import ChatConnection
+from .target import Target
+
+__all__ = ["PROGRESS_EVERY_S", "TICK_S", "Connection", "run_level"]
+
+#: How often a running level looks at its requests (to end it), and reports its progress.
+TICK_S = 0.02
+PROGRESS_EVERY_S = 0.5
+_DEFAULT_PLAN = LevelPlan()
+
+
+async def run_level(
+    http: httpx.AsyncClient | None,
+    target: Target,
+    payload: bytes,
+    concurrency: int,
+    slo: SLO,
+    plan: LevelPlan = _DEFAULT_PLAN,
+    *,
+    finish_seen: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+    connect: Callable[[Target, bytes], Connection] = ChatConnection,
+) -> Level:
+    """Measure ``concurrency`` closed-loop chats until the verdict is settled, then judge them.
+
+    ``http`` None: each chat has a connection of its own from the lean client
+    (:mod:`lmreg_nb.probe.stream_client`, or ``connect``), whose request in
+    flight shows its first token as it comes; else the requests go through
+    ``http`` (httpx), and a request in flight counts as not known yet.
+    ``on_progress(requests finished)`` is called about twice a second.
+    """
+    run = _LevelRun(http, target, payload, plan, slo, concurrency, connect)
+    now = await run.run(on_progress)
+    _cut_soft(run.samples, finish_seen)
+    duration = now - run.start
+    level = Level.measured(concurrency, run.samples, duration, duration)
+    judge(level, slo)
+    return level
+
+
+def _cut_soft(samples: list[Sample], finish_seen: bool) -> None:
+    """[DONE] with no finish_reason is a cut stream once the server has shown it sends one."""
+    if finish_seen or any(s.finish for s in samples):
+        for i, sample in enumerate(samples):
+            if sample.soft_cut:
+                detail = _("[DONE] with no finish_reason")
+                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s, turn_s=sample.turn_s)
+
+
+class Connection(Protocol):
+    """What a level needs of a chat connection (:class:`~.stream_client.ChatConnection`)."""
+
+    current: Exchange | None
+
+    async def send(self) -> Exchange: ...
+
+    def close(self) -> None: ...
+
+
+def _first_token(conn: Connection | None) -> float | None:
+    ex = conn.current if conn is not None else None
+    return ex.times[0] if ex is not None and ex.times else None
+
+
+class _LevelRun:
+    """One level: its workers, its requests in flight, and the decision to end it."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient | None,
+        target: Target,
+        payload: bytes,
+        plan: LevelPlan,
+        slo: SLO,
+        concurrency: int,
+        connect: Callable[[Target, bytes], Connection],
+    ) -> None:
+        self.http, self.target, self.payload = http, target, payload
+        self.plan, self.slo, self.concurrency, self.connect = plan, slo, concurrency, connect
+        self.start = time.perf_counter()
+        self.samples: list[Sample] = []
+        self.live: dict[int, tuple[float, Connection | None]] = {}  # worker -> (due, conn)
+        self.fast = self.slow = self.errors = 0  # finished requests, classified
+        self.wake = asyncio.Event()  # set by a worker at the ceiling
+
+    def _add(self, sample: Sample) -> None:
+        self.samples.append(sample)
+        if not sample.ok:
+            self.errors += 1
+        elif self._fast(sample.ttft_ms, sample.itl_ms):
+            self.fast += 1
+        else:
+            self.slow += 1
+
+    def _fast(self, ttft_ms: float | None, itl_ms: float | None) -> bool:
+        slo = self.slo
+        if ttft_ms is not None and ttft_ms > slo.ttft_ms:
+            return False
+        return slo.itl_ms is None or itl_ms is None or itl_ms <= slo.itl_ms
+
+    def tally(self, now: float) -> Tally:
+        """The requests so far, those in flight classified by what is known of them."""
+        fast, slow, unknown = self.fast, self.slow, 0
+        limit = self.slo.ttft_ms / 1000
+        for due, conn in self.live.values():
+            first = _first_token(conn)
+            if first is not None:
+                if first - due > limit:
+                    slow += 1
+                elif self.slo.itl_ms is None:
+                    fast += 1
+                else:
+                    unknown += 1  # its ITL is known only at its end
+            elif conn is not None and now - due > limit:
+                slow += 1  # no first token yet, already past the SLO
+            else:
+                unknown += 1
+        finished = len(self.samples)
+        return Tally(fast, slow, unknown, self.errors, finished)
+
+    def done(self, now: float) -> bool:
+        """Whether the level ends now: its cap, its ceiling, or a settled verdict."""
+        elapsed, plan, c = now - self.start, self.plan, self.concurrency
+        if elapsed >= plan.max_seconds or len(self.samples) >= plan.ceiling(c):
+            return True
+        if elapsed < plan.min_seconds:
+            return False
+        verdict = settled(
+            self.tally(now),
+            floor=plan.floor(c),
+            most=plan.ceiling(c) + c,
+            max_error_rate=self.slo.max_error_rate,
+        )
+        return verdict is not None
+
+    def _cut(self, now: float) -> list[Sample]:
+        """The requests in flight at the end, as partial samples (first token, or waiting)."""
+        cut: list[Sample] = []
+        end_s = now - self.start
+        for due, conn in self.live.values():
+            first = _first_token(conn)
+            if first is not None:
+                cut.append(Sample(True, ttft_ms=(first - due) * 1000, end_s=end_s, partial=True))
+            elif conn is not None and (now - due) * 1000 > self.slo.ttft_ms:
+                waited = (now - due) * 1000
+                cut.append(Sample(True, ttft_ms=waited, end_s=end_s, partial=True, waiting=True))
+            # else: not known yet, and not counted (a settled verdict held either way)
+        return cut
+
+    async def worker(self, index: int) -> None:
+        """One chat in a closed loop until the level ends (cancelled) or reaches its ceiling."""
+        due = self.start
+        http = self.http
+        ceiling = self.plan.ceiling(self.concurrency)
+        conn = self.connect(self.target, self.payload) if http is None else None
+        try:
+            while len(self.samples) < ceiling:
+                self.live[index] = (due, conn)
+                if conn is not None:
+                    ex = await conn.send()
+                else:
+                    assert http is not None
+                    ex = await send(http, self.target, self.payload, stream=True)
+                del self.live[index]
+                self._add(to_sample(ex, due, self.start))
+                due = ex.t_end  # closed loop: the next request is due when this one ends
+            self.wake.set()  # the ceiling: the level ends now
+        finally:
+            if conn is not None:
+                conn.close()
+
+    async def run(self, on_progress: Callable[[int], None] | None) -> float:
+        """Run the workers until :meth:`done`; cut what still runs. Returns when it ended."""
+        tasks = [asyncio.ensure_future(self.worker(i)) for i in range(self.concurrency)]
+        report = self.start + PROGRESS_EVERY_S
+        try:
+            while not self.wake.is_set() and not any(t.done() for t in tasks):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), TICK_S)
+                now = time.perf_counter()
+                if self.done(now):
+                    break
+                if on_progress is not None and now >= report:
+                    report = now + PROGRESS_EVERY_S
+                    on_progress(len(self.samples))
+        finally:
+            now = time.perf_counter()
+            cut = self._cut(now)  # before the cancellation clears the requests in flight
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for task in tasks:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # a worker's bug is ours
+        self.samples.extend(cut)
+        return now

@@ -1,0 +1,178 @@
+"""The capacity search's strategies: the class's need, or the knee; and its progress.
+
+:func:`run_search` sends the warm-up (:mod:`lmreg_nb.probe.warmup`), then
+measures levels (:func:`lmreg_nb.probe.level_run.run_level`) in the order the
+question asks (see :mod:`lmreg_nb.probe.capacity`), reporting its progress
+through a callback: it prints nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .exchange import DEFAULT_PROMPT, chat_body
+from .level_run import run_level
+from .levels import SLO, Level, LevelPlan
+from .target import Target
+from .warmup import warm_up
+
+if TYPE_CHECKING:
+    from .capacity import CapacityResult
+
+__all__ = ["Progress", "Search", "margin_level", "run_search"]
+
+#: No level starts with less than this left of the budget (it could say nothing).
+_MIN_LEVEL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the search is, for a display: the warm-up, a level running, or a level done.
+
+    ``concurrency`` 0 is the warm-up; ``requests`` the level's requests finished
+    so far; ``level`` the measured level once it is done.
+    """
+
+    concurrency: int = 0
+    requests: int = 0
+    level: Level | None = None
+    slo: SLO | None = None
+
+    def text(self) -> str:
+        """One line for a person (the warm-up, the level and its requests so far, or its end)."""
+        from .capacity_text import progress_text
+
+        return progress_text(self)
+
+
+def margin_level(need: int, top: int) -> int:
+    """The level measured above a need that is met: 1.5 times it (at least +1), at most ``top``.
+
+    Half a class more tells whether the need is met with room to spare (a
+    second group, longer prompts) at a cost of one level; one chat more would
+    say nothing a person can use, twice the need mostly fails and costs twice
+    the load.
+    """
+    return min(top, max(need + 1, math.ceil(1.5 * need)))
+
+
+class Search:
+    """The search's state, so that an interrupted search still has its levels."""
+
+    def __init__(
+        self,
+        result: CapacityResult,
+        on_level: Callable[[Level], None] | None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.result = result
+        self.on_level = on_level
+        self.on_progress = on_progress
+        #: Set on Ctrl-C (the blocking twin's Interrupt shares its event).
+        self.interrupted = threading.Event()
+
+    def add(self, level: Level) -> None:
+        self.result.levels.append(level)
+        self.progress(Progress(level.concurrency, level.requests, level, self.result.slo))
+        if self.on_level is not None:
+            self.on_level(level)
+
+    def progress(self, progress: Progress) -> None:
+        if self.on_progress is not None:
+            self.on_progress(progress)
+
+
+Measure = Callable[[int], Awaitable[Level | None]]
+
+
+async def run_search(
+    search: Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
+) -> None:
+    """The warm-up, then the need's search (with ``need``) or the knee's."""
+    result = search.result
+    body = chat_body(target.model, DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
+    payload = json.dumps(body).encode()
+    deadline = time.monotonic() + budget_s
+    finish_seen = False
+    search.progress(Progress())
+    # The warm-up is inside the budget, and waits no longer than a request may for its answer.
+    bound = min(target.timeout, budget_s)
+    if not await warm_up(target, payload, bound):
+        result.stopped, result.no_reply_s = "time", bound
+        return
+
+    async def measure(c: int) -> Level | None:
+        nonlocal finish_seen
+        if search.interrupted.is_set():  # Ctrl-C before the loop could be told
+            result.stopped = "interrupted"
+            return None
+        left = deadline - time.monotonic()
+        if left < max(plan.min_seconds, _MIN_LEVEL_S):
+            result.stopped = "time"
+            return None
+        level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
+        search.progress(Progress(c))
+        # http None: each chat gets a connection of its own from the lean client.
+        level = await run_level(
+            None,
+            target,
+            payload,
+            c,
+            result.slo,
+            level_plan,
+            finish_seen=finish_seen,
+            on_progress=lambda n: search.progress(Progress(c, n)),
+        )
+        finish_seen = finish_seen or level.finish_seen
+        search.add(level)
+        return level
+
+    if result.need is None:
+        await _knee(measure, result.max_concurrency)
+    else:
+        await _need(measure, result.need, result.max_concurrency)
+
+
+async def _need(measure: Measure, need: int, top: int) -> None:
+    """The class's question: the need first; met, one level above for the margin; else below."""
+    level = await measure(need)
+    if level is None:
+        return
+    if level.meets_slo:
+        above = margin_level(need, top)
+        if above > need:
+            await measure(above)
+        return
+    await _bisect(measure, 0, need)
+
+
+async def _knee(measure: Measure, top: int) -> None:
+    """Doubling from 1 until a level misses the SLO (or the maximum), then bisection."""
+    good, c = 0, 1
+    while True:
+        level = await measure(c)
+        if level is None:
+            return
+        if not level.meets_slo:
+            await _bisect(measure, good, c)
+            return
+        good = c
+        if c >= top:
+            return
+        c = min(c * 2, top)
+
+
+async def _bisect(measure: Measure, good: int, bad: int) -> None:
+    """Between a level that met the SLO (0: none) and one that did not, down to one apart."""
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        level = await measure(mid)
+        if level is None:
+            return
+        good, bad = (mid, bad) if level.meets_slo else (good, mid)

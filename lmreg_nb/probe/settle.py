@@ -1,0 +1,147 @@
+"""When a capacity level may end: its verdict is settled, so more requests would not change it.
+
+The rule, for one level of C chats in a closed loop. Each request is
+classified as soon as that is known:
+
+- *fast*: its first token came within the SLO (and, when the SLO has an ITL
+  limit, it finished with its inter-token p90 within it);
+- *slow*: its first token came later, or it has waited longer than the SLO
+  and still has none (it can only be slow now), or its ITL was over the limit;
+- *unknown*: still waiting for its first token, not yet past the SLO (or
+  streaming, when the SLO has an ITL limit);
+- an *error* (failed, cut): judged apart, by its share against ``max_error_rate``.
+
+The level meets the SLO when its first-token p90 is within it, i.e. when
+fewer than 10 % of its requests are slow. With ``m`` requests, the number of
+them faster than the true p90 is Binomial(m, 0.9); so, whatever the
+distribution of the times, the k-th fastest request is an upper bound of the
+true p90 with probability ``P(B <= k - 1)``, and the j-th fastest a lower bound
+with probability ``P(B >= j)`` (distribution-free order-statistic bounds, as
+for a median's confidence interval). With ``confidence`` = 0.9:
+
+- **clearly inside**: the upper bound is fast even when every unknown request
+  is counted as slow (at least k fast requests). With no slow request at all
+  that takes 22 requests; it never happens by luck of a few;
+- **clearly outside**: the lower bound is slow even when every unknown request
+  is counted as fast (fewer than j fast-or-unknown), or the errors so far
+  already exceed ``max_error_rate`` of the most requests the level can count;
+- never before the **floor** (``requests_per_worker`` finished per chat: each
+  chat's second request was due when its first ended, so the level is seen
+  past its first burst), and the level always ends at the **ceiling** of
+  finished requests or its **time cap**, where the data decide as they are.
+
+A level that is settled "inside" cannot be judged outside by the requests
+that are then cut (they were counted as slow), nor one settled "outside" be
+judged inside. Between the two (a p90 near the SLO) the level runs to its
+ceiling: that is where more requests are worth their time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+__all__ = ["CONFIDENCE", "QUANTILE", "Tally", "rank_bounds", "settled"]
+
+#: The percentile the SLO is about (p90) and the confidence of the bounds on it.
+QUANTILE = 0.9
+CONFIDENCE = 0.9
+#: Above this many requests the binomial is replaced by its normal approximation.
+_EXACT_UP_TO = 1000
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A level's requests so far, classified (see the module docstring)."""
+
+    fast: int = 0
+    slow: int = 0
+    unknown: int = 0
+    errors: int = 0
+    finished: int = 0  # requests that ended (fast, slow or failed), for the floor and ceiling
+
+    @property
+    def counted(self) -> int:
+        """Requests whose outcome will count (all but the errors are in the p90)."""
+        return self.fast + self.slow + self.unknown
+
+
+@functools.lru_cache(maxsize=2048)
+def rank_bounds(m: int, q: float = QUANTILE, confidence: float = CONFIDENCE) -> tuple[int, int]:
+    """``(j, k)``: the j-th and k-th fastest of ``m`` requests bound the true q-quantile.
+
+    ``P(X_(j) <= p_q) >= confidence`` and ``P(X_(k) >= p_q) >= confidence``
+    (ranks from 1). ``j`` is 0 and ``k`` is ``m + 1`` where ``m`` requests are
+    too few for that bound.
+    """
+    if m <= 0:
+        return 0, 1
+    if m > _EXACT_UP_TO:
+        return _normal_bounds(m, q, confidence)
+    logs = [
+        math.lgamma(m + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(m - i + 1)
+        + i * math.log(q)
+        + (m - i) * math.log1p(-q)
+        for i in range(m + 1)
+    ]
+    j, k, cdf = 0, m + 1, 0.0  # cdf = P(B <= i - 1) before adding i
+    for i in range(m + 1):
+        if i >= 1 and 1.0 - cdf >= confidence:  # P(B >= i) = 1 - P(B <= i - 1)
+            j = i
+        cdf += math.exp(logs[i])
+        if k == m + 1 and cdf >= confidence:  # P(B <= i) >= confidence: X_(i+1) bounds above
+            k = i + 1
+    return j, k
+
+
+def _normal_bounds(m: int, q: float, confidence: float) -> tuple[int, int]:
+    z = _z(confidence)
+    mean, sd = m * q, math.sqrt(m * q * (1 - q))
+    k = math.ceil(mean + z * sd + 0.5) + 1
+    j = math.floor(mean - z * sd - 0.5)
+    return max(j, 0), min(k, m + 1)
+
+
+def _z(confidence: float) -> float:
+    """The standard normal quantile (bisection on erf: no scipy needed)."""
+    low, high = 0.0, 10.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < confidence:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def settled(
+    tally: Tally,
+    *,
+    floor: int,
+    most: int,
+    max_error_rate: float,
+    confidence: float = CONFIDENCE,
+) -> bool | None:
+    """True: clearly inside the SLO; False: clearly outside; None: not settled yet.
+
+    ``floor``: finished requests before any verdict; ``most``: the most
+    requests the level can count (its ceiling and the chats in flight), which
+    bounds how far more requests could dilute the errors so far.
+    """
+    if tally.finished < floor:
+        return None
+    if tally.errors > max_error_rate * most:
+        return False  # even a level run to its ceiling without another error stays over
+    m = tally.counted
+    if m == 0:
+        return None
+    j, k = rank_bounds(m, QUANTILE, confidence)
+    if j >= 1 and tally.fast + tally.unknown < j:
+        return False
+    errors_within = tally.errors <= max_error_rate * (tally.errors + m)
+    if k <= m and tally.fast >= k and errors_within:
+        return True
+    return None
