@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 import time
 from types import TracebackType
 from typing import Any, NoReturn
@@ -56,6 +55,7 @@ from .errors import (
 )
 from .i18n import _
 from .models import ModelDraft, RegisteredModel, Token, model_name_key
+from .retry import RETRY_AFTER_CAP_S, backoff_delay
 from .secret import Secret
 from .settings import Settings
 from .tokens import TokenProvider, token_from_data
@@ -64,6 +64,7 @@ __all__ = [
     "MODIFY_PATH",
     "QUERY_PATH",
     "REGISTER_PATH",
+    "RETRY_AFTER_CAP_S",
     "RegistryClient",
     "backoff_delay",
     "model_name_key",
@@ -75,27 +76,10 @@ REGISTER_PATH = "/openapi/v1/registry-model"
 MODIFY_PATH = "/openapi/v1/modify-model"
 QUERY_PATH = "/openapi/v1/query-models"
 
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 8.0
-#: The longest Retry-After honoured; a server asking for more gets its error at once
-#: (waiting a part of it would only be refused again, and a command must not hang).
-RETRY_AFTER_CAP_S = 5.0
 CONNECT_TIMEOUT_CAP_S = 5.0
 
 # Tests patch this to make backoff instant.
 _sleep = time.sleep
-
-
-def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
-    """Seconds to wait before retry number ``attempt + 1``.
-
-    Retry-After wins when given (capped); otherwise capped exponential backoff
-    with jitter, so clients that failed together do not retry together.
-    """
-    if retry_after is not None and retry_after >= 0:
-        return min(retry_after, RETRY_AFTER_CAP_S)
-    delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)
-    return delay * (0.5 + random.random() / 2)  # jitter, not crypto
 
 
 class _OutcomeUnknown(Exception):
@@ -482,7 +466,7 @@ class RegistryClient:
             if isinstance(exc, RateLimitError):
                 raise exc  # a 429 was refused before anything was stored
             raise _OutcomeUnknown(exc) from exc
-        retry_after = getattr(exc, "retry_after", None)
+        retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
         if attempt >= self.max_retries or (retry_after or 0) > RETRY_AFTER_CAP_S:
             raise exc
         reason = f"HTTP {status} code {exc.code}"

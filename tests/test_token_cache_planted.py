@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from loopback_platform import Script, cli_env, loopback_platform, run_cli
 
-from lmreg_nb import tokens
+from lmreg_nb import token_cache
 from lmreg_nb.tokens import TokenCache
 
 
@@ -61,7 +61,7 @@ def test_a_planted_cache_is_ignored_and_replaced(
 def test_a_cache_over_the_size_bound_is_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tokens, "MAX_CACHE_BYTES", 1024)
+    monkeypatch.setattr(token_cache, "MAX_CACHE_BYTES", 1024)
     cache = tmp_path / "tokens.json"
     cache.write_text(json.dumps({"version": 1, "tokens": [], "pad": "x" * 2000}))
     reads: list[int] = []

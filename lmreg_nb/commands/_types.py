@@ -24,3 +24,9 @@ class FiniteRange(click.FloatRange):
 
             self.fail(_("{value} is not a finite number").format(value=value), param, ctx)
         return super().convert(number, param, ctx)
+
+    def _describe_range(self) -> str:
+        # click writes "x<=None" for a range without bounds; say nothing instead.
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()

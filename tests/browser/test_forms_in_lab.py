@@ -189,6 +189,10 @@ def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None
         timeout=CHECKS_TIMEOUT_MS
     )
     expect(checks.locator(".lmreg-result")).to_contain_text("stream")
+    # The class's capacity (40 by default): go-live needs it measured.
+    capacity = panel.locator(".lmreg-capacity-form")
+    capacity.locator(".lmreg-capacity-button").click()
+    expect(capacity.locator(".lmreg-result")).to_contain_text("40", timeout=CHECKS_TIMEOUT_MS)
     # Every step done (the first verdict ticked), yet a sandbox on loopback is not ready
     # for go-live: the badge beside it is never a green "OK" (issue 22).
     expect(summary.locator(".lmreg-verdict-steps .lmreg-pass")).to_be_visible(

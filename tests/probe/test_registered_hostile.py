@@ -145,7 +145,7 @@ def test_the_lean_client_cannot_be_given_a_key_that_injects_a_header() -> None:
         from lmreg_nb.probe.capacity import LevelPlan, find_capacity
 
         plan = LevelPlan(min_seconds=0.1, requests_per_worker=1, max_seconds=2)
-        result = find_capacity(Target(url, GOOD_KEY, "m", timeout=2), max_concurrency=2, plan=plan)
+        result = find_capacity(Target(url, GOOD_KEY, "m", timeout=10), max_concurrency=2, plan=plan)
     assert result.levels and heads
     assert all(INJECTED.lower().encode() not in h.lower() for h in heads)
     assert all(h.count(b"\r\nAuthorization: Bearer ") == 1 for h in heads)
