@@ -1,6 +1,6 @@
 """Canary: endpoints that echo the apiKey everywhere they can; no secret may come out.
 
-A small hostile school model (stdlib HTTP server on loopback) puts the
+A small hostile school model (tests/hostile.py's ``/canary/`` paths) puts the
 Authorization header it receives into a 500 JSON error body, an HTML error
 page and the reply itself, in raw, JSON-escaped, URL-encoded and base64 forms
 and in pieces. `lmreg-nb check`, `lmreg-nb onboard` and `lmreg-nb batch` run
@@ -15,13 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from hostile import echoes, hostile_server
 
 from lmreg_nb.sandbox.process import SandboxInfo
 
@@ -51,106 +50,11 @@ def leaks_in(text: str, secrets: dict[str, str]) -> list[str]:
     ]
 
 
-def _echoes(auth: str) -> str:
-    """The header in every form a careless server might use."""
-    key = auth.removeprefix("Bearer ").strip()
-    return " | ".join(
-        [
-            auth,
-            json.dumps({"authorization": auth}),
-            quote(key, safe=""),
-            base64.b64encode(key.encode()).decode(),
-            key[:10],
-            key[-10:],
-        ]
-    )
-
-
-class _EchoHandler(BaseHTTPRequestHandler):
-    """/e500/..., /ehtml/..., /ereply/...: where to echo the Authorization header."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:  # keep the test output quiet
-        pass
-
-    def _send(self, status: int, ctype: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Echo", self.headers.get("Authorization", "")[:200])
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        auth = self.headers.get("Authorization", "")
-        models = {
-            "object": "list",
-            "data": [{"id": "echo-llm", "object": "model", "note": _echoes(auth)}],
-        }
-        self._send(200, "application/json", json.dumps(models).encode())
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(min(length, 1 << 20)) or b"{}")
-        auth = self.headers.get("Authorization", "")
-        echoed = _echoes(auth)
-        if self.path.startswith("/e500/"):
-            error = {"error": {"message": f"rejected {echoed}", "type": "server_error"}}
-            self._send(500, "application/json", json.dumps(error).encode())
-        elif self.path.startswith("/ehtml/"):
-            page = f"<html><head><title>502 {auth}</title></head><body>{echoed}</body></html>"
-            self._send(502, "text/html", page.encode())
-        elif body.get("stream"):
-            self._stream(echoed)
-        else:
-            reply = {
-                "id": "cmpl-echo",
-                "object": "chat.completion",
-                "model": body.get("model", ""),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": f"you sent {echoed}"},
-                        "text": f"you sent {echoed}",
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6},
-            }
-            self._send(200, "application/json", json.dumps(reply).encode())
-
-    def _stream(self, echoed: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        words = ["you", " sent ", echoed[:40], echoed[40:]]
-        for word in words:
-            chunk = {
-                "id": "c",
-                "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}],
-            }
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        last = {"id": "c", "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
-        self.wfile.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
-        self.wfile.flush()
-        self.close_connection = True
-
-
 @pytest.fixture(scope="module")
 def echo_base() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """The hostile server's /canary/ paths echo the Authorization header everywhere."""
+    with hostile_server() as base:
+        yield f"{base}/canary"
 
 
 def _cli(
@@ -243,6 +147,6 @@ def test_onboard_and_batch_leave_no_secret(
 
 def test_the_detector_finds_each_form() -> None:
     # The detector must itself catch what it is meant to catch.
-    for text in _echoes(f"Bearer {CANARY_KEY}").split(" | "):
+    for text in echoes(f"Bearer {CANARY_KEY}").split(" | "):
         assert leaks_in(text, {"k": CANARY_KEY}) == ["k"], text
     assert leaks_in("key …Wd2 masked", {"k": CANARY_KEY}) == []

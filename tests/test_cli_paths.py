@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from failing_endpoint import answering_500
+from hostile import hostile_server
 
 from lmreg_nb.cli import main
 from lmreg_nb.runner.shipped import NOTEBOOKS
@@ -156,7 +156,8 @@ def test_a_figure_in_a_missing_folder_is_a_usage_error_before_measuring(
     tmp_path: Path, command: str
 ) -> None:
     figure = tmp_path / "missing" / "fig.png"
-    with answering_500() as url:
+    with hostile_server() as base:
+        url = f"{base}/e500all/v1/chat/completions"
         result = _cli(command, "--figure", str(figure), env=_endpoint_env(url))
     line = _one_line_error(result, 2)
     assert "--figure" in line and str(figure.parent) in line

@@ -10,13 +10,12 @@ gets no traceback, and an absurd Retry-After is not slept.
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hostile import ESCAPES, hostile_server
 from loopback_platform import (
     APP_SECRET,
     TOKEN,
@@ -208,41 +207,18 @@ def test_a_short_retry_after_is_honoured(platform: tuple[str, Script], tmp_path:
     assert ran.seconds >= 1.0
 
 
-class _HostileChat(http.server.BaseHTTPRequestHandler):
-    """A chat endpoint whose every answer is an error quoting escape sequences."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        message = "System role not supported" + TITLE + CLEAR + BIDI + C1 + "\r\nFAKE: ok"
-        body = json.dumps({"error": {"message": message, "type": "invalid_request"}}).encode()
-        self.send_response(400)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 def test_check_details_quoting_the_server_are_safe(tmp_path: Path) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HostileChat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    # Every answer is an error quoting escape sequences: these.
+    assert ESCAPES == TITLE + CLEAR + BIDI + C1
+    with hostile_server() as base:
         env = cli_env(
             "http://127.0.0.1:9",
             tmp_path,
-            LMREG_MODEL_URL=url,
+            LMREG_MODEL_URL=f"{base}/escapes/v1/chat/completions",
             LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
             LMREG_MODEL_NAME="m",
         )
         ran = run_cli_on_tty(["check"], env, tmp_path)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
     assert b"System role not supported" in ran.stdout

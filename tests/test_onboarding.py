@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from failing_endpoint import answering_500
+from hostile import hostile_server
 
 from lmreg_nb.errors import LmregError, ValidationError
 from lmreg_nb.i18n import current_language
@@ -283,8 +283,8 @@ def test_headless_onboarding_against_the_sandbox_is_ok_but_not_ready_for_go_live
 
 @pytest.fixture
 def failing_endpoint() -> Iterator[str]:
-    with answering_500() as url:
-        yield url
+    with hostile_server() as base:
+        yield f"{base}/e500all/v1/chat/completions"
 
 
 def test_an_endpoint_answering_500_leaves_a_failed_summary_with_the_reason(

@@ -12,13 +12,12 @@ holds no 7-character piece of the key.
 from __future__ import annotations
 
 import json
-import socketserver
-import threading
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import nbformat
 import pytest
+from hostile import DISGUISES, hostile_server
 
 from lmreg_nb.probe import Target, stream_chat
 from lmreg_nb.runner.scrub import scrub_notebook
@@ -26,30 +25,6 @@ from lmreg_nb.secret import WINDOW, Masker, assert_clean, find_leaks, mask, mask
 
 KEY = "sk-disguise-Qw3Er5Ty7Ui9Op1As"
 CHAT = "/v1/chat/completions"
-
-
-def _fullwidth(text: str) -> str:
-    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
-
-
-def _pieces(text: str, size: int = 7, sep: str = " ") -> str:
-    return sep.join(text[i : i + size] for i in range(0, len(text), size))
-
-
-DISGUISES: dict[str, Callable[[str], str]] = {
-    "zero-width-space": lambda k: "\u200b".join(k),
-    "word-joiner": lambda k: "\u2060".join(k),
-    "variation-selectors": lambda k: "".join(c + "\ufe0f" for c in k),
-    "grapheme-joiner": lambda k: "\u034f".join(k),
-    "soft-hyphen": lambda k: "\u00ad".join(k),
-    "combining-accents": lambda k: "".join(c + "\u0301" for c in k),
-    "fullwidth": _fullwidth,
-    "fullwidth-zero-width": lambda k: "\u200b".join(_fullwidth(k)),
-    "7-char-pieces": _pieces,
-    "7-char-pieces-lines": lambda k: _pieces(k, sep="\n"),
-    "7-char-pieces-fullwidth": lambda k: _pieces(_fullwidth(k), sep=" | "),
-    "bidi-isolates": lambda k: "\u2066" + "\u2069\u2066".join(_pieces(k, 4, "")) + "\u2069",
-}
 
 
 def _folded(text: str) -> str:
@@ -130,60 +105,18 @@ def test_the_stream_masker_holds_back_invisible_marks_between_pieces() -> None:
     assert readable(out) == [], out
 
 
-# -- a hostile endpoint on loopback ---------------------------------------------------------
-
-
-def _chunk(text: str) -> bytes:
-    body = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
-
-
-class _Echo(socketserver.BaseRequestHandler):
-    """Streams back the Authorization key in the disguise its path names (/NAME/v1/...)."""
-
-    def handle(self) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            got = self.request.recv(65536)
-            if not got:
-                return
-            data += got
-        head = data.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
-        name = head[0].split(" ")[1].strip("/").split("/")[0]
-        headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in head)}
-        key = headers.get("authorization", "").removeprefix("Bearer ")
-        disguised = DISGUISES[name](key)
-        # Two characters per event: a piece never arrives whole in one chunk.
-        chunks = [disguised[i : i + 2] for i in range(0, len(disguised), 2)]
-        stop = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-        self.request.sendall(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-            + _chunk("echo: ")
-            + b"".join(_chunk(c) for c in chunks)
-            + _chunk(" done")
-            + stop
-            + b"data: [DONE]\n\n"
-        )
-
-
 @pytest.fixture(scope="module")
 def echo_server() -> Iterator[str]:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A hostile endpoint on loopback: /disguise/NAME/ streams the key back disguised."""
+    with hostile_server() as base:
+        yield base
 
 
 @pytest.mark.parametrize("name", list(DISGUISES))
 def test_a_disguised_echo_is_not_readable_in_the_reply_or_the_record(
     echo_server: str, name: str
 ) -> None:
-    target = Target(f"{echo_server}/{name}{CHAT}", KEY, "m", timeout=5)
+    target = Target(f"{echo_server}/disguise/{name}{CHAT}", KEY, "m", timeout=5)
     pieces = list(stream_chat(target, "hi"))
     reply = "".join(pieces)
     assert reply.startswith("echo: ") and reply.endswith(" done")

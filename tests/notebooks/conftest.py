@@ -101,10 +101,10 @@ def leaks() -> Callable[..., list[str]]:
 @pytest.fixture
 def failing_endpoint() -> Iterator[str]:
     """A loopback chat endpoint answering every request with HTTP 500."""
-    from failing_endpoint import answering_500
+    from hostile import hostile_server
 
-    with answering_500() as url:
-        yield url
+    with hostile_server() as base:
+        yield f"{base}/e500all/v1/chat/completions"
 
 
 @pytest.fixture

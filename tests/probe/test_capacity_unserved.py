@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from failing_endpoint import answering_500
+from hostile import hostile_server
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe.capacity import SLO, CapacityResult, find_capacity
@@ -34,8 +34,8 @@ def unserved(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "closed-port":
         yield _closed_port_url()
         return
-    with answering_500() as url:
-        yield url
+    with hostile_server() as base:
+        yield f"{base}/e500all/v1/chat/completions"
 
 
 def test_capacity_text_output_with_no_level_served(unserved: str, tmp_path: Path) -> None:

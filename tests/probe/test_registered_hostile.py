@@ -1,27 +1,24 @@
 """`--registered NAME` with what a hostile or careless platform returns (issue 20, 3 and 6).
 
 A tiny platform on loopback answers query-models with a crafted list; a model
-server on loopback records every request it receives, raw. The apiKey the
-platform returns is checked before it is used: a key with CR LF would have
-been written raw by the capacity search's lean client (an injected header
-arrived 492 times), a non-ASCII key was a UnicodeEncodeError traceback. And two
-models whose names differ only by Unicode normalisation are never picked
-silently.
+server on loopback (the ``/record/`` path of tests/hostile.py) records every
+request it receives, raw. The apiKey the platform returns is checked before it
+is used: a key with CR LF would have been written raw by the capacity search's
+lean client (an injected header arrived 492 times), a non-ASCII key was a
+UnicodeEncodeError traceback. And two models whose names differ only by Unicode
+normalisation are never picked silently.
 """
 
 from __future__ import annotations
 
-import json
-import socket
-import socketserver
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hostile import hostile_server
+from loopback_platform import loopback_platform
 
 from lmreg_nb.cli import main
 from lmreg_nb.client import RegistryClient
@@ -38,70 +35,22 @@ CYRILLIC_KEY = "sk-ключ-Qw3Er5Ty7Ui9"
 GOOD_KEY = "sk-school-Op1As3Df5Gh7"
 
 
-class _Recorder(socketserver.BaseRequestHandler):
-    """Records each request's raw head; answers a short valid stream and closes."""
-
-    heads: list[bytes]
-
-    def handle(self) -> None:
-        sock: socket.socket = self.request
-        sock.settimeout(5)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            got = sock.recv(65536)
-            if not got:
-                break
-            data += got
-        self.heads.append(data.partition(b"\r\n\r\n")[0])
-        chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
-        body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-        head = (
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        )
-        sock.sendall(head.encode() + body)
-
-
 @contextmanager
-def model_server() -> Iterator[tuple[str, list[bytes]]]:
-    """A chat endpoint on loopback; yields its chat URL and the heads it received."""
-    heads: list[bytes] = []
-    handler = type("Recorder", (_Recorder,), {"heads": heads})
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{CHAT}", heads
-    finally:
-        server.shutdown()
-        server.server_close()
+def model_server() -> Iterator[tuple[str, Callable[[], list[bytes]]]]:
+    """A chat endpoint on loopback; yields its chat URL and what gives the heads it received.
+
+    Its ``/record/`` path records each request's raw head and answers a short valid stream.
+    """
+    with hostile_server() as base:
+        yield f"{base}/record{CHAT}", lambda: base.heads("record")
 
 
 @contextmanager
 def platform(models: list[dict[str, Any]]) -> Iterator[str]:
     """A platform whose query-models lists ``models`` (as given, unchecked); its base URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            data = {"models": models} if self.path.endswith("query-models") else {}
-            body = json.dumps({"code": 0, "message": "OK", "data": data}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_platform() as (base, script):
+        script.models = models
+        yield base
 
 
 def _model(model_id: str, name: str, url: str, key: str) -> dict[str, Any]:
@@ -133,7 +82,7 @@ def test_a_registered_key_that_cannot_be_a_header_is_never_sent(command: str, ke
     assert err.count("\n") == 1 and "Traceback" not in err and out == ""
     assert "'campus-llm'" in err and "lmreg-nb modify --model-id m-1 --new-api-key" in err
     assert "ключ" not in err and "Qw3Er5Ty7U" not in err  # the key is not shown
-    assert heads == []  # nothing was sent with it, so no header could be injected
+    assert heads() == []  # nothing was sent with it, so no header could be injected
 
 
 def test_the_lean_client_cannot_be_given_a_key_that_injects_a_header() -> None:
@@ -146,9 +95,9 @@ def test_the_lean_client_cannot_be_given_a_key_that_injects_a_header() -> None:
 
         plan = LevelPlan(min_seconds=0.1, requests_per_worker=1, max_seconds=2)
         result = find_capacity(Target(url, GOOD_KEY, "m", timeout=10), max_concurrency=2, plan=plan)
-    assert result.levels and heads
-    assert all(INJECTED.lower().encode() not in h.lower() for h in heads)
-    assert all(h.count(b"\r\nAuthorization: Bearer ") == 1 for h in heads)
+    assert result.levels and heads()
+    assert all(INJECTED.lower().encode() not in h.lower() for h in heads())
+    assert all(h.count(b"\r\nAuthorization: Bearer ") == 1 for h in heads())
 
 
 def test_nfc_and_nfd_twins_are_never_picked_silently() -> None:
@@ -164,7 +113,7 @@ def test_nfc_and_nfd_twins_are_never_picked_silently() -> None:
     message = str(info.value)
     assert "id-nfc" in message and "id-nfd" in message and "modify --model-id" in message
     assert code == 2 and err.count("\n") == 1 and "id-nfc" in err and "id-nfd" in err
-    assert heads == []
+    assert heads() == []
 
 
 def test_one_registered_model_is_found_in_any_unicode_form() -> None:

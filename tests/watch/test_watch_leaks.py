@@ -1,9 +1,10 @@
 """No form of the apiKey or of a notification URL's secret in anything the watch writes.
 
-The school model echoes the Authorization header everywhere it can (the canary
-server of tests/test_canary.py); the targets' URLs carry a token and a password.
-Alerts (webhook, e-mail), log lines, the state file (and its WAL), the page and
-/metrics are searched with the canary test's own detector.
+The school model echoes the Authorization header everywhere it can (the
+``/canary/`` paths of tests/hostile.py, as in tests/test_canary.py); the
+targets' URLs carry a token and a password. Alerts (webhook, e-mail), log
+lines, the state file (and its WAL), the page and /metrics are searched with the
+canary test's own detector.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
-from test_canary import CANARY_KEY, _EchoHandler, leaks_in
+from hostile import hostile_server
+from test_canary import CANARY_KEY, leaks_in
 from watch_helpers import SMTP_PASSWORD, WEBHOOK_TOKEN, Account, Smtp, Webhook
 
 from lmreg_nb.watch.metrics import WatchMetrics
@@ -31,14 +31,8 @@ SECRETS = {"apiKey": CANARY_KEY, "webhook token": WEBHOOK_TOKEN, "smtp password"
 
 @pytest.fixture
 def echo() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with hostile_server() as base:
+        yield f"{base}/canary"
 
 
 def test_nothing_the_watch_writes_holds_a_secret(

@@ -1,4 +1,8 @@
-"""Small hostile chat endpoints on loopback (raw sockets), one behaviour per path.
+"""The hostile chat endpoints of the test suite: one loopback server, one behaviour per path.
+
+``with hostile_server() as base:`` serves every path below on a free port of
+127.0.0.1 (raw sockets); a test picks a behaviour with the URL's first path
+segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
 
 ``/endless/...``  200 event stream of content chunks without end, as fast as it can
 ``/empty/...``    200 event stream of ``data: {}`` without end (no text: only bytes)
@@ -11,6 +15,18 @@
 ``/vllm-err/...`` HTTP 200 stream with vLLM's ``{"object": "error"}`` midway
 ``/reasoning/...`` a reasoning model's stream: reasoning_content deltas, then content
 ``/gzipbomb/...``  every answer (stream, JSON, GET) gzip-encoded: 1 KiB on the wire is 1 MiB
+``/e500all/...``   HTTP 500 ``model crashed`` to every request, GET or POST (a crashed model)
+``/escapes/...``   HTTP 400 to every request, its error message full of terminal escapes
+``/record/...``    a short valid stream (Content-Length, then close); ``base.heads("record")``
+                   holds the raw head of each request received
+``/canary/WHERE/...`` echoes the Authorization header in every form of :func:`echoes`:
+                   WHERE ``e500`` in a 500 JSON error, ``ehtml`` in a 502 HTML page,
+                   ``ereply`` in the reply (stream or not); a GET lists one model echoing it
+``/disguise/NAME/...`` streams back the Authorization key in the disguise
+                   ``DISGUISES[NAME]``, two characters per event
+
+Every request's path and raw head are kept in ``base.requests`` (at most
+``CAP_REQUESTS``).
 
 Every loop is bounded (a cap on bytes and on time), and a server stops with
 its fixture.
@@ -18,6 +34,7 @@ its fixture.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
@@ -25,13 +42,60 @@ import socketserver
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from urllib.parse import quote
 
 #: The most a hostile stream sends, and for how long (bounded, as every test traffic).
 CAP_BYTES = 64 * 1024 * 1024
 CAP_SECONDS = 30.0
+#: The most the server reads of one request, and how many requests it remembers.
+CAP_REQUEST_BYTES = 16 * 1024 * 1024
+CAP_REQUESTS = 100_000
+
+#: Terminal escapes: window title, clear screen, right-to-left override, an 8-bit CSI.
+ESCAPES = "\x1b]0;pwned\x07" + "\x1b[2J\x1b[H" + "\u202e" + "\x9b31m"
+
+
+def echoes(auth: str) -> str:
+    """The Authorization header in every form a careless server might use (``/canary/``)."""
+    key = auth.removeprefix("Bearer ").strip()
+    return " | ".join(
+        [
+            auth,
+            json.dumps({"authorization": auth}),
+            quote(key, safe=""),
+            base64.b64encode(key.encode()).decode(),
+            key[:10],
+            key[-10:],
+        ]
+    )
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def _pieces(text: str, size: int = 7, sep: str = " ") -> str:
+    return sep.join(text[i : i + size] for i in range(0, len(text), size))
+
+
+#: How ``/disguise/NAME/`` disguises the key it echoes.
+DISGUISES: dict[str, Callable[[str], str]] = {
+    "zero-width-space": lambda k: "\u200b".join(k),
+    "word-joiner": lambda k: "\u2060".join(k),
+    "variation-selectors": lambda k: "".join(c + "\ufe0f" for c in k),
+    "grapheme-joiner": lambda k: "\u034f".join(k),
+    "soft-hyphen": lambda k: "\u00ad".join(k),
+    "combining-accents": lambda k: "".join(c + "\u0301" for c in k),
+    "fullwidth": _fullwidth,
+    "fullwidth-zero-width": lambda k: "\u200b".join(_fullwidth(k)),
+    "7-char-pieces": _pieces,
+    "7-char-pieces-lines": lambda k: _pieces(k, sep="\n"),
+    "7-char-pieces-fullwidth": lambda k: _pieces(_fullwidth(k), sep=" | "),
+    "bidi-isolates": lambda k: "\u2066" + "\u2069\u2066".join(_pieces(k, 4, "")) + "\u2069",
+}
 
 
 def _chunk(text: str) -> bytes:
@@ -41,11 +105,15 @@ def _chunk(text: str) -> bytes:
 
 
 def _head(
-    ctype: str = "text/event-stream", status: str = "200 OK", length: int | None = None
+    ctype: str = "text/event-stream",
+    status: str = "200 OK",
+    length: int | None = None,
+    extra: tuple[str, ...] = (),
 ) -> bytes:
     lines = [f"HTTP/1.1 {status}", f"Content-Type: {ctype}", "Connection: close"]
     if length is not None:
         lines.append(f"Content-Length: {length}")
+    lines += extra
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
@@ -62,25 +130,29 @@ class _Handler(socketserver.BaseRequestHandler):
         sock: socket.socket = self.request
         sock.settimeout(10)
         data = b""
-        while b"\r\n\r\n" not in data:
+        while b"\r\n\r\n" not in data and len(data) < CAP_REQUEST_BYTES:
             got = sock.recv(65536)
             if not got:
                 return
             data += got
         head, _, rest = data.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
-        path = lines[0].split(" ")[1]
+        self.method, path = lines[0].split(" ")[:2]
+        requests: list[tuple[str, bytes]] = self.server.requests  # type: ignore[attr-defined]
+        if len(requests) < CAP_REQUESTS:
+            requests.append((path, head))
         headers = {
             k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
         }
-        length = int(headers.get("content-length", "0") or 0)
+        length = min(int(headers.get("content-length", "0") or 0), CAP_REQUEST_BYTES)
         while len(rest) < length:
             got = sock.recv(65536)
             if not got:
                 break
             rest += got
         body = json.loads(rest or b"{}") if rest[:1] == b"{" else {}
-        kind = path.strip("/").split("/")[0]
+        kind, _, tail = path.strip("/").partition("/")
+        self.variant = tail.partition("/")[0]
         with contextlib.suppress(OSError):  # the client went away: the point of most of these
             getattr(self, "do_" + kind.replace("-", "_"))(sock, headers, body)
 
@@ -179,21 +251,103 @@ class _Handler(socketserver.BaseRequestHandler):
         )
         sock.sendall(head + bomb)
 
+    def do_e500all(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        raw = b'{"error": {"message": "model crashed", "type": "server_error"}}'
+        sock.sendall(_head("application/json", "500 Internal Server Error", len(raw)) + raw)
+
+    def do_escapes(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        message = "System role not supported" + ESCAPES + "\r\nFAKE: ok"
+        raw = json.dumps({"error": {"message": message, "type": "invalid_request"}}).encode()
+        sock.sendall(_head("application/json", "400 Bad Request", len(raw)) + raw)
+
+    def do_record(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
+        raw = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        sock.sendall(_head(length=len(raw)) + raw)
+
+    def do_canary(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        auth = headers.get("authorization", "")
+        echoed = echoes(auth)
+
+        def send(status: str, ctype: str, raw: bytes) -> None:
+            x_echo = "X-Echo: " + auth[:200]
+            sock.sendall(_head(ctype, status, len(raw), (x_echo,)) + raw)
+
+        if self.method == "GET":
+            models = {"object": "list",
+                      "data": [{"id": "echo-llm", "object": "model", "note": echoed}]}  # fmt: skip
+            send("200 OK", "application/json", json.dumps(models).encode())
+        elif self.variant == "e500":
+            error = {"error": {"message": f"rejected {echoed}", "type": "server_error"}}
+            send("500 Internal Server Error", "application/json", json.dumps(error).encode())
+        elif self.variant == "ehtml":
+            page = f"<html><head><title>502 {auth}</title></head><body>{echoed}</body></html>"
+            send("502 Bad Gateway", "text/html", page.encode())
+        elif body.get("stream"):
+            words = ["you", " sent ", echoed[:40], echoed[40:]]
+            last = {"id": "h", "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
+            sock.sendall(
+                _head()
+                + b"".join(_chunk(w) for w in words)
+                + f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode()
+            )
+        else:
+            said = f"you sent {echoed}"
+            reply = {"id": "cmpl-echo", "object": "chat.completion",
+                     "model": body.get("model", ""),
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": said},
+                                  "text": said, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 3, "completion_tokens": 3,
+                               "total_tokens": 6}}  # fmt: skip
+            send("200 OK", "application/json", json.dumps(reply).encode())
+
+    def do_disguise(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        key = headers.get("authorization", "").removeprefix("Bearer ")
+        disguised = DISGUISES[self.variant](key)
+        # Two characters per event: a piece never arrives whole in one chunk.
+        chunks = [disguised[i : i + 2] for i in range(0, len(disguised), 2)]
+        stop = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        sock.sendall(
+            _head()
+            + _chunk("echo: ")
+            + b"".join(_chunk(c) for c in chunks)
+            + _chunk(" done")
+            + stop
+            + b"data: [DONE]\n\n"
+        )
+
 
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # a load test connects many at once
 
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[tuple[str, bytes]] = []
+
+
+class Base(str):
+    """The server's ``http://127.0.0.1:PORT``, and what it has received."""
+
+    requests: list[tuple[str, bytes]]
+
+    def heads(self, kind: str) -> list[bytes]:
+        """The raw heads of the requests received on ``/KIND/...``, in order."""
+        return [h for p, h in list(self.requests) if p.strip("/").split("/")[0] == kind]
+
 
 @contextmanager
-def hostile_server() -> Iterator[str]:
+def hostile_server() -> Iterator[Base]:
     """Serve the hostile paths on a free loopback port; yields ``http://127.0.0.1:PORT``."""
-    server = _Server(("127.0.0.1", 0), _Handler)
+    server = _Server()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    base = Base(f"http://127.0.0.1:{server.server_address[1]}")
+    base.requests = server.requests
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield base
     finally:
         server.shutdown()
         server.server_close()
