@@ -19,9 +19,14 @@ Prints JSON lines (one object per line, each with a "bench" name), all from one 
   (50 ms to first token, 10 ms between tokens, 32 tokens), ``papermill_chat``:
   a one-cell notebook streaming one chat reply from that mock (the wait no
   toolkit can avoid), and ``papermill_onboarding_latency`` with
-  ``ratio_vs_chat`` = its median / that baseline's (goal: <= 1.3).
+  ``ratio_vs_chat`` = its median / that baseline's (goal: <= 1.3);
+- ``papermill_onboarding_class``: the same onboarding with a class of 40 (the
+  notebook's default ``class_size``: the capacity step measures it), against
+  that mock; with ``--baseline DIR`` also ``tree: baseline``, the same run with
+  the lmreg_nb and notebooks found in DIR (e.g. ``git archive`` of an earlier
+  commit), for a before/after in the same run.
 
-Usage: python bench/bench_onboarding.py [--runs 3]
+Usage: python bench/bench_onboarding.py [--runs 3] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -120,7 +125,7 @@ def _env(sandbox: SandboxInfo, tmp: Path) -> dict[str, str]:
     }
 
 
-def with_latency(runs: int, tmp: Path) -> None:
+def with_latency(runs: int, tmp: Path, baseline: Path | None = None) -> None:
     """The onboarding against a mock with a real model's latency, next to one chat reply."""
     with running_sandbox() as sandbox:  # the sandbox's default latency knobs
         env = _env(sandbox, tmp)
@@ -136,6 +141,19 @@ def with_latency(runs: int, tmp: Path) -> None:
         ratio = round(onb / base, 2)
         line = _line("papermill_onboarding_latency", onb, onb_times, ratio_vs_chat=ratio)
         print(json.dumps({**line, "goal": 1.3, "pass": ratio <= 1.3}), flush=True)
+        # A class of 40: the capacity step too (the same tree, then the baseline's).
+        trees = [("this", onboarding, env)]
+        if baseline is not None:
+            old_env = {**env, "PYTHONPATH": str(baseline)}
+            trees.append(("baseline", baseline / "notebooks" / "onboarding.ipynb", old_env))
+        for tree, notebook, tree_env in trees:
+            params = {**PARAMETERS, "class_size": 40}
+            took, took_times = _median_s(
+                runs, lambda n=notebook, e=tree_env, p=params: _papermill(n, tmp / "oc.ipynb", e, p)
+            )
+            ratio = round(took / base, 2)
+            line = _line("papermill_onboarding_class", took, took_times, ratio_vs_chat=ratio)
+            print(json.dumps({**line, "tree": tree, "class_size": 40}), flush=True)
 
 
 def main() -> None:
@@ -143,6 +161,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--mock-latency", action="store_true", help="keep the mock's default latency"
+    )
+    parser.add_argument(
+        "--baseline", type=Path, help="a tree (lmreg_nb/, notebooks/) to time a class of 40 with"
     )
     args = parser.parse_args()
     knobs = () if args.mock_latency else ("--ttft-ms", "0", "--itl-ms", "0")
@@ -210,7 +231,7 @@ def main() -> None:
             json.dumps(_line("cli_onboard", cli, cli_times, ratio_vs_empty=round(cli / base, 2))),
             flush=True,
         )
-        with_latency(args.runs, tmp)
+        with_latency(args.runs, tmp, args.baseline)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def _endless(conn: socket.socket, request: bytes) -> None:
     chunk = b"x" * 65536
     framed = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
     conn.sendall(b'a\r\n{"code":0,\r\n')
-    while True:
+    for _chunk in range(16384):  # 1 GiB at most: far past the client's cap, yet bounded
         conn.sendall(framed)
 
 
@@ -164,7 +164,7 @@ def _trickle(conn: socket.socket, request: bytes) -> None:
     conn.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999\r\n\r\n"
     )
-    while True:
+    for _byte in range(300):  # 30 s at most, past the client's deadline, yet bounded
         conn.sendall(b" ")
         time.sleep(0.1)
 
