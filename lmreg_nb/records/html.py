@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..i18n import _, pgettext
+from ..probe.capacity_table import level_headers
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from .text import (
     PERCENTILE_ROWS,
@@ -188,15 +189,7 @@ def _capacity(capacity: CapacityRecord | None) -> list[str]:
     ]
     levels = capacity.levels
     if levels:
-        header = [
-            _("chats at once"),
-            _("requests"),
-            _("errors"),
-            _("first token p90 (ms)"),
-            _("inter-token p90 (ms)"),
-            _("requests/s"),
-            _("within the SLO"),
-        ]
+        header = level_headers()
         rows = [
             [
                 _e(lv.concurrency),

@@ -18,11 +18,9 @@ holds under concurrency; the store never reads before it writes.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import sqlite3
 import threading
@@ -31,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import now_ms
+from ..sqlite_files import private_database
 
 __all__ = [
     "Account",
@@ -158,29 +157,13 @@ class ModelRow:
         }
 
 
-def _private_files(db: Path) -> None:
-    """Make the database, its WAL and its shared-memory file 0600 before SQLite writes.
-
-    SQLite creates -wal and -shm with the database file's mode, so a database
-    created 0600 keeps its companions private; files an older version left
-    readable are tightened here. The WAL holds the demo appSecret in clear.
-    """
-    if not db.exists():
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-        with contextlib.suppress(OSError):  # absent, or a file system without modes
-            if path.stat().st_mode & 0o077:
-                path.chmod(0o600)
-
-
 class Store:
     """SQLite access for the platform; safe to share between threads (one lock)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _private_files(self.path)
+        private_database(self.path)
         # One connection behind a lock: the platform runs its routes on one event
         # loop, so a lock costs nothing and keeps the code simple. Other processes
         # (add-app) are serialised by SQLite itself (busy_timeout).
@@ -194,7 +177,7 @@ class Store:
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA busy_timeout=10000")
             self._conn.executescript(_SCHEMA)
-        _private_files(self.path)
+        private_database(self.path)
 
     def close(self) -> None:
         """Close the connection."""

@@ -9,16 +9,15 @@ watch`: one round here is one round of the watch, on the same state file
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..i18n import _, format_local_time, local_zone
 from ..models import ms_to_datetime
 from ..onboarding.display import FigureView, Outcome, Table
+from ..probe.blocking import run_blocking
 from ..secret import split_urls
 from .messages import trial_message, what_failed
 from .notify import Notifier, NotifyTarget, parse_targets
@@ -32,19 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CHART_MODELS", "Monitor", "contact_mail_url"]
 
-T = TypeVar("T")
 #: The most models drawn in the latency chart (the slowest last call first).
 CHART_MODELS = 12
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine, also from a notebook cell (whose event loop is running)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lmreg-watch") as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def contact_mail_url(email: str) -> str:
@@ -140,7 +128,7 @@ class Monitor:
                     async with watcher:
                         return await watcher.round()
 
-                report = _run(once())
+                report = run_blocking(once())
         finally:
             store.close()
         rows = [

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from ..i18n import _
+from ..sqlite_files import private_database
 from .alerts import ModelState
 from .messages import Message
 
@@ -95,17 +96,6 @@ class OutboxRow:
     error: str
 
 
-def _private_files(db: Path) -> None:
-    """The database (and its -wal, -shm) 0600, created so before SQLite writes a byte."""
-    if not db.exists():
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-        with contextlib.suppress(OSError):  # absent, or a file system without modes
-            if path.stat().st_mode & 0o077:
-                path.chmod(0o600)
-
-
 class StateStore:
     """SQLite access for the watch; one connection behind a lock (rounds are sequential)."""
 
@@ -118,7 +108,7 @@ class StateStore:
                 _("--state {path} is a folder; give a file name").format(path=self.path)
             )
         try:
-            _private_files(self.path)
+            private_database(self.path)
             self._conn = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=10.0
             )
@@ -130,7 +120,7 @@ class StateStore:
             raise ConfigurationError(
                 _("cannot use the state file {path}: {why}").format(path=self.path, why=exc)
             ) from None
-        _private_files(self.path)
+        private_database(self.path)
         self._lock = threading.Lock()
         self._file_lock: object | None = None
 
