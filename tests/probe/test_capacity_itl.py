@@ -1,28 +1,30 @@
-"""Inter-token latency stays true at concurrency 32, also with our own process busy.
+"""Inter-token latency: per-request decode time, so chunks read together do not read as 0 ms.
 
-The mock runs in its own process (its timing is then its own); a thread of
-this process burns CPU meanwhile, so our event loop is late and several chunks
-often arrive in one network read. Gaps between read times would then read as
-~0 ms (the ITL median once fell to 0.05 ms for a truth of 10 ms); per-request
-decode time / (tokens - 1) stays near the truth: within 4 ms, a margin that
-holds with both cores busy (the old way read 0.05 ms). How close it stays at 128
-chats, next to GuideLLM in the same run, is ``bench/bench_capacity.py``'s
-(phase ``accuracy``): on two shared cores that depends on the machine's load.
+When our event loop is late, several chunks arrive in one network read and the
+gaps between read times read as ~0 ms (the ITL median once fell to 0.05 ms for a
+truth of 10 ms). The estimator is decode time / (tokens - 1) per request: exact
+for chunks bunched after the first one, which the first test shows with set
+times. Against a real server the figure depends on how busy the machine is, so
+the second test asks only that it is of the truth's order; how close it stays at
+32 and 128 chats, next to GuideLLM in the same run, is ``bench/bench_capacity.py``'s
+(phase ``accuracy``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import itertools
+import json
 from collections.abc import Iterator
 
 import pytest
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.exchange import chat_body
+from lmreg_nb.probe.exchange import Exchange, chat_body
 from lmreg_nb.probe.level_run import run_level
 from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.probe.load import run_load
+from lmreg_nb.probe.metrics import decode_itl_ms
 from lmreg_nb.sandbox.mock_serving import serving_process
 from lmreg_nb.sandbox.school_model import MockModelConfig
 
@@ -30,9 +32,17 @@ pytestmark = pytest.mark.timeout(120)
 
 KEY = "sk-itl-test-0123456789abcdef"
 ITL_MS = 10.0
-#: How far the ITL median may stray from the truth with both cores busy.
-MARGIN_MS = 4.0
 TOKENS = 32
+
+
+def test_chunks_read_together_keep_the_decode_time() -> None:
+    # 32 tokens 10 ms apart, but tokens 2-21 came in one late read (at token 21's time).
+    due = [i * 0.010 for i in range(TOKENS)]
+    read = [due[0], *[due[20]] * 20, *due[21:]]
+    ex = Exchange(pieces=["x"] * TOKENS, times=list(read), usage={"completion_tokens": TOKENS})
+    assert decode_itl_ms(ex) == pytest.approx(ITL_MS)
+    gaps = sorted(b - a for a, b in itertools.pairwise(read))
+    assert gaps[len(gaps) // 2] * 1000 < 1  # the pooled gaps' median would say ~0 ms
 
 
 @pytest.fixture(scope="module")
@@ -42,48 +52,22 @@ def mock_process() -> Iterator[str]:
         yield base + "/v1/chat/completions"
 
 
-@pytest.fixture
-def busy() -> Iterator[None]:
-    """A thread that keeps this process's CPU (and GIL) busy."""
-    stop = threading.Event()
-
-    def burn() -> None:
-        x = 0
-        while not stop.is_set():
-            for i in range(10_000):
-                x += i * i
-
-    thread = threading.Thread(target=burn, daemon=True)
-    thread.start()
-    yield
-    stop.set()
-    thread.join(5)
+def _of_the_truths_order(itl_p50: float | None) -> bool:
+    # A factor of 4 either way holds with both cores busy; the bug read 0.05 ms.
+    return itl_p50 is not None and ITL_MS / 4 <= itl_p50 <= ITL_MS * 4
 
 
-def test_level_itl_p50_near_the_truth_at_concurrency_32(mock_process: str, busy: None) -> None:
-    # The capacity search's own client (lean: one connection per chat, every read timed).
-    import json
-
+def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> None:
     target = Target(mock_process, KEY, "m", timeout=30)
     payload = json.dumps(chat_body("m", "hi", stream=True)).encode()
 
-    async def measure() -> tuple[float, float]:
+    async def level_itl() -> float | None:
         slo, plan = SLO(ttft_ms=60_000), LevelPlan(min_seconds=1.0)
         level = await run_level(None, target, payload, 32, slo, plan)
         assert level.errors == 0 and level.requests >= 64
-        return level.itl_ms["p50"], level.ttft_ms["p50"]
+        return level.itl_ms["p50"]
 
-    itl_p50, ttft_p50 = asyncio.run(measure())
-    assert abs(itl_p50 - ITL_MS) <= MARGIN_MS, itl_p50
-    assert ttft_p50 >= 20 * 0.9
-
-
-def test_load_test_itl_p50_near_the_truth_at_concurrency_32(mock_process: str) -> None:
-    # The check's load test (the lean client too): per-request decode time.
-    target = Target(mock_process, KEY, "m", timeout=30)
-    result = asyncio.run(run_load(target, 96, 32))
-    summary = result.summary()
+    assert _of_the_truths_order(asyncio.run(level_itl()))
+    summary = asyncio.run(run_load(target, 96, 32)).summary()
     assert summary["errors"] == 0
-    assert abs(summary["itl_ms"]["p50"] - ITL_MS) <= MARGIN_MS, summary["itl_ms"]
-    # The old way, pooled gaps between read times, is what a busy loop distorts.
-    assert result.gaps_ms and min(result.gaps_ms) < ITL_MS
+    assert _of_the_truths_order(summary["itl_ms"]["p50"]), summary["itl_ms"]
