@@ -109,6 +109,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert again.capacity == cap and again.verdict(40) == sentence
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> None:
     with serving(_mock(slots=2)) as base:
         result = find_capacity(
@@ -278,6 +279,7 @@ def test_the_default_search_is_bounded_to_about_two_minutes() -> None:
     assert DEFAULT_PLAN.max_seconds < BUDGET_S
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_ctrl_c_returns_what_was_measured_so_far(plain: str) -> None:
     def interrupt_after_two(level: object) -> None:
         if len(seen) == 1:
@@ -335,6 +337,7 @@ def test_cli_json_and_exit_codes(plain: str) -> None:
     assert "Traceback" not in usage.output
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_cli_text_table_verdict_and_figure(plain: str, tmp_path) -> None:
     fig = tmp_path / "cap.png"
     result = CliRunner().invoke(
@@ -349,6 +352,7 @@ def test_cli_text_table_verdict_and_figure(plain: str, tmp_path) -> None:
     assert fig.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_cli_registered_measures_the_registered_model(sandbox) -> None:
     env = {k: v for k, v in sandbox.env().items() if k != "LMREG_MODEL_NAME"}
     env["LMREG_MODEL_API_KEY"] = sandbox.model_api_key
@@ -379,6 +383,7 @@ def test_the_load_test_row_of_check_names_cut_streams_and_the_fix(plain: str) ->
     assert "--interrupt_requests False" in row.detail and "OLLAMA_NUM_PARALLEL" in row.detail
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_works_inside_a_running_event_loop_like_jupyter(plain: str) -> None:
     from lmreg_nb.probe.capacity import find_capacity_async
 

@@ -13,6 +13,7 @@ from lmreg_nb.sandbox.process import running_sandbox
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
     knobs = ["--slots", "3", "--slowdown", "0.1", "--ttft-ms", "20", "--itl-ms", "10"]
     with running_sandbox(args=[*knobs, "--tokens", "30"]) as sandbox:

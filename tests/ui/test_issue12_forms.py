@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from lmreg_nb.onboarding import Onboarding, Outcome
 from lmreg_nb.probe.capacity import Progress
 from lmreg_nb.settings import Settings
@@ -211,6 +213,7 @@ def test_capacity_form_presets_slo_and_what_it_shows() -> None:
     assert form.message.value == ""  # done: the result says the rest
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_capacity_form_measures_the_checked_endpoint(sandbox: SandboxInfo) -> None:
     run = _checked_run(sandbox, "ui-capacity-e2e")
     form = CapacityForm(run, class_size=1)  # the smallest search: a few seconds

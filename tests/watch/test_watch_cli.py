@@ -88,6 +88,7 @@ def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
     assert (tmp_path / "state-status.html").is_file()
 
 
+@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_a_platform_that_is_down_is_logged_and_tried_again(
     account: Account, webhook: Webhook, tmp_path: Path
 ) -> None:
