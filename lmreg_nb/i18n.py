@@ -31,6 +31,7 @@ __all__ = [
     "ngettext",
     "normalize_language",
     "pgettext",
+    "sentences",
     "set_language",
     "speaking",
 ]
@@ -148,6 +149,20 @@ def listing(items: Iterable[str]) -> str:
 def clauses(items: Iterable[str]) -> str:
     """Clauses joined in the current language (``a; b`` / ``a；b``)."""
     return pgettext("clause separator", "; ").join(items)
+
+
+#: A sentence ending in one of these (Chinese punctuation) needs no space after it.
+_FULL_WIDTH_ENDS = ("。", "！", "？", "；", "：", "）", "”")
+
+
+def sentences(items: Iterable[str]) -> str:
+    """Sentences joined as the language writes them: a space after ``.``, none after ``。``."""
+    text = ""
+    for item in items:
+        if text and not text.endswith(_FULL_WIDTH_ENDS):
+            text += " "
+        text += item
+    return text
 
 
 def N_(message: str) -> str:

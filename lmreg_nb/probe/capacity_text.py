@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..i18n import _, ngettext
+from ..i18n import sentences as join_sentences
 from .levels import SLO, Level
 from .reasons import kinds_text
 
@@ -253,7 +254,7 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         sentences.append(_("The search reached its time limit before it finished."))
     elif result.stopped == "interrupted":
         sentences.append(_("The search was interrupted: this is what was measured so far."))
-    return " ".join(sentences)
+    return join_sentences(sentences)
 
 
 def progress_text(progress: Progress) -> str:
