@@ -174,7 +174,11 @@ def test_dotenv_is_found_in_a_parent_folder_and_named(monkeypatch: pytest.Monkey
 def test_the_search_stops_at_home_and_says_where_it_looked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = Path.home()
+    # A home of its own inside tmp_path: the .env above it stays inside this test's folder
+    # (above the shared home it would sit in the worker's folder, read by later tests).
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
     (home.parent / ".env").write_text(ENV_FILE)  # above home: never read
     (home / "a" / "b").mkdir(parents=True)
     monkeypatch.chdir(home / "a" / "b")
