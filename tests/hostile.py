@@ -7,6 +7,7 @@ segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
 ``/endless/...``  200 event stream of content chunks without end, as fast as it can
 ``/empty/...``    200 event stream of ``data: {}`` without end (no text: only bytes)
 ``/slowloris/...`` 200 event stream, then one byte a second
+``/silent/...``   200 event stream headers, then nothing until the client gives up
 ``/thinking/...`` keep-alive comments for 1.8 s, then a normal reply
 ``/cut/...``      two content chunks, then the connection closes (no [DONE])
 ``/badutf8/...``  a Chinese character's bytes split over two events (invalid per event)
@@ -180,6 +181,12 @@ class _Handler(socketserver.BaseRequestHandler):
                 break
             sock.sendall(bytes([byte]))
             time.sleep(1.0)
+
+    def do_silent(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        sock.sendall(_head())
+        sock.settimeout(CAP_SECONDS)
+        with contextlib.suppress(TimeoutError):
+            sock.recv(1)  # returns when the client closes the connection
 
     def do_thinking(self, sock: socket.socket, headers: dict, body: dict) -> None:
         sock.sendall(_head())

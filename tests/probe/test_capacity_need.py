@@ -8,13 +8,12 @@ stdout), and the verdict's words in both languages.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
+from hostile import hostile_server
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main
@@ -130,35 +129,9 @@ def test_a_need_not_met_searches_below_it_and_says_what_was_measured(plain: str)
     assert "serves no chat" in result.verdict(8) and "A class of 8 needs more." in result.verdict(8)
 
 
-def _silent_server(stop: threading.Event) -> str:
-    """Answers every request with headers of an event stream, then sends nothing."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    sock.settimeout(0.1)
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except TimeoutError:
-                continue
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
-            held.append(conn)
-        for conn in held:
-            conn.close()
-        sock.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions"
-
-
 def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
-    stop = threading.Event()
-    url = _silent_server(stop)
-    try:
+    with hostile_server() as base:  # headers of an event stream, then nothing
+        url = base + "/silent/v1/chat/completions"
         started = time.monotonic()
         # The request timeout is 60 s (its whole reply may take 6 times that): the budget wins.
         result = find_capacity(Target(url, KEY, "m", timeout=60), need=40, budget_s=2.0)
@@ -173,8 +146,6 @@ def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
         result = find_capacity(Target(url, KEY, "m", timeout=1), budget_s=60)
         assert time.monotonic() - started < 1.0 + 1.0
         assert result.capacity.limited_by == "time" and "within 1 s" in result.verdict()
-    finally:
-        stop.set()
 
 
 def _level(c: int, p90: float, ok: bool, **kw: object) -> Level:
