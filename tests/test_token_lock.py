@@ -88,13 +88,19 @@ def _one_line_errors(outcomes: list[BaseException | None]) -> None:
         assert "\n" not in str(exc) and "secret-hang" not in str(exc)
 
 
+def _one_call(settings: Settings) -> float:
+    """Seconds one token call takes alone against the hanging platform (its reference)."""
+    with RegistryClient(settings, max_retries=1) as alone:
+        single, (outcome,) = _timed([alone.token])
+    _one_line_errors([outcome])
+    return single
+
+
 def test_threads_of_one_client_share_one_exchange_while_the_platform_hangs(
     hanging_platform: str, tmp_path: Path
 ) -> None:
     settings = _settings(hanging_platform, tmp_path / "tokens.json")
-    with RegistryClient(settings, max_retries=1) as alone:
-        single, (outcome,) = _timed([alone.token])
-    _one_line_errors([outcome])
+    single = _one_call(settings)
     with RegistryClient(settings, max_retries=1) as shared:
         total, outcomes = _timed([shared.token] * THREADS)
     _one_line_errors(outcomes)
@@ -107,9 +113,7 @@ def test_clients_sharing_a_cache_file_stop_waiting_for_its_lock(
     hanging_platform: str, tmp_path: Path
 ) -> None:
     settings = _settings(hanging_platform, tmp_path / "tokens.json")
-    with RegistryClient(settings, max_retries=1) as alone:
-        single, (outcome,) = _timed([alone.token])
-    _one_line_errors([outcome])
+    single = _one_call(settings)
     clients = [RegistryClient(settings, max_retries=1) for _ in range(THREADS)]
     try:
         total, outcomes = _timed([c.token for c in clients])
