@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -60,3 +61,26 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     db = tmp_path_factory.mktemp("sandbox") / "platform.sqlite3"
     with running_sandbox(db=db) as info:
         yield info
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, Any]]:
+    """Settings for `lmreg-nb onboard`, and run_notebook replaced by a recorder of its
+    arguments (test_cli_runs, test_onboarding_parameters)."""
+    from lmreg_nb.runner import RunResult
+
+    calls: list[dict[str, Any]] = []
+    for name, value in {
+        "LMREG_BASE_URL": "http://127.0.0.1:9", "LMREG_APP_ID": "app",
+        "LMREG_APP_SECRET": "app-secret-value-1", "LMREG_MODEL_URL": "http://127.0.0.1:9/v1",
+        "LMREG_MODEL_API_KEY": "model-key-value-1", "LMREG_MODEL_NAME": "m",
+        "LMREG_TOKEN_CACHE": str(tmp_path / "users-cache.json"),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+
+    def fake(notebook: Path, out: Path, **kwargs: Any) -> RunResult:
+        calls.append({"notebook": notebook, **kwargs})
+        return RunResult("ok", out / "onboarding.ipynb", out / "onboarding.html")
+
+    monkeypatch.setattr("lmreg_nb.runner.run_notebook", fake)
+    return calls

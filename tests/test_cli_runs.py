@@ -14,31 +14,10 @@ from click.testing import CliRunner
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main
-from lmreg_nb.runner import RunResult
 
 ONBOARD = ["onboard", "-p", "school", "S", "-p", "contact_name", "Li Hua",
            "-p", "contact_mobile", "13812345678", "-p", "contact_email", "a@b.example",
            "-p", "model_name", "m"]  # fmt: skip
-
-
-@pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, Any]]:
-    """Settings for onboard, and run_notebook replaced by a recorder of its arguments."""
-    calls: list[dict[str, Any]] = []
-    for name, value in {
-        "LMREG_BASE_URL": "http://127.0.0.1:9", "LMREG_APP_ID": "app",
-        "LMREG_APP_SECRET": "app-secret-value-1", "LMREG_MODEL_URL": "http://127.0.0.1:9/v1",
-        "LMREG_MODEL_API_KEY": "model-key-value-1", "LMREG_MODEL_NAME": "m",
-        "LMREG_TOKEN_CACHE": str(tmp_path / "users-cache.json"),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-
-    def fake(notebook: Path, out: Path, **kwargs: Any) -> RunResult:
-        calls.append({"notebook": notebook, **kwargs})
-        return RunResult("ok", out / "onboarding.ipynb", out / "onboarding.html")
-
-    monkeypatch.setattr("lmreg_nb.runner.run_notebook", fake)
-    return calls
 
 
 def test_lang_reaches_the_notebook_and_the_token_cache_stays_private(

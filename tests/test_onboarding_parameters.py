@@ -19,7 +19,6 @@ from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.errors import LmregError
 from lmreg_nb.onboarding import Onboarding
-from lmreg_nb.runner import RunResult
 from lmreg_nb.settings import Settings
 
 if TYPE_CHECKING:
@@ -86,25 +85,6 @@ def test_the_checks_step_passes_context_need_to_the_probe(monkeypatch: pytest.Mo
     run = Onboarding.begin(*CARD, context_need=3000)
     run.check_endpoint(model_url="https://llm.example/v1/chat/completions")
     assert seen["context_need"] == 3000
-
-
-@pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, Any]]:
-    """Settings for onboard, and run_notebook replaced by a recorder of its arguments."""
-    calls: list[dict[str, Any]] = []
-    for name, value in {
-        "LMREG_BASE_URL": "http://127.0.0.1:9", "LMREG_APP_ID": "app",
-        "LMREG_APP_SECRET": "app-secret-value-1", "LMREG_MODEL_URL": "http://127.0.0.1:9/v1",
-        "LMREG_MODEL_API_KEY": "model-key-value-1", "LMREG_MODEL_NAME": "m",
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-
-    def fake(notebook: Path, out: Path, **kwargs: Any) -> RunResult:
-        calls.append({"notebook": notebook, **kwargs})
-        return RunResult("ok", out / "onboarding.ipynb", out / "onboarding.html")
-
-    monkeypatch.setattr("lmreg_nb.runner.run_notebook", fake)
-    return calls
 
 
 ONBOARD = ["onboard", "-p", "school", "S", "-p", "contact_name", "Li Hua",
