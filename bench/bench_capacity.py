@@ -98,10 +98,10 @@ async def ours(url: str, concurrency: int, requests: int) -> dict[str, Any]:
     payload = json.dumps(chat_body("bench-model", "hi", stream=True, max_tokens=256)).encode()
     slo = SLO(ttft_ms=600_000)
     warm = LevelPlan(min_seconds=0, requests_per_worker=1, max_seconds=60)
-    await run_level(None, target, payload, concurrency, slo, warm)
+    await run_level(target, payload, concurrency, slo, warm)
     plan = LevelPlan(min_seconds=0, requests_per_worker=requests // concurrency, max_seconds=300)
     wall, cpu = time.perf_counter(), time.process_time()
-    level = await run_level(None, target, payload, concurrency, slo, plan)
+    level = await run_level(target, payload, concurrency, slo, plan)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     good = level.requests - level.errors - level.unfinished  # requests cut at the end: not done
     return {

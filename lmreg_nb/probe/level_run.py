@@ -17,10 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-import httpx
-
 from ..i18n import _
-from .exchange import Exchange, send
+from .exchange import Exchange
 from .levels import CUT, SLO, Level, LevelPlan, Sample, judge, to_sample
 from .settle import Tally, settled
 from .stream_client import ChatConnection
@@ -35,7 +33,6 @@ _DEFAULT_PLAN = LevelPlan()
 
 
 async def run_level(
-    http: httpx.AsyncClient | None,
     target: Target,
     payload: bytes,
     concurrency: int,
@@ -48,13 +45,12 @@ async def run_level(
 ) -> Level:
     """Measure ``concurrency`` closed-loop chats until the verdict is settled, then judge them.
 
-    ``http`` None: each chat has a connection of its own from the lean client
+    Each chat has a connection of its own from the lean client
     (:mod:`lmreg_nb.probe.stream_client`, or ``connect``), whose request in
-    flight shows its first token as it comes; else the requests go through
-    ``http`` (httpx), and a request in flight counts as not known yet.
+    flight shows its first token as it comes.
     ``on_progress(requests finished)`` is called about twice a second.
     """
-    run = _LevelRun(http, target, payload, plan, slo, concurrency, connect)
+    run = _LevelRun(target, payload, plan, slo, concurrency, connect)
     now = await run.run(on_progress)
     _cut_soft(run.samples, finish_seen)
     duration = now - run.start
@@ -82,8 +78,8 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-def _first_token(conn: Connection | None) -> float | None:
-    ex = conn.current if conn is not None else None
+def _first_token(conn: Connection) -> float | None:
+    ex = conn.current
     return ex.times[0] if ex is not None and ex.times else None
 
 
@@ -92,7 +88,6 @@ class _LevelRun:
 
     def __init__(
         self,
-        http: httpx.AsyncClient | None,
         target: Target,
         payload: bytes,
         plan: LevelPlan,
@@ -100,11 +95,11 @@ class _LevelRun:
         concurrency: int,
         connect: Callable[[Target, bytes], Connection],
     ) -> None:
-        self.http, self.target, self.payload = http, target, payload
+        self.target, self.payload = target, payload
         self.plan, self.slo, self.concurrency, self.connect = plan, slo, concurrency, connect
         self.start = time.perf_counter()
         self.samples: list[Sample] = []
-        self.live: dict[int, tuple[float, Connection | None]] = {}  # worker -> (due, conn)
+        self.live: dict[int, tuple[float, Connection]] = {}  # worker -> (due, conn)
         self.fast = self.slow = self.errors = 0  # finished requests, classified
         self.wake = asyncio.Event()  # set by a worker at the ceiling
 
@@ -175,24 +170,18 @@ class _LevelRun:
     async def worker(self, index: int) -> None:
         """One chat in a closed loop until the level ends (cancelled) or reaches its ceiling."""
         due = self.start
-        http = self.http
         ceiling = self.plan.ceiling(self.concurrency)
-        conn = self.connect(self.target, self.payload) if http is None else None
+        conn = self.connect(self.target, self.payload)
         try:
             while len(self.samples) < ceiling:
                 self.live[index] = (due, conn)
-                if conn is not None:
-                    ex = await conn.send()
-                else:
-                    assert http is not None
-                    ex = await send(http, self.target, self.payload, stream=True)
+                ex = await conn.send()
                 del self.live[index]
                 self._add(to_sample(ex, due, self.start))
                 due = ex.t_end  # closed loop: the next request is due when this one ends
             self.wake.set()  # the ceiling: the level ends now
         finally:
-            if conn is not None:
-                conn.close()
+            conn.close()
 
     async def run(self, on_progress: Callable[[int], None] | None) -> float:
         """Run the workers until :meth:`done`; cut what still runs. Returns when it ended."""

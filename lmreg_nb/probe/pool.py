@@ -4,8 +4,8 @@ Used by `lmreg-nb watch`, whose rounds call hundreds of registered models at onc
 
 httpcore's pool (1.0.x) rescans every connection, and for each idle one counts
 them all again, whenever a request starts or ends: its cost grows with the
-square of the pool size, and at 128 connections it dominated the load
-generator's CPU time. This transport splits the connections over shards of at
+square of the pool size, and at 128 connections it dominated the CPU time of the
+load test that once ran on httpx. This transport splits the connections over shards of at
 most ``SHARD`` (8) connections, each an ordinary ``httpx.AsyncHTTPTransport`` (so
 connection handling, TLS and error mapping stay httpx's own), and sends each
 request to the shard with the fewest requests in flight. With at most

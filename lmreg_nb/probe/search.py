@@ -118,9 +118,7 @@ async def run_search(
             return None
         level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
         search.progress(Progress(c))
-        # http None: each chat gets a connection of its own from the lean client.
         level = await run_level(
-            None,
             target,
             payload,
             c,

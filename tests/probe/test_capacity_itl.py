@@ -63,7 +63,7 @@ def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> No
 
     async def level_itl() -> float | None:
         slo, plan = SLO(ttft_ms=60_000), LevelPlan(min_seconds=1.0)
-        level = await run_level(None, target, payload, 32, slo, plan)
+        level = await run_level(target, payload, 32, slo, plan)
         assert level.errors == 0 and level.requests >= 64
         return level.itl_ms["p50"]
 

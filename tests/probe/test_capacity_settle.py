@@ -136,7 +136,6 @@ def _level(
     async def measure() -> tuple:
         started = time.perf_counter()
         level = await run_level(
-            None,
             TARGET,
             b"{}",
             concurrency,
