@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext, pgettext
+from ..probe.metrics import answer_wait_sentence
 from ..severity import severity_label
 from ..summary import CAPACITY_STEP, CapacityRecord, Step, Summary, step_label
 
@@ -121,12 +122,7 @@ def answer_sentence(perf: Mapping[str, Any]) -> str:
     """Which first-token time students feel, when the record has both; else ""."""
     if not isinstance(perf.get("first_answer_ms"), Mapping):
         return ""  # an older record
-    # The same words as the probe's report (lmreg_nb.probe.metrics.answer_wait_sentence).
-    return _(
-        "Students feel the time to the first answer token (first_answer_ms): a reasoning "
-        "model's thinking is not shown to them. The time to first token (ttft_ms) counts "
-        "any token, thinking included; for a model that does not reason the two are the same."
-    )
+    return answer_wait_sentence()  # the probe report's words
 
 
 def single_request(perf: Mapping[str, Any]) -> bool:
