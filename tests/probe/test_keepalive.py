@@ -14,14 +14,13 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from keepalive_peers import PIECES, keepalive_peer
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.capacity import LevelPlan, find_capacity
 from lmreg_nb.probe.exchange import chat_body
 from lmreg_nb.probe.load import run_load
 from lmreg_nb.probe.stream_client import ChatConnection
-
-from keepalive_peers import PIECES, keepalive_peer
 
 pytestmark = pytest.mark.timeout(60)
 
