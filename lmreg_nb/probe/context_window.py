@@ -348,6 +348,12 @@ def _advice(found: ContextFinding, long: Exchange) -> str:
             "model with a longer one"
         ).format(need=need, fix=_fix())
     per_slot = server.per_slot or refused_slot(long)
+    if server.trained is not None and server.trained < need:
+        return _(
+            "the model itself takes at most {trained} tokens (n_ctx_train): llama.cpp caps "
+            "every slot there, whatever -c says. Serve a model made for prompts of {need} "
+            "tokens or more"
+        ).format(trained=server.trained, need=need)
     if server.slots is not None and per_slot is not None:
         return _(
             "llama.cpp's server splits its context (-c) among its {slots} parallel slots "

@@ -7,11 +7,14 @@ The context-window check's advice must say so, or a school raises ``-c`` it
 already set. The server shows itself by its replies (``system_fingerprint``
 ``b<build>-<commit>``, a ``timings`` object, the error type
 ``exceed_context_size_error`` with the slot's ``n_ctx``) and tells its slots
-on ``GET /props`` (``total_slots``, ``default_generation_settings.n_ctx``).
+on ``GET /props`` (``total_slots``, ``default_generation_settings.n_ctx``)
+and the model's own limit on ``GET /v1/models`` (``meta.n_ctx_train``): a slot
+never holds more than the model was trained for, whatever ``-c`` says.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +22,7 @@ from typing import Any
 import httpx
 
 from .exchange import Exchange
-from .golive import get_json
+from .golive import get_json, models_url
 from .target import Target
 
 __all__ = ["Slots", "is_llamacpp", "props_url", "read_slots"]
@@ -36,6 +39,7 @@ class Slots:
 
     slots: int | None = None
     per_slot: int | None = None
+    trained: int | None = None  # the model's n_ctx_train: the cap of every slot
 
 
 def _count(value: Any) -> int | None:
@@ -80,12 +84,26 @@ def props_url(chat_url: str) -> str | None:
 async def read_slots(client: httpx.AsyncClient, target: Target, seen: Exchange) -> Slots:
     """The slots as ``GET /props`` tells them, else as the refusal ``seen`` does."""
     per_slot = refused_slot(seen)
-    url = props_url(target.url)
-    if url is None:
+    props, listing = props_url(target.url), models_url(target.url)
+    if props is None or listing is None:
         return Slots(None, per_slot)
-    _status, body, _failure = await get_json(client, target, url, MAX_PROPS_BYTES)
+    (_s, body, _f), (_s2, models, _f2) = await asyncio.gather(
+        get_json(client, target, props, MAX_PROPS_BYTES),
+        get_json(client, target, listing, MAX_PROPS_BYTES),
+    )
+    trained = _trained(models, target.model)
     if not isinstance(body, dict):
-        return Slots(None, per_slot)
+        return Slots(None, per_slot, trained)
     settings = body.get("default_generation_settings")
     told = _count(settings.get("n_ctx")) if isinstance(settings, dict) else None
-    return Slots(_count(body.get("total_slots")), told or per_slot)
+    return Slots(_count(body.get("total_slots")), told or per_slot, trained)
+
+
+def _trained(listing: Any, model: str) -> int | None:
+    """``meta.n_ctx_train`` of ``model`` (or of the only model) in llama-server's /v1/models."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return None
+    entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("meta"), dict)]
+    named = [e for e in entries if e.get("id") == model] or (entries if len(entries) == 1 else [])
+    return _count(named[0]["meta"].get("n_ctx_train")) if named else None

@@ -31,12 +31,18 @@ def english() -> Iterator[None]:
     i18n.set_language("en")
 
 
-def _llama_server(per_slot: int, slots: int | None, *, fingerprint: str = "b1-0c1e570"):
+def _llama_server(
+    per_slot: int, slots: int | None, *, fingerprint: str = "b1-0c1e570", trained: int = 131072
+):
     gets: list[str] = []
 
     def handle(request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
             gets.append(request.url.path)
+            if request.url.path == "/v1/models":
+                meta = {"n_ctx": per_slot, "n_ctx_train": trained, "n_vocab": 2048}
+                entry = {"id": "tiny-llama", "object": "model", "meta": meta}
+                return httpx.Response(200, json={"object": "list", "data": [entry]})
             if request.url.path == "/props" and slots is not None:
                 settings = {"n_ctx": per_slot, "n_predict": -1}
                 return httpx.Response(
@@ -83,7 +89,15 @@ def test_a_refusal_names_the_slots_and_the_split() -> None:
     assert "4 parallel slots (-np 4), so each request gets 2048 tokens" in row.detail
     assert "raise -c to at least 32000 (4 x 8000)" in row.detail
     assert "--kv-unified" in row.detail and "vLLM" not in row.detail
-    assert gets == ["/props"]
+    assert sorted(gets) == ["/props", "/v1/models"]
+
+
+def test_a_model_trained_for_less_is_not_fixed_by_raising_c() -> None:
+    # llama-server caps each slot at the model's n_ctx_train (a tiny model: 2048).
+    handler, _gets = _llama_server(2048, 4, trained=2048)
+    row = _row(handler)
+    assert "the model itself takes at most 2048 tokens (n_ctx_train)" in row.detail
+    assert "raise -c" not in row.detail
 
 
 def test_without_props_the_refusal_still_tells_the_slot() -> None:
