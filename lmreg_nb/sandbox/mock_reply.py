@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 
+from .mock_compute import prompt_tokens
+
 if TYPE_CHECKING:
     from .school_model import MockModelConfig
 
@@ -126,7 +128,8 @@ class _Reply:
         self.id = ("chatcmpl-" if chat else "cmpl-") + secrets.token_hex(12)
         self.created = int(time.time())
         self.object = "chat.completion" if chat else "text_completion"
-        self.prompt_tokens = _count_prompt(body, chat)
+        self.prompt = _prompt(body, chat)  # its tokens, for the prefill and the prefix cache
+        self.prompt_tokens = len(self.prompt)
         self.pace: Callable[[int], float] | None = None  # set under a decode slowdown
 
     def think(self, quirks: frozenset[str]) -> None:
@@ -204,14 +207,23 @@ class _Reply:
         return {"content": text} if self.chat else text
 
 
-def _count_prompt(body: dict[str, Any], chat: bool) -> int:
+def _prompt(body: dict[str, Any], chat: bool) -> list[str]:
+    """The prompt's tokens as :func:`~.mock_compute.tokenize` counts them (at least one)."""
     if chat:
         messages = body.get("messages") or []
-        text = " ".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
+        texts = [_text(m.get("content")) for m in messages if isinstance(m, dict)]
     else:
         prompt = body.get("prompt")
-        text = " ".join(prompt) if isinstance(prompt, list) else str(prompt or "")
-    return max(1, len(text.split()))
+        texts = [str(p) for p in prompt] if isinstance(prompt, list) else [str(prompt or "")]
+    return prompt_tokens(texts) or [""]
+
+
+def _text(content: object) -> str:
+    """A message's text: a string, or the text parts of a list of parts."""
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return " ".join(p for p in parts if isinstance(p, str))
+    return str(content or "")
 
 
 async def _sleep_until(deadline: float) -> None:

@@ -17,6 +17,10 @@
   depend on when its reply began. The cut stream sends
   ``data: [DONE]`` right after its last content chunk, with no
   ``finish_reason``, and ends.
+- **Compute** (``prefill_tokens_per_s``, ``prefix_cache``, ``kv_tokens``): a
+  request first waits for KV room, then for a slot; its first token is then
+  due ``ttft_ms`` after its prefill ends in the one prefill queue. See
+  :mod:`lmreg_nb.sandbox.mock_compute`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Protocol
+
+from .mock_compute import KvRoom, Prefill
 
 __all__ = ["Load", "Paced"]
 
@@ -37,6 +43,8 @@ class Paced(Protocol):
     ttft: float
     itl: float
     pace: Callable[[int], float] | None
+    prompt: list[str]  # the prompt's tokens
+    tokens: list[str]  # the reply's tokens
 
 
 class Pace:
@@ -65,10 +73,21 @@ class Pace:
 class Load:
     """One mock's shared state: its slots, the streams in progress, the slowdown."""
 
-    def __init__(self, slots: int = 0, slowdown: float = 0.0) -> None:
+    def __init__(
+        self,
+        slots: int = 0,
+        slowdown: float = 0.0,
+        *,
+        prefill_tokens_per_s: float = 0.0,
+        prefix_cache: bool = False,
+        kv_tokens: int = 0,
+    ) -> None:
         self.slots = slots
         self.slowdown = slowdown
         self._gate = asyncio.Semaphore(slots) if slots > 0 else None
+        self._kv = KvRoom(kv_tokens) if kv_tokens > 0 else None
+        computes = prefill_tokens_per_s > 0 or prefix_cache
+        self._prefill = Prefill(prefill_tokens_per_s, prefix_cache) if computes else None
         self._cut: set[asyncio.Event] = set()  # one event per stream that a newcomer cuts
         self.active = 0
 
@@ -78,14 +97,31 @@ class Load:
 
     @contextlib.asynccontextmanager
     async def slot(self, reply: Paced) -> AsyncIterator[None]:
-        """Hold a slot while a reply is produced; its clock starts when the slot is got."""
+        """Hold KV room and a slot while a reply is produced; its clock starts when it has both.
+
+        With a prefill queue the clock starts when the prompt's prefill ends.
+        """
+        kv, need = self._kv, len(reply.prompt) + len(reply.tokens)
+        if kv is not None:
+            await kv.acquire(need)
+        try:
+            async with self._slot(reply):
+                yield
+        finally:
+            if kv is not None:
+                kv.release(need)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, reply: Paced) -> AsyncIterator[None]:
         gate = self._gate
         if gate is not None:
             await gate.acquire()
         self.active += 1
         try:
-            if gate is not None:
+            if gate is not None or self._kv is not None:
                 reply.t0 = time.monotonic()  # the queue wait counts before the first token
+            if self._prefill is not None:
+                reply.t0 = self._prefill.schedule(reply.prompt, reply.t0)
             if self.slowdown:
                 reply.pace = Pace(reply, self)
             yield

@@ -67,7 +67,9 @@ text-errors, which are warnings):
 ``ignore-max-tokens``   ``max_tokens`` / ``max_completion_tokens`` are ignored
 ======================  =====================================================
 
-``context_window`` (N tokens, 0: none; a prompt's tokens are its words): a
+``context_window`` (N tokens, 0: none; a prompt's tokens as
+:func:`lmreg_nb.sandbox.mock_compute.tokenize` counts them: one per CJK
+character, one per four characters of other words): a
 prompt of more than N tokens, or with ``max_tokens`` more than N in all, gets
 vLLM's 400 "This model's maximum context length is N tokens. However, you
 requested ..." (with ``truncate-prompt``: answered, ``usage.prompt_tokens``
@@ -81,7 +83,9 @@ served and ``GET /v1/models`` answers 404. :func:`serving` takes a
 certificate and key to serve https.
 
 Saturation like a real server's (a slot limit, a decode slowdown under load):
-see :mod:`lmreg_nb.sandbox.saturation`.
+see :mod:`lmreg_nb.sandbox.saturation`. Compute like a GPU's (a prefill queue
+at R tokens a second, a prefix cache, a KV budget): see
+:mod:`lmreg_nb.sandbox.mock_compute`.
 
 Also served: ``GET /health`` and ``GET /v1/models``. Ways to run it:
 :func:`create_app` (the ASGI app, for uvicorn or the sandbox command), and
@@ -176,6 +180,9 @@ class MockModelConfig:
     slowdown: float = 0.0  # each gap is itl_ms * (1 + slowdown * (streams in progress - 1))
     served: tuple[str, ...] = ()  # model names served (empty: any name)
     context_window: int = 0  # tokens of prompt + max_tokens accepted (0: no limit)
+    prefill_tokens_per_s: float = 0.0  # one FCFS prefill queue (0: free); see mock_compute.py
+    prefix_cache: bool = False  # a prompt's start seen before costs no prefill
+    kv_tokens: int = 0  # prompt + reply tokens in flight at once (0: no limit)
 
     def __post_init__(self) -> None:
         unknown = set(self.quirks) - QUIRKS
@@ -187,6 +194,8 @@ class MockModelConfig:
             raise ValueError("ttft_ms, itl_ms and tokens must not be negative")
         if self.slots < 0 or self.slowdown < 0 or self.context_window < 0:
             raise ValueError("slots, slowdown and context_window must not be negative")
+        if not self.prefill_tokens_per_s >= 0 or self.kv_tokens < 0:  # NaN fails too
+            raise ValueError("prefill_tokens_per_s and kv_tokens must not be negative")
 
 
 async def _wait_for_disconnect(request: Request) -> None:
@@ -225,7 +234,13 @@ def _key_ok(request: Request, config: MockModelConfig, quirks: frozenset[str]) -
 
 def create_app(config: MockModelConfig) -> Starlette:
     """The mock's ASGI app (Starlette); serve it with uvicorn."""
-    load = Load(config.slots, config.slowdown)
+    load = Load(
+        config.slots,
+        config.slowdown,
+        prefill_tokens_per_s=config.prefill_tokens_per_s,
+        prefix_cache=config.prefix_cache,
+        kv_tokens=config.kv_tokens,
+    )
 
     async def chat_completions(request: Request) -> Response:
         return await _handle(request, config, load, chat=True)
@@ -306,6 +321,7 @@ def _context_refusal(window: int, reply: _Reply, quirks: frozenset[str]) -> Resp
         return None
     if "truncate-prompt" in quirks:
         reply.prompt_tokens = min(prompt, window)
+        reply.prompt = reply.prompt[:window]
         return None
     return _error(
         400,
