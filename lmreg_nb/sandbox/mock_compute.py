@@ -18,8 +18,10 @@
   automatic prefix caching does); a prompt reuses its longest run of leading
   blocks already known. At most :data:`CACHE_BLOCKS` blocks are kept, the
   least recently used leaving first, so memory stays bounded. A prompt's
-  blocks count as known from its turn in the queue on: whoever is queued
-  behind it finds them computed when its own prefill starts.
+  blocks, and its reply's after them, count as known from its turn in the
+  queue on: whoever is queued behind it finds them computed when its own
+  prefill starts, and a conversation's next turn (the history, then a new
+  question) pays only for its new question, as on vLLM.
 - **KV room** (``kv_tokens`` = N, 0: unlimited): prompt and reply tokens of
   the requests in flight at once stay within N; a request that would pass N
   waits (first come, first served) until enough room frees. A request larger
@@ -83,15 +85,14 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._blocks)
 
-    def take(self, tokens: list[str]) -> int:
-        """Tokens of ``tokens``' start already cached; then remember all its blocks."""
+    def take(self, tokens: list[str], then: list[str] | None = None) -> int:
+        """Tokens of ``tokens``' start already cached; then remember its blocks (``then``'s too)."""
         hit = 0
-        hashes = self._hashes(tokens)
-        for h in hashes:
+        for h in self._hashes(tokens):
             if h not in self._blocks:
                 break
             hit += BLOCK
-        for h in hashes:
+        for h in self._hashes(tokens + then if then else tokens):
             self._blocks[h] = None
             self._blocks.move_to_end(h)
         while len(self._blocks) > self.capacity:
@@ -107,10 +108,15 @@ class Prefill:
         self.cache = PrefixCache() if prefix_cache else None
         self._free_at = 0.0  # monotonic time the prefill engine is next free
 
-    def schedule(self, tokens: list[str], now: float | None = None) -> float:
-        """Queue a prompt's prefill; the monotonic time it ends (``now`` if it costs nothing)."""
+    def schedule(self, tokens: list[str], now: float | None = None, reply: str = "") -> float:
+        """Queue a prompt's prefill; the monotonic time it ends (``now`` if it costs nothing).
+
+        ``reply``: the text that will follow it, cached after it (a next turn sends it back).
+        """
         now = time.monotonic() if now is None else now
-        cached = self.cache.take(tokens) if self.cache is not None else 0
+        cached = 0
+        if self.cache is not None:
+            cached = self.cache.take(tokens, tokenize(reply) if reply else None)
         new = max(len(tokens) - cached, 0)
         if self.rate <= 0 or new == 0:
             return now

@@ -121,7 +121,8 @@ class Load:
             if gate is not None or self._kv is not None:
                 reply.t0 = time.monotonic()  # the queue wait counts before the first token
             if self._prefill is not None:
-                reply.t0 = self._prefill.schedule(reply.prompt, reply.t0)
+                text = "".join(reply.tokens)  # what a next turn sends back as history
+                reply.t0 = self._prefill.schedule(reply.prompt, reply.t0, text)
             if self.slowdown:
                 reply.pace = Pace(reply, self)
             yield

@@ -16,10 +16,17 @@ import httpx
 import openai
 import pytest
 
-from lmreg_nb.sandbox.mock_compute import BLOCK, KvRoom, Prefill, PrefixCache, tokenize
+from lmreg_nb.sandbox.mock_compute import (
+    BLOCK,
+    KvRoom,
+    Prefill,
+    PrefixCache,
+    prompt_tokens,
+    tokenize,
+)
 from lmreg_nb.sandbox.mock_serving import _config_env, app_from_env
 from lmreg_nb.sandbox.process import running_sandbox
-from lmreg_nb.sandbox.school_model import MockModelConfig, create_app
+from lmreg_nb.sandbox.school_model import MockModelConfig, create_app, reply_tokens
 
 KEY = "sk-mock-compute-0123456789"
 LESSON = "图书馆每天早上八点开门，同学们可以在这里安静地读书。" * 40  # 1,040 CJK tokens
@@ -115,6 +122,15 @@ def test_the_prefix_cache_charges_only_the_new_blocks_and_stays_bounded() -> Non
     cache.take([str(k) for k in range(10 * BLOCK)])
     assert len(cache) == 4
     assert cache.take([str(k) for k in range(BLOCK)]) == 0  # its first block left first
+
+
+def test_a_next_turn_pays_only_for_its_new_question() -> None:
+    lesson, answer = tokenize(LESSON), "".join(reply_tokens(64))
+    prefill = Prefill(rate=1000, prefix_cache=True)
+    first = prefill.schedule([*lesson, "问"], now=0.0, reply=answer)
+    turn_two = prompt_tokens([LESSON, "问", answer, "再问一个问题，谢谢老师。"])
+    cost = prefill.schedule(turn_two, now=first) - first
+    assert cost <= (BLOCK + 12) / 1000  # at most the last partial block and the new question
 
 
 def test_kv_room_admits_in_arrival_order() -> None:
