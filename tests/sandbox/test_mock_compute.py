@@ -16,7 +16,9 @@ import httpx
 import openai
 import pytest
 
-from lmreg_nb.sandbox.mock_compute import (
+from lmreg_nb.sandbox.process import running_sandbox
+from lmreg_nb.sandbox.school_model import MockModelConfig, app_from_env, create_app, reply_tokens
+from lmreg_nb.sandbox.school_model.compute import (
     BLOCK,
     KvRoom,
     Prefill,
@@ -24,9 +26,7 @@ from lmreg_nb.sandbox.mock_compute import (
     prompt_tokens,
     tokenize,
 )
-from lmreg_nb.sandbox.mock_serving import _config_env, app_from_env
-from lmreg_nb.sandbox.process import running_sandbox
-from lmreg_nb.sandbox.school_model import MockModelConfig, create_app, reply_tokens
+from lmreg_nb.sandbox.school_model.serve import config_env
 
 KEY = "sk-mock-compute-0123456789"
 LESSON = "图书馆每天早上八点开门，同学们可以在这里安静地读书。" * 40  # 1,040 CJK tokens
@@ -193,10 +193,10 @@ def test_the_new_knobs_go_through_the_environment_and_are_checked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     config = _config(prefill_tokens_per_s=1234.5, prefix_cache=True, kv_tokens=4096)
-    for name, value in _config_env(config).items():
+    for name, value in config_env(config).items():
         monkeypatch.setenv(name, value)
     assert app_from_env() is not None
-    env = _config_env(config)
+    env = config_env(config)
     assert env["LMREG_MOCK_PREFILL_TOKENS_PER_S"] == "1234.5"
     assert env["LMREG_MOCK_PREFIX_CACHE"] == "1" and env["LMREG_MOCK_KV_TOKENS"] == "4096"
     with pytest.raises(ValueError, match="prefill_tokens_per_s"):

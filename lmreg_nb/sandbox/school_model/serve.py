@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from starlette.applications import Starlette
 
-from .school_model import MockModelConfig, create_app, parse_quirks
+from .app import MockModelConfig, create_app, parse_quirks
 
-__all__ = ["app_from_env", "serving", "serving_process"]
+__all__ = ["app_from_env", "config_env", "serving", "serving_process"]
 
 
 def app_from_env() -> Starlette:
@@ -94,7 +94,7 @@ def serving(
         sock.close()
 
 
-def _config_env(config: MockModelConfig) -> dict[str, str]:
+def config_env(config: MockModelConfig) -> dict[str, str]:
     return {
         "LMREG_MOCK_API_KEY": config.api_key,
         "LMREG_MOCK_TTFT_MS": repr(config.ttft_ms),
@@ -130,7 +130,7 @@ def serving_process(
         "--host", host, "--port", str(port), "--workers", str(workers),
         "--log-level", "warning", "--backlog", "2048", "--timeout-graceful-shutdown", "2",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, **_config_env(config)})
+    proc = subprocess.Popen(cmd, env={**os.environ, **config_env(config)})
     base = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + timeout

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 
-from .mock_compute import prompt_tokens
+from .compute import prompt_tokens
 
 if TYPE_CHECKING:
-    from .school_model import MockModelConfig
+    from .app import MockModelConfig
 
 _SENTENCE = (
     "The quick brown fox jumps over the lazy dog while the school model "

@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Protocol
 
-from .mock_compute import KvRoom, Prefill
+from .compute import KvRoom, Prefill
 
 __all__ = ["Load", "Paced"]
 

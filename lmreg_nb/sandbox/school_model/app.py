@@ -110,7 +110,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .mock_reply import (
+from .reply import (
     _asks_chinese,
     _chinese_tokens,
     _error,
