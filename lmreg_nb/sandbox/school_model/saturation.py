@@ -20,7 +20,7 @@
 - **Compute** (``prefill_tokens_per_s``, ``prefix_cache``, ``kv_tokens``): a
   request first waits for KV room, then for a slot; its first token is then
   due ``ttft_ms`` after its prefill ends in the one prefill queue. See
-  :mod:`lmreg_nb.sandbox.mock_compute`.
+  :mod:`lmreg_nb.sandbox.school_model.compute`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ __all__ = ["Load", "Paced"]
 
 
 class Paced(Protocol):
-    """What the load model needs of a reply (``mock_reply._Reply``)."""
+    """What the load model needs of a reply (:class:`~.reply.Reply`)."""
 
     t0: float
     ttft: float

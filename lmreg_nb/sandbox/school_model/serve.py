@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 from starlette.applications import Starlette
 
-from .app import MockModelConfig, create_app, parse_quirks
+from .app import create_app
+from .config import MockModelConfig, parse_quirks
 
 __all__ = ["app_from_env", "config_env", "serving", "serving_process"]
 
