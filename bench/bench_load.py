@@ -110,8 +110,7 @@ def generate(tree: str, url: str, concurrency: int, requests: int) -> tuple[floa
 
 
 def main(baseline: str | None) -> None:
-    from lmreg_nb.sandbox.mock_serving import serving_process
-    from lmreg_nb.sandbox.school_model import MockModelConfig
+    from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
     config = MockModelConfig(api_key=KEY, ttft_ms=0, itl_ms=0, tokens=TOKENS)
     trees = {"lmreg_nb": str(HERE)}
