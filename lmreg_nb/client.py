@@ -28,6 +28,7 @@ import httpx
 
 from . import validate
 from ._tls import tls_context
+from .confusables import refuse_look_alike
 from .envelope import (
     HOPELESS,
     NEVER_SENT,
@@ -299,8 +300,11 @@ class RegistryClient:
         Returns the model and ``"registered"`` or ``"updated"``.
         """
         name = validate.check_model_name(draft.model_name)
-        existing = self.find_model(name=name)
+        models = self.query_models()
+        key = model_name_key(name)
+        existing = next((m for m in models if model_name_key(m.model_name) == key), None)
         if existing is None:
+            refuse_look_alike(name, [m.model_name for m in models])
             try:
                 return self.register_model(draft), "registered"
             except ConflictError:
