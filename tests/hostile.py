@@ -97,6 +97,13 @@ DISGUISES: dict[str, Callable[[str], str]] = {
     "7-char-pieces-fullwidth": lambda k: _pieces(_fullwidth(k), sep=" | "),
     "bidi-isolates": lambda k: "\u2066" + "\u2069\u2066".join(_pieces(k, 4, "")) + "\u2069",
 }
+#: Disguises only a renderer undoes (Jupyter's and nbconvert's ANSI colours): served by
+#: ``/disguise/NAME/`` too, kept apart because plain text does not read as the key.
+RENDERED_DISGUISES: dict[str, Callable[[str], str]] = {
+    "ansi-reset": lambda k: "\x1b[0m".join(k),
+    "ansi-colours": lambda k: "".join(f"\x1b[3{i % 8}m{c}" for i, c in enumerate(k)) + "\x1b[0m",
+    "osc-title": lambda k: "\x1b]0;x\x07".join(k),
+}
 
 
 def _chunk(text: str) -> bytes:
@@ -311,7 +318,7 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def do_disguise(self, sock: socket.socket, headers: dict, body: dict) -> None:
         key = headers.get("authorization", "").removeprefix("Bearer ")
-        disguised = DISGUISES[self.variant](key)
+        disguised = {**DISGUISES, **RENDERED_DISGUISES}[self.variant](key)
         # Two characters per event: a piece never arrives whole in one chunk.
         chunks = [disguised[i : i + 2] for i in range(0, len(disguised), 2)]
         stop = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
