@@ -19,6 +19,11 @@ Then one prompt of ``need`` tokens, ``max_tokens`` 1:
   shortest refused, so the detail says how long a prompt the server takes;
 - no answer in time: an error with the plain reason, no search.
 
+llama.cpp's own server gives each request one of its parallel slots, a share of
+``-c`` (:mod:`lmreg_nb.probe.llamacpp`): when the replies show it is that
+server, ``GET /props`` tells the slots, the detail names them and the advice
+is about the split (raise ``-c`` to slots x need, fewer slots, ``--kv-unified``).
+
 The whole search stays within ``budget`` seconds.
 """
 
@@ -32,10 +37,11 @@ from dataclasses import dataclass, field
 import httpx
 
 from ..errors import ValidationError
-from ..i18n import _
+from ..i18n import _, clauses, ngettext
 from .checks import CheckResult
 from .exchange import Exchange, chat_body, send
 from .function_checks import server_said
+from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
 from .target import Target
 
 __all__ = [
@@ -112,6 +118,7 @@ class ContextFinding:
     shortest_refused: int | None = None  # words of the shortest prompt refused
     seconds: float = 0.0
     stopped: bool = False  # the budget ran out
+    server: Slots | None = None  # llama.cpp's slots, when the replies show that server
 
     @property
     def estimate(self) -> bool:
@@ -206,6 +213,8 @@ async def _search(client: httpx.AsyncClient, target: Target, found: ContextFindi
     lo = found.longest_ok or CALIBRATION[0]
     hi = found.long_words = found.words(found.need)
     found.long = await _ask(client, target, hi)
+    if any(is_llamacpp(ex) for ex in (small, large, found.long)):
+        found.server = await read_slots(client, target, found.long)
     if _answered(found.long):
         found.answered(found.long, hi, fit=False)  # its count is what is judged
         return
@@ -271,15 +280,19 @@ def context_row(found: ContextFinding) -> CheckResult:
                     "least {need} tokens ({fix})"
                 ).format(sent=found.sent, counted=counted, need=need, fix=_fix()),
             )
+        answered = _("a prompt of {tokens} tokens ({how}; {need} needed) was answered in {ms} ms")
         return CheckResult(
             "context-window",
             True,
             "error",
-            _("a prompt of {tokens} tokens ({how}; {need} needed) was answered in {ms} ms").format(
-                tokens=counted or found.sent,
-                how=how,
-                need=need,
-                ms=f"{(long.latency or 0) * 1000:.0f}",
+            _joined(
+                answered.format(
+                    tokens=counted or found.sent,
+                    how=how,
+                    need=need,
+                    ms=f"{(long.latency or 0) * 1000:.0f}",
+                ),
+                _slots_told(found.server),
             ),
         )
     if long.failure == "timeout":
@@ -296,22 +309,65 @@ def context_row(found: ContextFinding) -> CheckResult:
         if found.stopped
         else ""
     )
-    return _fail(
-        _(
-            "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
-            "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
-            "was refused{stopped}. Raise the model's context window to at least {need} tokens "
-            "({fix}), or serve a model with a longer one"
-        ).format(
-            sent=found.sent,
-            how=how,
-            seen=server_said(long),
-            longest=found.tokens(longest) if longest is not None else "?",
-            refused=found.tokens(found.shortest_refused or found.long_words),
-            stopped=stopped,
-            need=need,
-            fix=_fix(),
-        )
+    refused = _(
+        "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
+        "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
+        "was refused{stopped}"
+    ).format(
+        sent=found.sent,
+        how=how,
+        seen=server_said(long),
+        longest=found.tokens(longest) if longest is not None else "?",
+        refused=found.tokens(found.shortest_refused or found.long_words),
+        stopped=stopped,
+    )
+    return _fail(_joined(refused, _advice(found, long)))
+
+
+def _joined(*parts: str) -> str:
+    return clauses(part for part in parts if part)
+
+
+def _slots_told(server: Slots | None) -> str:
+    """The llama.cpp slots, as the server told them ("" when it did not)."""
+    if server is None or server.slots is None or server.per_slot is None:
+        return ""
+    return ngettext(
+        "llama.cpp server with {slots} parallel slot of {tokens} tokens",
+        "llama.cpp server with {slots} parallel slots of {tokens} tokens each",
+        server.slots,
+    ).format(slots=server.slots, tokens=server.per_slot)
+
+
+def _advice(found: ContextFinding, long: Exchange) -> str:
+    """What to change: the split of llama.cpp's slots when it is that server, else the window."""
+    need, server = found.need, found.server
+    if server is None:
+        return _(
+            "raise the model's context window to at least {need} tokens ({fix}), or serve a "
+            "model with a longer one"
+        ).format(need=need, fix=_fix())
+    per_slot = server.per_slot or refused_slot(long)
+    if server.trained is not None and server.trained < need:
+        return _(
+            "the model itself takes at most {trained} tokens (n_ctx_train): llama.cpp caps "
+            "every slot there, whatever -c says. Serve a model made for prompts of {need} "
+            "tokens or more"
+        ).format(trained=server.trained, need=need)
+    if server.slots is not None and per_slot is not None:
+        return _(
+            "llama.cpp's server splits its context (-c) among its {slots} parallel slots "
+            "(-np {slots}), so each request gets {per_slot} tokens: raise -c to at least "
+            "{total} ({slots} x {need}), run fewer slots (-np), or add --kv-unified (the slots "
+            "share one context)"
+        ).format(slots=server.slots, per_slot=per_slot, total=server.slots * need, need=need)
+    return _(
+        "llama.cpp's server splits its context (-c) among its parallel slots (-np), so each "
+        "request gets -c divided by -np tokens{here}: raise -c to at least the number of slots "
+        "x {need}, run fewer slots (-np), or add --kv-unified (the slots share one context)"
+    ).format(
+        need=need,
+        here=_(" ({per_slot} here)").format(per_slot=per_slot) if per_slot is not None else "",
     )
 
 

@@ -175,11 +175,14 @@ class ModelList:
     failure: str = ""
 
 
-async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | None:
-    """GET /v1/models with the key; None when the URL has no such sibling."""
-    url = models_url(target.url)
-    if url is None:
-        return None
+async def get_json(
+    client: httpx.AsyncClient, target: Target, url: str, most: int = MAX_MODEL_LIST_BYTES
+) -> tuple[int | None, Any, str]:
+    """GET ``url`` with the key: (status, the JSON of a 2xx answer or None, why it failed).
+
+    Bounded: at most ``most`` bytes, inflated with a bound (an answer may be a
+    gzip bomb, or never end), within twice the target's timeout.
+    """
     raw = bytearray()
     try:
         async with (
@@ -188,19 +191,28 @@ async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | 
         ):
             status = reply.status_code
             if status // 100 == 2:
-                # Inflated with a bound, capped: an answer may be a gzip bomb, or never end.
-                async for chunk in ainflated(reply, MAX_MODEL_LIST_BYTES):
+                async for chunk in ainflated(reply, most):
                     raw += chunk
-                    if len(raw) > MAX_MODEL_LIST_BYTES:
-                        return ModelList(status, None, _("too large"))
+                    if len(raw) > most:
+                        return status, None, _("too large")
     except (httpx.HTTPError, TimeoutError, DecodingError) as exc:
-        return ModelList(None, None, snippet(str(exc), 120) or type(exc).__name__)
-    body: Any = None
-    if status // 100 == 2:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
+        return None, None, snippet(str(exc), 120) or type(exc).__name__
+    if status // 100 != 2:
+        return status, None, ""
+    try:
+        return status, json.loads(raw), ""
+    except ValueError:
+        return status, None, ""
+
+
+async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | None:
+    """GET /v1/models with the key; None when the URL has no such sibling."""
+    url = models_url(target.url)
+    if url is None:
+        return None
+    status, body, failure = await get_json(client, target, url)
+    if status is None or failure:
+        return ModelList(status, None, failure)
     return ModelList(status, model_ids(body) if status // 100 == 2 else None)
 
 

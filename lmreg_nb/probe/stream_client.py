@@ -17,6 +17,16 @@ judged. Like httpx's per-read timeout, a reply that sends no complete event
 ``Accept-Encoding: identity`` and inflates a body compressed anyway with a
 bound (:mod:`lmreg_nb._decode`), so a gzip bomb stays within the 4 MiB cap.
 
+Keep-alive as the server means it (what httpx and browsers do): a connection
+the server closed, said it would close (``Connection: close``, an HTTP/1.0
+answer without keep-alive), used as often as its ``Keep-Alive: max=N`` allows
+or idle past its ``timeout=T`` is not used again. A server may still close a
+connection between two chats without saying so (llama.cpp's ``llama-server``
+announces ``max=100`` and closes after every streamed reply), and its close
+can cross the next request on the wire: a chat that fails on a reused
+connection before any byte of its answer arrived is sent once more on a fresh
+connection, and counted as one request (the server never saw the first).
+
 Result: an :class:`~lmreg_nb.probe.exchange.Exchange` with the fields the
 load test and the levels read (status, failure, times, pieces, usage, done,
 finish): a 2xx answer that is not JSON is read as a stream, as the checks do.
@@ -51,6 +61,7 @@ class _Reader(asyncio.Protocol):
     def __init__(self) -> None:
         self.buffer = bytearray()
         self.arrived = 0.0  # perf_counter of the latest read
+        self.received = 0  # bytes read since the request was written
         self.closed = False
         self.waiter: asyncio.Future[None] | None = None
         self.transport: asyncio.Transport | None = None
@@ -61,6 +72,7 @@ class _Reader(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.arrived = time.perf_counter()
+        self.received += len(data)
         self.buffer += data
         self._wake()
 
@@ -114,6 +126,9 @@ class ChatConnection:
         )
         self.request = head + payload
         self.reader: _Reader | None = None
+        self.keep = _KeepAlive()
+        #: Chats sent a second time because the server had closed the reused connection.
+        self.resent = 0
         #: The request being sent (its ``times`` grow as content arrives), for a watcher.
         self.current: Exchange | None = None
 
@@ -133,50 +148,75 @@ class ChatConnection:
             ssl=context,
             server_hostname=self.host if context else None,
         )
+        self.keep = _KeepAlive()
+        return reader
+
+    def _reusable(self) -> _Reader | None:
+        """The open connection, if the server lets it serve another chat."""
+        reader = self.reader
+        if reader is None:
+            return None
+        if reader.closed or reader.buffer or not self.keep.allows(time.perf_counter()):
+            self.close()  # closed, or bytes nobody asked for: it cannot carry a new answer
+            return None
         return reader
 
     async def send(self) -> Exchange:
         """POST the chat and read the streamed reply; never raises for the server's behaviour."""
         ex = self.current = Exchange(stream_requested=True)
         ex.t_begin = ex.t_start = time.perf_counter()
+        reused = self._reusable()
+        if reused is None or not await self._attempt(ex, reused):
+            if reused is not None:  # closed under the request: once more, on a new connection
+                self.resent += 1
+                ex = self.current = _again(ex)
+            await self._attempt(ex, None)
+        ex.t_end = time.perf_counter()
+        return ex
+
+    async def _attempt(self, ex: Exchange, reused: _Reader | None) -> bool:
+        """One try of ``ex``, on ``reused`` or a new connection.
+
+        False when the reused connection failed before any byte of the answer
+        arrived: the server had closed it, and never saw the request.
+        """
         timeout = self.target.timeout
+        reader = reused
         try:
-            reader = self.reader
-            if reader is None or reader.closed:
+            if reader is None:
                 async with asyncio.timeout(timeout):
                     reader = self.reader = await self._connect()
             assert reader.transport is not None
             reader.buffer.clear()
+            reader.received = 0
             reader.transport.write(self.request)
             ex.t_start = time.perf_counter()
             async with asyncio.timeout(timeout * TOTAL_TIMEOUT_FACTOR):
                 await self._exchange(reader, ex, timeout)
+            return True
         except TimeoutError:
             ex.failure, ex.failure_detail = (
                 "timeout",
                 _("no complete reply within {seconds} s").format(seconds=f"{timeout:g}"),
             )
-            self.close()
         except OSError as exc:
             ex.failure = "connect" if not ex.status else "transport"
             ex.failure_detail = snippet(str(exc) or type(exc).__name__, 200)
             if out_of_files(exc):  # out of file descriptors here: not the server's fault
                 ex.failure = LOCAL_LIMIT
                 ex.failure_detail = transport_reason(exc, self.target.url)
-            self.close()
         except _Broken as exc:
             ex.failure, ex.failure_detail = exc.kind, str(exc)
-            self.close()
         except DecodingError as exc:
             ex.failure, ex.failure_detail = "transport", str(exc)
-            self.close()
-        ex.t_end = time.perf_counter()
-        return ex
+        self.close()
+        unanswered = reused is not None and reused.received == 0 and ex.status is None
+        return not (unanswered and ex.failure in ("connect", "transport"))
 
     async def _exchange(self, reader: _Reader, ex: Exchange, timeout: float) -> None:
         async with asyncio.timeout(timeout):  # the answer's start; the whole reply has longer
             head = await _read_head(reader)
-        status, headers = _parse_head(head)
+        version, status, headers = _parse_head(head)
         ex.t_headers = time.perf_counter()
         ex.status = status
         ex.content_type = headers.get("content-type", "").lower()
@@ -197,7 +237,8 @@ class ChatConnection:
             data = await body.read_all()
             _whole(ex, data, reader.arrived)
         ex.size = body.size
-        if headers.get("connection", "").lower() == "close" or not body.complete:
+        self.keep.answered(version, headers)
+        if self.keep.closing or not body.complete:
             self.close()
 
 
@@ -220,7 +261,7 @@ async def _read_head(reader: _Reader) -> bytes:
             raise _Broken("transport", _("the server closed the connection before answering"))
 
 
-def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+def _parse_head(head: bytes) -> tuple[str, int, dict[str, str]]:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
@@ -231,7 +272,61 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     for line in lines[1:]:
         name, _sep, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), headers
+    return parts[0], int(parts[1]), headers
+
+
+class _KeepAlive:
+    """Whether the server lets a connection carry one more chat (RFC 9112 9.3, ``Keep-Alive``).
+
+    ``max=N`` is read the strict way: N answers in all from the first reply
+    that says it (some servers count down, some repeat it: either way no more
+    are sent); ``timeout=T``: not reused once idle for nearly T seconds.
+    """
+
+    def __init__(self) -> None:
+        self.uses = 0
+        self.most: int | None = None
+        self.idle_s: float | None = None
+        self.last = 0.0
+        self.closing = False
+
+    def answered(self, version: str, headers: dict[str, str]) -> None:
+        """Note one answer and what its headers say of the connection's future."""
+        self.uses += 1
+        self.last = time.perf_counter()
+        connection = headers.get("connection", "").lower()
+        if "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection):
+            self.closing = True
+        for part in headers.get("keep-alive", "").split(","):
+            name, _sep, value = part.strip().partition("=")
+            number = _number(value)
+            if name.strip().lower() == "max" and number is not None:
+                self.most = int(number) if self.most is None else self.most
+                self.closing = self.closing or number < 1
+            elif name.strip().lower() == "timeout" and number is not None:
+                self.idle_s = number
+
+    def allows(self, now: float) -> bool:
+        """True when one more chat may go on this connection ``now``."""
+        if self.closing or (self.most is not None and self.uses >= self.most):
+            return False
+        # A margin: the server's idle clock started when it sent the last byte.
+        return self.idle_s is None or now - self.last < self.idle_s - min(1.0, self.idle_s / 2)
+
+
+def _number(value: str) -> float | None:
+    try:
+        number = float(value.strip().strip('"'))
+    except ValueError:
+        return None
+    return number if number >= 0 and number == number and number != float("inf") else None
+
+
+def _again(first: Exchange) -> Exchange:
+    """A fresh exchange for the second try of ``first``, still due when ``first`` was."""
+    ex = Exchange(stream_requested=True)
+    ex.t_begin = ex.t_start = first.t_begin
+    return ex
 
 
 class _Body:

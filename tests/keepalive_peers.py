@@ -1,0 +1,149 @@
+"""Chat servers that close keep-alive connections the way real servers do (plain or TLS).
+
+``with keepalive_peer(mode) as peer:`` serves ``POST .../v1/chat/completions``
+(a short event stream, chunked, ``[DONE]`` at the end) on a free port of
+127.0.0.1, one thread per connection, several requests per connection, and
+closes connections as the mode says:
+
+``close-after-each``  announces ``Keep-Alive: timeout=5, max=100`` but closes the
+                      connection a moment after every reply, as llama.cpp's
+                      ``llama-server`` (cpp-httplib) does after a streamed reply
+``max-N``             announces ``Keep-Alive: timeout=5, max=N`` on every reply and
+                      closes the connection a moment after the Nth
+``connection-close``  says ``Connection: close`` on every reply and closes
+
+``peer.requests`` counts the chats answered, ``peer.connections`` the
+connections accepted. Every loop is bounded (time, bytes, requests).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+
+#: Content pieces of every reply, and the most one connection serves.
+PIECES = ("Hello", " from", " a", " peer", " 中文")
+MAX_PER_CONNECTION = 1000
+#: How long a closing server waits after a reply before closing: the next request is then
+#: already on its way, as when llama-server closes after the client read the last chunk.
+CLOSE_DELAY_S = 0.05
+
+
+@dataclass
+class Peer:
+    """The address and what the server saw."""
+
+    url: str
+    requests: int = 0
+    connections: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _event(obj: object) -> bytes:
+    data = f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def _reply() -> bytes:
+    chunks = [
+        _event({"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]})
+        for p in PIECES
+    ]
+    usage = {"prompt_tokens": 5, "completion_tokens": len(PIECES), "total_tokens": 10}
+    last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage}
+    done = b"data: [DONE]\n\n"
+    tail = f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n"
+    return b"".join(chunks) + _event(last) + tail
+
+
+def _read_request(sock: socket.socket, buf: bytearray) -> bool:
+    """Read one request (head and Content-Length body) off ``buf``/``sock``; False at EOF."""
+    while b"\r\n\r\n" not in buf:
+        data = sock.recv(65536)
+        if not data or len(buf) > 1 << 20:
+            return False
+        buf += data
+    head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip() or 0)
+    while len(rest) < length:
+        data = sock.recv(65536)
+        if not data:
+            return False
+        rest += data
+    buf[:] = rest[length:]
+    return True
+
+
+def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
+    buf = bytearray()
+    keep = int(mode.removeprefix("max-")) if mode.startswith("max-") else MAX_PER_CONNECTION
+    for served in range(1, min(keep, MAX_PER_CONNECTION) + 1):
+        if not _read_request(sock, buf):
+            return
+        if mode == "connection-close":
+            conn = "Connection: close"
+        elif mode.startswith("max-"):
+            conn = f"Connection: keep-alive\r\nKeep-Alive: timeout=5, max={keep}"
+        else:
+            conn = "Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100"
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            f"Transfer-Encoding: chunked\r\n{conn}\r\n\r\n"
+        ).encode()
+        sock.sendall(head + _reply())
+        with peer.lock:
+            peer.requests += 1
+        if mode in ("close-after-each", "connection-close") or served == keep:
+            time.sleep(CLOSE_DELAY_S)
+            return
+
+
+@contextmanager
+def keepalive_peer(mode: str, certfile: str | None = None) -> Iterator[Peer]:
+    """Serve chats in ``mode`` on a free loopback port; TLS when ``certfile`` (key inside)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    context = None
+    if certfile:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile)
+    scheme = "https" if context else "http"
+    peer = Peer(f"{scheme}://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions")
+    stop = threading.Event()
+
+    def handle(conn: socket.socket) -> None:
+        with suppress(OSError), conn:
+            conn.settimeout(10)
+            sock = context.wrap_socket(conn, server_side=True) if context else conn
+            with sock:
+                _serve(sock, peer, mode)
+
+    def accept() -> None:
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with peer.lock:
+                peer.connections += 1
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield peer
+    finally:
+        stop.set()
+        thread.join(2)
+        listener.close()

@@ -1,0 +1,107 @@
+"""The lean client against servers that close keep-alive connections (issue 28).
+
+llama.cpp's ``llama-server`` announces ``Keep-Alive: timeout=5, max=100`` and
+then closes the connection after each streamed reply; others close after N
+replies or say ``Connection: close``. None of that is the server failing a
+request: the load test and the capacity search must count every chat whole,
+plain and over TLS, and never send a chat twice to the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+
+import pytest
+from keepalive_peers import PIECES, keepalive_peer
+
+from lmreg_nb.probe import Target
+from lmreg_nb.probe.capacity import LevelPlan, find_capacity
+from lmreg_nb.probe.exchange import chat_body
+from lmreg_nb.probe.load import run_load
+from lmreg_nb.probe.stream_client import ChatConnection
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "sk-keepalive-0123456789"
+MODES = ["close-after-each", "max-3", "connection-close"]
+
+
+@pytest.fixture(scope="module")
+def certfile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    import trustme
+
+    from lmreg_nb._tls import tls_context
+
+    ca = trustme.CA(organization_name="Keep-alive Test CA")
+    folder = tmp_path_factory.mktemp("tls")
+    pem = folder / "server.pem"
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(pem))
+    bundle = folder / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SSL_CERT_FILE", str(bundle))
+    tls_context.cache_clear()
+    try:
+        yield str(pem)
+    finally:
+        mp.undo()
+        tls_context.cache_clear()
+
+
+def _in_turn(url: str, count: int) -> tuple[list, ChatConnection]:
+    payload = json.dumps(chat_body("m", "hi", stream=True)).encode()
+    conn = ChatConnection(Target(url, KEY, "m"), payload)
+
+    async def sends() -> list:
+        try:
+            return [await conn.send() for _ in range(count)]
+        finally:
+            conn.close()
+
+    return asyncio.run(sends()), conn
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+@pytest.mark.parametrize("mode", MODES)
+def test_every_chat_arrives_whole_and_reaches_the_server_once(
+    mode: str, tls: bool, request: pytest.FixtureRequest
+) -> None:
+    cert = request.getfixturevalue("certfile") if tls else None
+    with keepalive_peer(mode, cert) as peer:
+        replies, conn = _in_turn(peer.url, 7)
+    for ex in replies:
+        assert ex.ok, (mode, ex.failure, ex.failure_detail)
+        assert "".join(ex.pieces) == "".join(PIECES)
+    assert peer.requests == 7  # each chat answered once: a resend never doubles a request
+    if mode == "max-3":  # the client counted the announced max: 3 + 3 + 1, no resend needed
+        assert peer.connections == 3 and conn.resent == 0
+    if mode == "connection-close":  # announced: never reused, never resent
+        assert peer.connections == 7 and conn.resent == 0
+
+
+def test_a_connection_closed_after_each_reply_is_resent_once_on_a_fresh_one() -> None:
+    with keepalive_peer("close-after-each") as peer:
+        replies, conn = _in_turn(peer.url, 4)
+    assert all(ex.ok for ex in replies)
+    # The server announced keep-alive, so the client tried to reuse; each reuse failed
+    # before any byte of an answer and went again on a fresh connection.
+    assert peer.connections == 4 and 1 <= conn.resent <= 3
+
+
+def test_the_load_test_counts_no_error_against_a_closing_server() -> None:
+    with keepalive_peer("close-after-each") as peer:
+        result = asyncio.run(run_load(Target(peer.url, KEY, "m"), 16, 4, max_duration=30))
+    errors = [r for r in result.rows if r["error"]]
+    assert len(result.rows) == 16 and not errors, errors[:3]
+
+
+def test_capacity_is_found_against_a_closing_server() -> None:
+    plan = LevelPlan(max_requests=12, max_seconds=5)
+    with keepalive_peer("close-after-each") as peer:
+        result = find_capacity(Target(peer.url, KEY, "m"), max_concurrency=8, need=4, plan=plan)
+    assert all(level.errors == 0 for level in result.levels), [
+        (lv.concurrency, lv.first_error) for lv in result.levels
+    ]
+    assert result.capacity.concurrency >= 4
