@@ -40,7 +40,7 @@ from ..errors import ValidationError
 from ..i18n import _, clauses, ngettext
 from .checks import CheckResult
 from .exchange import Exchange, chat_body, send
-from .function_checks import server_said
+from .function_checks import has_reply, server_said
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
 from .target import Target
 
@@ -196,7 +196,8 @@ def _prompt_tokens(ex: Exchange) -> int | None:
 
 
 def _answered(ex: Exchange) -> bool:
-    return ex.status is not None and 200 <= ex.status < 300
+    # An empty 200 (no body, {}, a stream with no event) answered nothing.
+    return has_reply(ex)
 
 
 async def _ask(client: httpx.AsyncClient, target: Target, words: int) -> Exchange:
