@@ -43,6 +43,7 @@ from .exchange import Exchange, chat_body, send
 from .function_checks import has_reply, server_said
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
 from .target import Target
+from .token_counts import plausible_prompt_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_NEED",
@@ -130,6 +131,7 @@ class ContextFinding:
     seconds: float = 0.0
     stopped: bool = False  # the budget ran out
     server: Slots | None = None  # llama.cpp's slots, when the replies show that server
+    unbelievable: bool = False  # a count no tokenizer gives for its prompt came back
 
     @property
     def estimate(self) -> bool:
@@ -140,6 +142,8 @@ class ContextFinding:
     def implausible(self) -> bool:
         """The server's counts give tokens per word no tokenizer gives (characters counted,
         or a constant): they are not believed, and the check cannot pass."""
+        if self.unbelievable:
+            return True
         return bool(self.counts) and not RATE_BOUNDS[0] <= self._counted_fit()[0] <= RATE_BOUNDS[1]
 
     def _counted_fit(self) -> tuple[float, float]:
@@ -175,6 +179,10 @@ class ContextFinding:
     def answered(self, ex: Exchange, words: int, *, fit: bool = True) -> None:
         """Note an answered prompt; ``fit``: its count joins the scale (not a cut one's)."""
         count = _prompt_tokens(ex)
+        # Only counts that size prompts are judged: a prompt cut short (Ollama) is counted
+        # low on purpose, and the cut-prompt warning judges that.
+        if fit and count is not None and not plausible_prompt_tokens(count, filler_prompt(words)):
+            self.unbelievable = True
         if fit and count is not None:
             self.counts[words] = count
         self.longest_ok = max(words, self.longest_ok or 0)

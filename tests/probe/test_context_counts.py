@@ -91,3 +91,16 @@ def test_believable_counts_are_still_used() -> None:
     found = ContextFinding(8000, counts={8: 30, 140: 202})
     assert not found.implausible and not found.estimate
     assert abs(found.words(8000) - (8000 - 20) / 1.3) < 20
+
+
+def test_token_bounds_for_chinese_and_english() -> None:
+    from lmreg_nb.probe.token_counts import plausible_prompt_tokens
+
+    lesson = "学校模型已登记，检查全部通过。" * 100  # 1,300 Chinese characters
+    assert plausible_prompt_tokens(900, lesson)  # Qwen-like, 0.7 per character
+    assert plausible_prompt_tokens(2600, lesson)  # Llama-like, 2 per character
+    assert not plausible_prompt_tokens(len(lesson.encode()), lesson)  # UTF-8 bytes counted
+    assert not plausible_prompt_tokens(2, lesson)  # a constant
+    english = filler_prompt(2000)
+    assert plausible_prompt_tokens(2010, english)
+    assert not plausible_prompt_tokens(len(english), english)  # characters counted
