@@ -100,8 +100,7 @@ def _refuse_undecodable(args: list[str]) -> None:
             click.echo(
                 _("error: {message}").format(
                     message=_(
-                        "{where} holds bytes that are not UTF-8 text: type it again as "
-                        "plain text"
+                        "{where} holds bytes that are not UTF-8 text: type it again as plain text"
                     ).format(where=where)
                 ),
                 err=True,

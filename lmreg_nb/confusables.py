@@ -99,7 +99,10 @@ def confusable_with(name: str, others: list[str]) -> str | None:
     wanted = skeleton(name.strip())
     same = unicodedata.normalize("NFC", name.strip())
     for other in others:
-        if unicodedata.normalize("NFC", other.strip()) != same and skeleton(other.strip()) == wanted:
+        if (
+            unicodedata.normalize("NFC", other.strip()) != same
+            and skeleton(other.strip()) == wanted
+        ):
             return other
     return None
 

@@ -337,7 +337,6 @@ class _Handler(socketserver.BaseRequestHandler):
             + b"data: [DONE]\n\n"
         )
 
-
     def do_counts(self, sock: socket.socket, headers: dict, body: dict) -> None:
         """A chat whose usage.prompt_tokens is not a token count: ``chars`` counts characters
         (and the model refuses over 2048 words), ``one`` says 1 or 2 for every prompt."""

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from lmreg_nb.file_trust import (
-    GROUP,
     GROUP_OBJ,
     MASK,
     OTHER,
@@ -71,8 +70,14 @@ def test_the_acl_parser_reads_the_kernels_layout() -> None:
     [
         ([(USER_OBJ, 6, 0), (USER, 6, 4242), (GROUP_OBJ, 4, 0), (MASK, 6, 0), (OTHER, 4, 0)], True),
         # The mask takes write away from the named user: nobody else can write.
-        ([(USER_OBJ, 6, 0), (USER, 6, 4242), (GROUP_OBJ, 4, 0), (MASK, 4, 0), (OTHER, 4, 0)], False),
-        ([(USER_OBJ, 6, 0), (USER, 4, 4242), (GROUP_OBJ, 4, 0), (MASK, 6, 0), (OTHER, 4, 0)], False),
+        (
+            [(USER_OBJ, 6, 0), (USER, 6, 4242), (GROUP_OBJ, 4, 0), (MASK, 4, 0), (OTHER, 4, 0)],
+            False,
+        ),
+        (
+            [(USER_OBJ, 6, 0), (USER, 4, 4242), (GROUP_OBJ, 4, 0), (MASK, 6, 0), (OTHER, 4, 0)],
+            False,
+        ),
         ([(USER_OBJ, 6, 0), (GROUP_OBJ, 4, 0), (OTHER, 6, 0)], True),
     ],
 )

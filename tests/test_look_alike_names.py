@@ -41,7 +41,9 @@ def test_look_alikes_share_a_skeleton(a: str, b: str) -> None:
     assert a != b and skeleton(a) == skeleton(b)
 
 
-@pytest.mark.parametrize(("a", "b"), [("café", "cafe"), ("通义千问", "通义千问2"), ("qwen", "Qwen")])
+@pytest.mark.parametrize(
+    ("a", "b"), [("café", "cafe"), ("通义千问", "通义千问2"), ("qwen", "Qwen")]
+)
 def test_different_names_do_not(a: str, b: str) -> None:
     assert skeleton(a) != skeleton(b) and confusable_with(a, [b]) is None
 
@@ -97,7 +99,16 @@ def test_the_register_command_refuses_it_too(
         PYTHONPATH=str(ROOT),
     )
     done = subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", "register", "--name", "ｃafé", "--url", sandbox.model_url],
+        [
+            sys.executable,
+            "-m",
+            "lmreg_nb",
+            "register",
+            "--name",
+            "ｃafé",
+            "--url",
+            sandbox.model_url,
+        ],
         env=env,
         capture_output=True,
         timeout=120,

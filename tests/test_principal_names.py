@@ -8,9 +8,9 @@ terminal. Real right-to-left text (Arabic, Hebrew) and the joiners stay.
 from __future__ import annotations
 
 import pytest
+from test_principal import demo_summary
 
 from lmreg_nb.records.principal import render_principal_html
-from test_principal import demo_summary
 
 MARKS = ["\u202e", "\u200b", "\u2066", "\u200f", "\ufeff", "\u061c"]
 

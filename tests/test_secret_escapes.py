@@ -55,7 +55,9 @@ def test_the_record_is_written_with_the_echo_masked(tmp_path: Path, name: str) -
     cell = nbformat.v4.new_code_cell("chat()")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=raw)]
     nb.cells = [cell, nbformat.v4.new_code_cell("print('kept')")]
-    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="\x1b[31mred\x1b[0m")]
+    nb.cells[1].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="\x1b[31mred\x1b[0m")
+    ]
     clean = scrub_notebook(nb, SECRETS)
     paths = write_record(clean, None, tmp_path, "onboarding", SECRETS, "onboarding")
     for path in paths:

@@ -268,7 +268,9 @@ async def _search(client: httpx.AsyncClient, target: Target, found: ContextFindi
 
 def _how_counted(found: ContextFinding) -> str:
     if found.implausible:
-        return _("estimated at one token per word: the server's usage.prompt_tokens is not believable")
+        return _(
+            "estimated at one token per word: the server's usage.prompt_tokens is not believable"
+        )
     if found.estimate:
         return _("estimated at one token per word: the server reports no usage")
     return _("as the server counts them")
