@@ -82,6 +82,20 @@ def test_register_or_update_refuses_a_look_alike_of_a_registered_name(
         assert [m.model_name for m in client.query_models()] == ["café"]
 
 
+def test_renaming_a_model_to_a_look_alike_is_refused(
+    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path
+) -> None:
+    with RegistryClient(_settings(sandbox, account, tmp_path)) as client:
+        client.register_or_update(ModelDraft("café", sandbox.model_url, Secret(KEY)))
+        client.register_or_update(ModelDraft("tea", sandbox.model_url, Secret(KEY)))
+        with pytest.raises(ValidationError) as exc:
+            client.update_model(name="tea", new_name="ｃafé")
+        assert "'café'" in str(exc.value)
+        # A model may keep its own name, in another form too.
+        client.update_model(name="café", new_name="cafe\u0301")
+        assert sorted(m.model_name for m in client.query_models()) == ["café", "tea"]
+
+
 def test_the_register_command_refuses_it_too(
     sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path
 ) -> None:
