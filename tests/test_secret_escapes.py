@@ -9,6 +9,8 @@ is written.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,8 +31,8 @@ CHAT = "/v1/chat/completions"
 
 
 def shown(text: str) -> str:
-    """What a person sees once the escapes are rendered (judged apart from the masker)."""
-    return strip_escapes(text)
+    """What a person sees once the escapes (and, in a page, the tags) are rendered."""
+    return html.unescape(re.sub(r"<[^>]*>", "", strip_escapes(text)))
 
 
 @pytest.fixture(scope="module")
