@@ -45,6 +45,8 @@ class _Group(click.Group):
         from .commands._i18n import translate_help
 
         translate_help(self)
+        if ctx.parent is None:
+            _refuse_undecodable(args)
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -68,6 +70,41 @@ class _Group(click.Group):
                 raise
             # A URL our checks let through but httpx cannot parse: a configuration problem.
             click.echo(_("error: {message}").format(message=_invalid_url_message(exc)), err=True)
+            sys.exit(EXIT_USAGE)
+
+
+def _refuse_undecodable(args: list[str]) -> None:
+    """Exit 2 with one line when an argument holds bytes that are not UTF-8.
+
+    Python keeps such bytes as lone surrogates, and the first print, JSON or HTTP
+    use of the value is a traceback. The value itself is not shown (a --notify URL
+    holds a password): the option it belongs to is named.
+    """
+    from .i18n import _, set_language
+
+    lang = args[args.index("--lang") + 1 :][:1] if "--lang" in args else []
+    if lang and lang[0].lower() in ("zh-cn", "en"):
+        set_language(lang[0])  # the line below in the language asked for
+    for n, arg in enumerate(args):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            before = args[n - 1] if n else ""
+            if arg.startswith("--"):
+                where = arg.partition("=")[0]
+            elif before.startswith("-") and "=" not in before:
+                where = before
+            else:
+                where = _("argument {n}").format(n=n + 1)
+            where = where.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            click.echo(
+                _("error: {message}").format(
+                    message=_(
+                        "{where} holds bytes that are not UTF-8 text: type it again as plain text"
+                    ).format(where=where)
+                ),
+                err=True,
+            )
             sys.exit(EXIT_USAGE)
 
 

@@ -28,6 +28,7 @@ import httpx
 
 from . import validate
 from ._tls import tls_context
+from .confusables import refuse_look_alike
 from .envelope import (
     HOPELESS,
     NEVER_SENT,
@@ -54,7 +55,7 @@ from .errors import (
     ValidationError,
 )
 from .i18n import _
-from .models import ModelDraft, RegisteredModel, Token, model_name_key
+from .models import ModelDraft, RegisteredModel, Token, find_in, model_name_key
 from .retry import RETRY_AFTER_CAP_S, backoff_delay
 from .secret import Secret
 from .settings import Settings
@@ -192,14 +193,7 @@ class RegistryClient:
         Names compare by :func:`model_name_key` (trimmed, NFC), ids trimmed: the
         same rule everywhere a model is looked up.
         """
-        if (name is None) == (model_id is None):
-            raise TypeError("find_model takes exactly one of name= or model_id=")
-        models = self.query_models()
-        if model_id is not None:
-            wanted = model_id.strip()
-            return next((m for m in models if m.model_id.strip() == wanted), None)
-        key = model_name_key(name or "")
-        return next((m for m in models if model_name_key(m.model_name) == key), None)
+        return find_in(self.query_models(), name=name, model_id=model_id)
 
     def update_model(
         self,
@@ -217,7 +211,11 @@ class RegistryClient:
         matches, ValidationError when no apiKey is given and the platform did not
         return the stored one.
         """
-        current = self.find_model(name, model_id=model_id)
+        models = self.query_models()
+        current = find_in(models, name=name, model_id=model_id)
+        if current is not None and new_name is not None:
+            others = [m.model_name for m in models if m.model_id != current.model_id]
+            refuse_look_alike(new_name, others)
         if current is None:
             wanted = (
                 _("modelId {id}").format(id=model_id)
@@ -299,8 +297,10 @@ class RegistryClient:
         Returns the model and ``"registered"`` or ``"updated"``.
         """
         name = validate.check_model_name(draft.model_name)
-        existing = self.find_model(name=name)
+        models = self.query_models()
+        existing = find_in(models, name=name)
         if existing is None:
+            refuse_look_alike(name, [m.model_name for m in models])
             try:
                 return self.register_model(draft), "registered"
             except ConflictError:

@@ -17,6 +17,7 @@ __all__ = [
     "ModelDraft",
     "RegisteredModel",
     "Token",
+    "find_in",
     "model_name_key",
     "ms_to_datetime",
     "now_ms",
@@ -190,3 +191,17 @@ def _int_or_none(value: object) -> int | None:
     if isinstance(value, str) and value.isascii() and value.isdigit():
         return int(value)
     return None
+
+
+def find_in(
+    models: list[RegisteredModel], *, name: str | None = None, model_id: str | None = None
+) -> RegisteredModel | None:
+    """The model of ``models`` with this modelId (trimmed) or this modelName (by
+    :func:`model_name_key`): exactly one of the two is given."""
+    if (name is None) == (model_id is None):
+        raise TypeError("give exactly one of name= or model_id=")
+    if model_id is not None:
+        wanted = model_id.strip()
+        return next((m for m in models if m.model_id.strip() == wanted), None)
+    key = model_name_key(name or "")
+    return next((m for m in models if model_name_key(m.model_name) == key), None)

@@ -38,6 +38,7 @@ __all__ = [
     "mask",
     "mask_text",
     "split_urls",
+    "strip_escapes",
     "url_secrets",
 ]
 
@@ -266,6 +267,10 @@ class Masker:
 
     def __call__(self, text: str, *, binary: bool = False) -> str:
         """``text`` with every secret masked; ``binary`` (base64 data) skips the pieces."""
+        if not binary and _has_escapes(text) and self._leaks(strip_escapes(text)):
+            # Escape sequences between its characters hid a secret: Jupyter and the HTML
+            # copy render them away, so the text is masked without them (colours lost).
+            text = strip_escapes(text)
         for _label, value, forms in self.items:
             masked = mask(value)
             for form in forms:
@@ -314,7 +319,14 @@ class Masker:
         return "".join([*out, text[last:]])
 
     def leaks(self, text: str) -> list[str]:
-        """The labels of the secrets (or pieces of them) still present in ``text``."""
+        """The labels of the secrets (or pieces of them) still present in ``text``, also as
+        read once its terminal escape sequences are rendered away."""
+        found = self._leaks(text)
+        if _has_escapes(text):
+            found += [label for label in self._leaks(strip_escapes(text)) if label not in found]
+        return found
+
+    def _leaks(self, text: str) -> list[str]:
         found = []
         folded = fold(text)
         for (label, _value, forms), (_l, pieces), (_m, folded_forms, folded_pieces) in zip(
@@ -328,6 +340,22 @@ class Masker:
             if seen:
                 found.append(label)
         return found
+
+
+#: Terminal escape sequences (CSI, OSC, two-character ESC forms): what Jupyter's and
+#: nbconvert's ANSI rendering removes from a stream's text.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
+)
+
+
+def _has_escapes(text: str) -> bool:
+    return "\x1b" in text or "\x9b" in text
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without terminal escape sequences, as a notebook or its HTML copy shows it."""
+    return _ESCAPES.sub("", text)
 
 
 def mask_text(text: str, secrets: Secrets) -> str:
@@ -346,8 +374,9 @@ def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
     if leaks:
         raise SecretLeakError(
             _(
-                "{what} still holds the value of {names} after scrubbing; nothing was written "
-                "(report this: the scrubber missed an encoding)"
+                "{what} would still show {names}: an answer sent it back in a form that "
+                "cannot be masked (a chat endpoint echoing its apiKey, disguised); nothing "
+                "was written"
             ).format(what=what, names=", ".join(leaks))
         )
 

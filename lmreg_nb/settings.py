@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
+from .file_trust import others_can_write
 from .i18n import _, normalize_language
 from .secret import Secret, split_urls, url_secrets
 from .validate import is_header_value, looks_numeric, numeric_host_reason
@@ -39,6 +40,7 @@ __all__ = [
     "SECRET_VARIABLES",
     "VARIABLES",
     "Settings",
+    "check_header_value",
     "find_env_file",
 ]
 
@@ -129,7 +131,8 @@ class Settings:
         env = dict(os.environ if environ is None else environ)
         named = env_file or env.get("LMREG_ENV_FILE")
         found, searched = find_env_file(named)
-        from_file = _read_env_file(found)
+        # ${VAR} in a searched file could carry the appSecret into a URL: never expanded.
+        from_file = _read_env_file(found, interpolate=bool(named))
         ignored: tuple[str, ...] = ()
         if found is not None and not named:
             ignored = tuple(v for v in NAMED_FILE_ONLY if from_file.pop(v, None))
@@ -140,6 +143,7 @@ class Settings:
             if raw is None:
                 raw = merged.get(var) or None
             if raw is not None:
+                _check_text(var, raw)
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
@@ -175,7 +179,7 @@ class Settings:
         if "base_url" in (name, *more):
             _check_base_url(self.base_url or "")
         if "model_api_key" in (name, *more) and self.model_api_key:
-            _check_header_value("LMREG_MODEL_API_KEY", self.model_api_key.reveal())
+            check_header_value("LMREG_MODEL_API_KEY", self.model_api_key.reveal())
         return value
 
     def _missing_message(self, missing: list[str]) -> str:
@@ -241,6 +245,8 @@ def find_env_file(
             if not _only_mine(candidate):
                 log.warning("ignored %s: another user could have written it", candidate)
                 break
+            if not _folders_above_are_safe(folder):
+                break
             return candidate, tuple(searched)
         if folder == home:
             break
@@ -250,21 +256,41 @@ def find_env_file(
 def _only_mine(path: Path) -> bool:
     """Whether only this user can change ``path``: owned by them, writable by no one else.
 
-    Group write is allowed for the user's own group (user-private groups, umask 002).
+    Mode bits, POSIX ACL entries and group members all count (:mod:`.file_trust`):
+    group write only for a group that holds no other user.
     """
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:
+    if getattr(os, "getuid", None) is None:
         return True  # Windows: ACLs, not modes; the search still stops at the home folder
+    reason = others_can_write(path)
+    if reason:
+        log.info("%s is not only this user's: %s", path, reason)
+    return reason is None
+
+
+def _folders_above_are_safe(folder: Path) -> bool:
+    """Whether no other user can replace ``folder`` from above: every folder over it is
+    this user's or root's, and only they can write it (a sticky one, as /tmp, may be
+    open to all: nobody can rename what is not theirs there)."""
+    if getattr(os, "getuid", None) is None:
+        return True
+    owners = frozenset({os.getuid(), 0})
+    for parent in folder.parents:
+        reason = others_can_write(parent, owners=owners)
+        if reason and not _sticky(parent):
+            log.warning("ignored %s: %s can be changed by others (%s)", folder, parent, reason)
+            return False
+    return True
+
+
+def _sticky(folder: Path) -> bool:
     try:
-        st = path.stat()
+        st = folder.stat()
     except OSError:
         return False
-    others_write = st.st_mode & stat.S_IWOTH
-    group_write = st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid()
-    return st.st_uid == getuid() and not others_write and not group_write
+    return bool(st.st_mode & stat.S_ISVTX) and st.st_uid in (os.getuid(), 0)
 
 
-def _read_env_file(target: Path | None) -> dict[str, str]:
+def _read_env_file(target: Path | None, *, interpolate: bool = True) -> dict[str, str]:
     if target is None:
         return {}
     from dotenv import dotenv_values  # a small import, only when a file exists
@@ -287,7 +313,25 @@ def _read_env_file(target: Path | None) -> dict[str, str]:
             variable="LMREG_ENV_FILE",
         )
     text = data.decode("utf-8", errors="replace")
-    return {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
+    values = dotenv_values(stream=io.StringIO(text), interpolate=interpolate)
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _check_text(variable: str, raw: Any) -> None:
+    """Refuse a value holding bytes that are not UTF-8 (Python keeps them as lone
+    surrogates: every later encode would be a traceback)."""
+    text = raw.reveal() if isinstance(raw, Secret) else raw
+    if not isinstance(text, str) or variable in ("LMREG_TOKEN_CACHE", "LMREG_NOTEBOOKS"):
+        return  # a path may hold any bytes the filesystem allows
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigurationError(
+            _("{variable} holds bytes that are not UTF-8 text: set it again as plain text").format(
+                variable=variable
+            ),
+            variable=variable,
+        ) from None
 
 
 def _coerce(name: str, raw: Any) -> Any:
@@ -306,6 +350,8 @@ def _coerce(name: str, raw: Any) -> Any:
                 _("LMREG_TIMEOUT must be between 0 and 600 seconds"), variable="LMREG_TIMEOUT"
             )
         return timeout
+    if name == "token_cache" and raw not in (None, ""):
+        return _cache_file(Path(raw).expanduser())
     if name in ("token_cache", "notebooks", "env_file"):
         return None if raw in (None, "") else Path(raw).expanduser()
     if name == "lang" and raw is not None:
@@ -324,7 +370,8 @@ def _coerce(name: str, raw: Any) -> Any:
     return raw.strip() if isinstance(raw, str) else raw
 
 
-def _check_header_value(variable: str, value: str) -> None:
+def check_header_value(variable: str, value: str) -> None:
+    """ConfigurationError unless ``value`` (of ``variable``) can be sent in an HTTP header."""
     # Sent as "Authorization: Bearer <value>": anything but visible ASCII cannot be
     # sent at all (before: a UnicodeEncodeError traceback in the middle of a check).
     if not is_header_value(value):
@@ -337,8 +384,29 @@ def _check_header_value(variable: str, value: str) -> None:
         )
 
 
+def _cache_file(path: Path) -> Path:
+    """LMREG_TOKEN_CACHE must name a file: ``/`` or an existing folder cannot hold tokens."""
+    if not path.name or path.is_dir():
+        raise ConfigurationError(
+            _(
+                "LMREG_TOKEN_CACHE must name a file, not a folder ({path}), e.g. "
+                "~/.cache/lmreg_nb/tokens.json"
+            ).format(path=path),
+            variable="LMREG_TOKEN_CACHE",
+        )
+    return path
+
+
 def _check_base_url(url: str) -> None:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (urlsplit checks the port only when it is read)
+    except ValueError:
+        # "http://[::1", a port over 65535: urllib's ValueError would be a traceback.
+        raise ConfigurationError(
+            _("LMREG_BASE_URL is not a valid address: write it as https://ai.school.example"),
+            variable="LMREG_BASE_URL",
+        ) from None
     ok = parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOCAL_HOSTS)
     if not ok or not parts.hostname:
         raise ConfigurationError(

@@ -27,6 +27,7 @@ from filelock import FileLock
 
 from .models import MAX_TIMESTAMP_MS, Token, now_ms
 from .secret import Secret
+from .validate import is_header_value
 
 __all__ = ["MAX_CACHE_BYTES", "TokenCache", "credential_id"]
 
@@ -260,6 +261,8 @@ def _entry_token(entry: Mapping[str, Any]) -> Token | None:
     expires, issued = entry.get("expiresAt"), entry.get("issuedAt")
     if not (isinstance(token, str) and token and isinstance(env, str) and env):
         return None
+    if not (is_header_value(token) and is_header_value(env)):
+        return None  # cached by an older release: no header can carry it (CR LF, non-ASCII)
     if not (isinstance(expires, int) and isinstance(issued, int)):
         return None
     if not (0 < expires <= MAX_TIMESTAMP_MS and 0 <= issued <= MAX_TIMESTAMP_MS):

@@ -27,8 +27,9 @@ from .errors import ConfigurationError, MalformedResponseError
 from .i18n import _
 from .models import MAX_TIMESTAMP_MS, Token, now_ms
 from .secret import Secret
-from .settings import Settings
+from .settings import Settings, check_header_value
 from .token_cache import TokenCache, credential_id
+from .validate import is_header_value
 
 __all__ = [
     "DEFAULT_LIFETIME_MS",
@@ -76,8 +77,35 @@ def token_from_data(data: Mapping[str, Any], *, issued_at_ms: int | None = None)
             ),
             operation="token",
         )
+    _check_sendable(token, env)
     expires = _expiry_ms(data, issued)
     return Token(token=Secret(token), env=env, expires_at_ms=expires, issued_at_ms=issued)
+
+
+def _check_sendable(token: str, env: str) -> None:
+    """Refuse a token or env that no HTTP header can carry (non-ASCII, CR LF, spaces).
+
+    Checked at exchange time, before the cache: sent later, it would crash each call
+    (or, with CR LF, end the header early) and stay cached for days.
+    """
+    if not is_header_value(env):
+        # The env is no secret: shown (escaped, short) so the operator sees what came.
+        raise MalformedResponseError(
+            _(
+                "the token answer's env {env} cannot be sent in an HTTP header (only visible "
+                "ASCII characters can): the platform answered an unusable env"
+            ).format(env=ascii(env[:40])),
+            operation="token",
+        )
+    if not is_header_value(token):
+        raise MalformedResponseError(
+            _(
+                "the token answer's token cannot be sent in an HTTP header (it holds "
+                "non-ASCII characters, spaces or line breaks): the platform answered an "
+                "unusable token"
+            ),
+            operation="token",
+        )
 
 
 def _expiry_ms(data: Mapping[str, Any], issued: int) -> int:
@@ -213,6 +241,8 @@ class TokenProvider:
                     ),
                     variable="LMREG_ENV",
                 )
+            check_header_value("LMREG_TOKEN", settings.token.reveal())
+            check_header_value("LMREG_ENV", env)
             issued = now_ms()
             # Its real expiry is unknown; the server will say 40101 when it ends.
             return Token(settings.token, env, issued + DEFAULT_LIFETIME_MS, issued, "environment")

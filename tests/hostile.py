@@ -23,6 +23,9 @@ segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
 ``/canary/WHERE/...`` echoes the Authorization header in every form of :func:`echoes`:
                    WHERE ``e500`` in a 500 JSON error, ``ehtml`` in a 502 HTML page,
                    ``ereply`` in the reply (stream or not); a GET lists one model echoing it
+``/counts/chars/...`` a chat counting characters as usage.prompt_tokens, refusing over 2048 words;
+                   ``/counts/one/...`` one that says 1 or 2 prompt tokens for everything
+``/empty200/VARIANT/...`` HTTP 200 with nothing in it (``body``, ``json`` ``{}``, ``stream``)
 ``/disguise/NAME/...`` streams back the Authorization key in the disguise
                    ``DISGUISES[NAME]``, two characters per event
 
@@ -54,6 +57,9 @@ CAP_SECONDS = 30.0
 #: The most the server reads of one request, and how many requests it remembers.
 CAP_REQUEST_BYTES = 16 * 1024 * 1024
 CAP_REQUESTS = 100_000
+
+#: The words ``/counts/chars/`` accepts (its refusal names this many tokens).
+COUNTS_WINDOW = 2048
 
 #: Terminal escapes: window title, clear screen, right-to-left override, an 8-bit CSI.
 ESCAPES = "\x1b]0;pwned\x07" + "\x1b[2J\x1b[H" + "\u202e" + "\x9b31m"
@@ -96,6 +102,13 @@ DISGUISES: dict[str, Callable[[str], str]] = {
     "7-char-pieces-lines": lambda k: _pieces(k, sep="\n"),
     "7-char-pieces-fullwidth": lambda k: _pieces(_fullwidth(k), sep=" | "),
     "bidi-isolates": lambda k: "\u2066" + "\u2069\u2066".join(_pieces(k, 4, "")) + "\u2069",
+}
+#: Disguises only a renderer undoes (Jupyter's and nbconvert's ANSI colours): served by
+#: ``/disguise/NAME/`` too, kept apart because plain text does not read as the key.
+RENDERED_DISGUISES: dict[str, Callable[[str], str]] = {
+    "ansi-reset": lambda k: "\x1b[0m".join(k),
+    "ansi-colours": lambda k: "".join(f"\x1b[3{i % 8}m{c}" for i, c in enumerate(k)) + "\x1b[0m",
+    "osc-title": lambda k: "\x1b]0;x\x07".join(k),
 }
 
 
@@ -311,7 +324,7 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def do_disguise(self, sock: socket.socket, headers: dict, body: dict) -> None:
         key = headers.get("authorization", "").removeprefix("Bearer ")
-        disguised = DISGUISES[self.variant](key)
+        disguised = {**DISGUISES, **RENDERED_DISGUISES}[self.variant](key)
         # Two characters per event: a piece never arrives whole in one chunk.
         chunks = [disguised[i : i + 2] for i in range(0, len(disguised), 2)]
         stop = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -323,6 +336,40 @@ class _Handler(socketserver.BaseRequestHandler):
             + stop
             + b"data: [DONE]\n\n"
         )
+
+    def do_counts(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        """A chat whose usage.prompt_tokens is not a token count: ``chars`` counts characters
+        (and the model refuses over 2048 words), ``one`` says 1 or 2 for every prompt."""
+        text = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        words = len(text.split())
+        if self.variant == "chars" and words > COUNTS_WINDOW:
+            said = f"This model's maximum context length is {COUNTS_WINDOW} tokens"
+            raw = json.dumps({"error": {"message": said, "type": "BadRequestError"}}).encode()
+            sock.sendall(_head("application/json", "400 Bad Request", len(raw)) + raw)
+            return
+        said = len(text) if self.variant == "chars" else 1 + (words > 100)
+        usage = {"prompt_tokens": said,
+                 "completion_tokens": 1, "total_tokens": 2}  # fmt: skip
+        if body.get("stream"):
+            last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "usage": usage}  # fmt: skip
+            tail = f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode()
+            sock.sendall(_head() + _chunk("ok") + tail)
+            return
+        reply = {"id": "c", "object": "chat.completion", "choices": [{"index": 0,
+                 "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                 "usage": usage}  # fmt: skip
+        raw = json.dumps(reply).encode()
+        sock.sendall(_head("application/json", length=len(raw)) + raw)
+
+    def do_empty200(self, sock: socket.socket, headers: dict, body: dict) -> None:
+        """HTTP 200 and nothing: ``body`` no bytes at all, ``json`` ``{}``, ``stream`` an
+        event stream that ends at once (no event, no [DONE])."""
+        if self.variant == "stream":
+            sock.sendall(_head(length=0))
+            return
+        raw = b"{}" if self.variant == "json" else b""
+        sock.sendall(_head("application/json", length=len(raw)) + raw)
 
 
 class _Server(socketserver.ThreadingTCPServer):

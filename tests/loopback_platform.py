@@ -35,6 +35,7 @@ class Script:
     """What the platform answers; a test changes it before (or between) CLI runs."""
 
     env: str = "env-loopback"
+    token: str = TOKEN
     models: list[dict[str, Any]] = field(default_factory=list)
     #: Instead of the models: (HTTP status, body bytes, headers), for query-models.
     query_error: tuple[int, bytes, dict[str, str]] | None = None
@@ -53,7 +54,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         script.requests.append(self.path)
         if self.path.endswith("/token"):
             data = {
-                "token": TOKEN,
+                "token": script.token,
                 "env": script.env,
                 "expireTime": int(time.time() * 1000) + 86_400_000,
             }

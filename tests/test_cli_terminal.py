@@ -124,15 +124,18 @@ def test_an_error_body_reaches_the_terminal_as_one_safe_line(
     _no_secret(ran)
 
 
-def test_token_env_with_escapes_is_shown_replaced(
+def test_token_env_with_escapes_is_refused_and_shown_escaped(
     platform: tuple[str, Script], tmp_path: Path
 ) -> None:
+    # No HTTP header can carry such an env (issue 33, item 6): refused at exchange time,
+    # named as escaped text, never steering the terminal.
     base, script = platform
     script.env = "env-a" + TITLE + BIDI
     ran = run_cli_on_tty(["token"], cli_env(base, tmp_path), tmp_path)
-    assert ran.returncode == 0, ran.stdout
+    assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
-    assert "env-a\ufffd" in ran.stdout.decode()
+    lines = [line for line in ran.stdout.decode().splitlines() if line.strip()]
+    assert len(lines) == 1 and "env-a\\x1b]0;pwned" in lines[0], lines
 
 
 QUERY_KEY = "sk-school-QUERYKEY-5e4d3c2b1a"

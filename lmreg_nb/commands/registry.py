@@ -205,6 +205,9 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
         draft_name, draft_url, _api_key(settings, purpose=_("for the platform to call it"))
     )
     with _client(settings) as client:
+        from ..confusables import refuse_look_alike
+
+        refuse_look_alike(draft_name, [m.model_name for m in client.query_models()])
         model = _shown_models(client, [client.register_model(draft)])[0]
         _echo_warnings(client)
     from ..terminal import terminal_json

@@ -23,6 +23,7 @@ echoes the Authorization header gets nothing printed.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
@@ -56,6 +57,12 @@ class ChatEndpointError(LmregError):
         self.status = status
 
 
+#: A terminal escape sequence, complete or cut short, at the end of the text so far.
+_ESCAPE_TAIL = re.compile(
+    r"(?:(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\?)?|\x1b[@-Z\\-_]?)\Z"
+)
+
+
 class StreamMasker:
     """Masks secrets in text that arrives in pieces, holding back what might be one.
 
@@ -76,8 +83,16 @@ class StreamMasker:
             return text
         self._pending += text
         cut = len(self._pending)
-        while cut > 0 and self._mask.holds(self._pending[cut - 1]):
-            cut -= 1
+        while cut > 0:
+            if self._mask.holds(self._pending[cut - 1]):
+                cut -= 1
+                continue
+            # A terminal escape sequence (complete, or still arriving) between a key's
+            # characters hides nothing once rendered: it is held back with them.
+            escape = _ESCAPE_TAIL.search(self._pending, 0, cut)
+            if escape is None:
+                break
+            cut = escape.start()
         ready, self._pending = self._pending[:cut], self._pending[cut:]
         return self._mask(ready) if ready else ""
 

@@ -40,9 +40,10 @@ from ..errors import ValidationError
 from ..i18n import _, clauses, ngettext
 from .checks import CheckResult
 from .exchange import Exchange, chat_body, send
-from .function_checks import server_said
+from .function_checks import has_reply, server_said
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
 from .target import Target
+from .token_counts import plausible_prompt_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_NEED",
@@ -62,6 +63,13 @@ MAX_CONTEXT_NEED = 131072
 MAX_STEPS = 4
 #: Counted below this share of what was sent: the prompt was cut.
 CUT_BELOW = 0.8
+#: Tokens per filler word a real tokenizer counts (each is one token in the usual
+#: vocabularies; a character count gives about 4.5, a constant count about 0):
+#: outside these bounds the server's usage.prompt_tokens is not believed.
+RATE_BOUNDS = (0.5, 2.0)
+#: The most bytes a prompt of the check may have, however the server counts (a server
+#: counting 1 token for everything would make the check build a prompt of 78 MB).
+MAX_PROMPT_BYTES = 4 * MAX_CONTEXT_NEED * 4
 
 _INSTRUCTION = "Reply with one word.\n"
 _FILLER = (
@@ -93,6 +101,10 @@ def check_context_need(value: object) -> int:
     return need
 
 
+#: The most filler words a prompt has: MAX_PROMPT_BYTES at the filler's longest word.
+_MAX_WORDS = MAX_PROMPT_BYTES // (1 + max(len(w) for w in _WORDS))
+
+
 def filler_prompt(words: int) -> str:
     """An instruction and ``words`` filler words (one token each in the usual vocabularies)."""
     count = len(_WORDS)
@@ -119,40 +131,58 @@ class ContextFinding:
     seconds: float = 0.0
     stopped: bool = False  # the budget ran out
     server: Slots | None = None  # llama.cpp's slots, when the replies show that server
+    unbelievable: bool = False  # a count no tokenizer gives for its prompt came back
 
     @property
     def estimate(self) -> bool:
-        """No count came back: one token per word is assumed."""
-        return not self.counts
+        """No believable count came back: one token per word is assumed."""
+        return not self.counts or self.implausible
 
-    def _fit(self) -> tuple[float, float]:
-        """(tokens per word, overhead) from the counts; the estimate without any."""
+    @property
+    def implausible(self) -> bool:
+        """The server's counts give tokens per word no tokenizer gives (characters counted,
+        or a constant): they are not believed, and the check cannot pass."""
+        if self.unbelievable:
+            return True
+        return bool(self.counts) and not RATE_BOUNDS[0] <= self._counted_fit()[0] <= RATE_BOUNDS[1]
+
+    def _counted_fit(self) -> tuple[float, float]:
+        """(tokens per word, overhead) as the server's counts say."""
         instruction = len(_INSTRUCTION.split())
-        if not self.counts:
-            return 1.0, float(instruction)
         low, high = min(self.counts), max(self.counts)
         if high > low:
             rate = (self.counts[high] - self.counts[low]) / (high - low)
             if rate > 0:
                 return rate, self.counts[low] - rate * low
+            return 0.0, float(self.counts[high])
         # One point: proportional (the chat template's overhead spread over the words).
         return self.counts[high] / (high + instruction), 0.0
 
+    def _fit(self) -> tuple[float, float]:
+        """(tokens per word, overhead) from the counts; the estimate without believable ones."""
+        if self.estimate:
+            return 1.0, float(len(_INSTRUCTION.split()))
+        return self._counted_fit()
+
     def tokens(self, words: int) -> int:
         """The tokens of a prompt of ``words`` filler words (the server's count when known)."""
-        if words in self.counts:
+        if words in self.counts and not self.implausible:
             return self.counts[words]
         rate, overhead = self._fit()
         return round(overhead + rate * words)
 
     def words(self, tokens: int) -> int:
-        """The filler words of a prompt of ``tokens`` tokens."""
+        """The filler words of a prompt of ``tokens`` tokens (never over MAX_PROMPT_BYTES)."""
         rate, overhead = self._fit()
-        return max(1, math.ceil((tokens - overhead) / rate))
+        return min(max(1, math.ceil((tokens - overhead) / rate)), _MAX_WORDS)
 
     def answered(self, ex: Exchange, words: int, *, fit: bool = True) -> None:
         """Note an answered prompt; ``fit``: its count joins the scale (not a cut one's)."""
         count = _prompt_tokens(ex)
+        # Only counts that size prompts are judged: a prompt cut short (Ollama) is counted
+        # low on purpose, and the cut-prompt warning judges that.
+        if fit and count is not None and not plausible_prompt_tokens(count, filler_prompt(words)):
+            self.unbelievable = True
         if fit and count is not None:
             self.counts[words] = count
         self.longest_ok = max(words, self.longest_ok or 0)
@@ -174,7 +204,8 @@ def _prompt_tokens(ex: Exchange) -> int | None:
 
 
 def _answered(ex: Exchange) -> bool:
-    return ex.status is not None and 200 <= ex.status < 300
+    # An empty 200 (no body, {}, a stream with no event) answered nothing.
+    return has_reply(ex)
 
 
 async def _ask(client: httpx.AsyncClient, target: Target, words: int) -> Exchange:
@@ -236,6 +267,10 @@ async def _search(client: httpx.AsyncClient, target: Target, found: ContextFindi
 
 
 def _how_counted(found: ContextFinding) -> str:
+    if found.implausible:
+        return _(
+            "estimated at one token per word: the server's usage.prompt_tokens is not believable"
+        )
     if found.estimate:
         return _("estimated at one token per word: the server reports no usage")
     return _("as the server counts them")
@@ -265,6 +300,8 @@ def context_row(found: ContextFinding) -> CheckResult:
                 seconds=f"{found.seconds:.0f}"
             )
         )
+    if _answered(long) and found.implausible:
+        return CheckResult("context-window", False, "warning", _implausible(found, long))
     if _answered(long):
         counted = _prompt_tokens(long)
         scaled = len(found.counts) >= 2  # one count cannot tell the template from the words
@@ -322,6 +359,27 @@ def context_row(found: ContextFinding) -> CheckResult:
         stopped=stopped,
     )
     return _fail(_joined(refused, _advice(found, long)))
+
+
+def _implausible(found: ContextFinding, long: Exchange) -> str:
+    """Why a prompt that was answered proves nothing: the server's counts are not tokens."""
+    low, high = min(found.counts), max(found.counts)
+    return _(
+        "not judged: the server's usage.prompt_tokens cannot be believed: it counted "
+        "{low_count} and {high_count} tokens for prompts of {low} and {high} common English "
+        "words (a tokenizer counts about one per word; a proxy counting characters, or a "
+        "fixed number, gives this). A prompt of about {sent} tokens ({how}) was answered in "
+        "{ms} ms, but whether the model saw all of it is unknown: make usage count the "
+        "model's tokens, then check again"
+    ).format(
+        low_count=found.counts[low],
+        high_count=found.counts[high],
+        low=low,
+        high=high,
+        sent=found.sent,
+        how=_("estimated at one token per word"),
+        ms=f"{(long.latency or 0) * 1000:.0f}",
+    )
 
 
 def _joined(*parts: str) -> str:

@@ -27,10 +27,11 @@ from ..i18n import _, ngettext
 from .checks import CheckResult
 from .exchange import Exchange
 from .reasons import snippet
-from .shapes import error_message, reply_reasoning, reply_text
+from .shapes import error_message, first_choice, reply_reasoning, reply_text
 
 __all__ = [
     "SYSTEM_PROMPT",
+    "has_reply",
     "looks_cut",
     "reasoning_row",
     "server_said",
@@ -44,11 +45,47 @@ SYSTEM_PROMPT = "You are a patient teacher at a secondary school. Answer in one 
 _THINK = re.compile(r"</?think>", re.IGNORECASE)
 
 
+def has_reply(ex: Exchange) -> bool:
+    """A 2xx answer that holds a reply: a choice with a message (or text), or, streamed,
+    content, thinking or a finish_reason. An empty 200 (no body, ``{}``, a stream with
+    no event) answered nothing: it passes no check."""
+    if ex.status is None or not 200 <= ex.status < 300:
+        return False
+    if ex.streamed:
+        return bool(ex.pieces or ex.reasoning_chars or ex.finish)
+    choice = first_choice(ex.json_body)
+    return choice is not None and (
+        isinstance(choice.get("message"), dict) or isinstance(choice.get("text"), str)
+    )
+
+
+def _no_reply(ex: Exchange) -> str:
+    """What an answer without a reply held, in plain words."""
+    if ex.streamed:
+        return ngettext(
+            "an event stream of {n} event without content or finish_reason",
+            "an event stream of {n} events without content or finish_reason",
+            ex.events,
+        ).format(n=ex.events)
+    if not ex.body:
+        return _("an empty body")
+    if isinstance(ex.json_body, dict):
+        if not ex.json_body:
+            return _("an empty JSON object")
+        keys = ", ".join(sorted(str(k) for k in ex.json_body)[:8])
+        return _("JSON without choices, its keys: {keys}").format(keys=keys)
+    return _("a body that is not a chat completion")
+
+
 def server_said(ex: Exchange, limit: int = 160) -> str:
     """What a failed request got, one line: ``HTTP 400: "..."`` or the transport's reason."""
     if ex.status is None:
         why = (ex.failure_detail or ex.failure or "?").rstrip(".")
         return _("no answer ({why})").format(why=why)
+    if 200 <= ex.status < 300 and not has_reply(ex):
+        return _("HTTP {status} with no reply in it ({what})").format(
+            status=ex.status, what=_no_reply(ex)
+        )
     said = error_message(ex.json_body) if ex.json_body is not None else None
     if said is None and ex.body:
         said = ex.body.decode("utf-8", "replace")
@@ -57,8 +94,8 @@ def server_said(ex: Exchange, limit: int = 160) -> str:
 
 
 def system_role_row(ex: Exchange) -> CheckResult:
-    """system-role: a chat whose messages begin with a system message answers 2xx."""
-    if ex.status is not None and 200 <= ex.status < 300:
+    """system-role: a chat whose messages begin with a system message answers 2xx (a reply)."""
+    if has_reply(ex):
         return CheckResult(
             "system-role",
             True,
@@ -66,6 +103,16 @@ def system_role_row(ex: Exchange) -> CheckResult:
             _("a chat beginning with a system message answered HTTP {status}").format(
                 status=ex.status
             ),
+        )
+    if ex.status is not None and 200 <= ex.status < 300:
+        return CheckResult(
+            "system-role",
+            False,
+            "error",
+            _(
+                "a chat beginning with a system message got {seen}: the server answered "
+                "without a reply, so whether it takes the system role is unknown"
+            ).format(seen=server_said(ex)),
         )
     return CheckResult(
         "system-role",
@@ -99,8 +146,9 @@ def looks_cut(ex: Exchange) -> bool:
 
 def _shortfall(ex: Exchange, alone: Exchange) -> str | None:
     """How ``ex`` (sent beside another stream) falls short of ``alone``; None when it does not."""
-    answered = ex.status is not None and 200 <= ex.status < 300
-    if not answered:
+    if not has_reply(ex) and ex.failure is None:
+        return _("it got {seen}").format(seen=server_said(ex))
+    if ex.status is None or not 200 <= ex.status < 300:
         return _("it got {seen}").format(seen=server_said(ex))
     if ex.done and ex.finish is None and alone.finish is not None:  # the cut's signature
         return _ended(ex)
@@ -126,8 +174,7 @@ def _ended(ex: Exchange) -> str:
 
 def streams_row(pair: Sequence[Exchange], alone: Exchange) -> CheckResult:
     """streams-not-cut: two streams sent at once arrive as whole as ``alone`` (sent alone)."""
-    alone_ok = alone.status is not None and 200 <= alone.status < 300
-    if not alone_ok:
+    if not has_reply(alone):
         return CheckResult(
             "streams-not-cut",
             False,

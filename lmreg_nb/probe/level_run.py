@@ -17,9 +17,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from ..errors import LmregError
 from ..i18n import _
 from .exchange import Exchange
 from .levels import CUT, SLO, Level, LevelPlan, Sample, judge, to_sample
+from .reasons import LOCAL_LIMIT
 from .settle import Tally, settled
 from .stream_client import ChatConnection
 from .target import Target
@@ -57,6 +59,13 @@ async def run_level(
     level = Level.measured(concurrency, run.samples, duration, duration)
     judge(level, slo)
     return level
+
+
+def _no_verdict(seen: str) -> str:
+    return _(
+        "no capacity verdict: the checking machine ran out of file descriptors, not the "
+        "model ({seen})"
+    ).format(seen=seen.rstrip("."))
 
 
 def _cut_soft(samples: list[Sample], finish_seen: bool) -> None:
@@ -177,6 +186,10 @@ class _LevelRun:
                 self.live[index] = (due, conn)
                 ex = await conn.send()
                 del self.live[index]
+                if ex.failure == LOCAL_LIMIT:
+                    # Out of file descriptors here: the server never saw the request, and
+                    # a level judged on it would be a verdict about the model. None is given.
+                    raise LmregError(_no_verdict(ex.failure_detail))
                 self._add(to_sample(ex, due, self.start))
                 due = ex.t_end  # closed loop: the next request is due when this one ends
             self.wake.set()  # the ceiling: the level ends now

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..i18n import _, format_local_time, ngettext, pgettext
 from ..summary import CAPACITY_STEP, EXPECTED_STEPS, CapacityRecord, ModelRecord, Summary
+from ..terminal import terminal_text
 from ..validate import url_warnings
 from .text import capacity_found
 
@@ -187,7 +188,13 @@ def _contact(summary: Summary) -> list[str]:
     contact = summary.contact
     if contact is None:
         return []
-    return [p for p in (contact.name, contact.mobile, contact.email) if p]
+    return [_name(p) for p in (contact.name, contact.mobile, contact.email) if p]
+
+
+def _name(value: str) -> str:
+    """A name typed by a person, shown safely: bidi controls and zero-width marks (which
+    reverse or hide parts of it) become a visible U+FFFD, as on a terminal."""
+    return terminal_text(value, limit=None)
 
 
 _CSS = """
@@ -227,7 +234,7 @@ def _row(text: str, who: str) -> str:
 def render_principal_html(summary: Summary, *, full_record: str | None = None) -> str:
     """The principal's page for ``summary``; ``full_record`` is the full record's file name."""
     lang = summary.lang or "en"
-    school = summary.school or _("the school")
+    school = _name(summary.school) if summary.school else _("the school")
     title = _("Onboarding result: {school}").format(school=school)
     when = format_local_time(summary.generated_at, summary.lang) if summary.generated_at else ""
     dated = _("Model onboarding, {when}").format(when=when) if when else ""
