@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .probe import ProbeResult
+from .call import ProbeResult
 
 __all__ = [
     "DAY_MS",

@@ -1,6 +1,6 @@
 """One round's calls: every registered model at once within a bound, one connection pool.
 
-Each model is called by :func:`~lmreg_nb.watch.probe.probe_model` (bounded by
+Each model is called by :func:`~lmreg_nb.watch.call.probe_model` (bounded by
 its timeout, so a model that hangs holds one slot for that long and never
 the round); each https host's certificate is read once per round
 (:func:`lmreg_nb.probe.tls.inspect_certificate`) for the days left and to
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from ..probe.pool import pooled_transport
 from ..probe.tls import Certificate, inspect_certificate
 from .alerts import TlsSeen
-from .probe import ProbeResult, probe_model, tls_failure
+from .call import ProbeResult, probe_model, tls_failure
 
 if TYPE_CHECKING:
     import httpx

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lmreg_nb.watch.alerts import DAY_MS, ModelState, TlsSeen, step
-from lmreg_nb.watch.probe import ProbeResult
+from lmreg_nb.watch.call import ProbeResult
 
 OK = ProbeResult(True, latency_s=0.2)
 FAIL = ProbeResult(False, "http-5xx", "answered HTTP 500", status=500)
