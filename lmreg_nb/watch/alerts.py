@@ -27,7 +27,9 @@ __all__ = [
     "TLS_WARNING_DAYS",
     "Event",
     "ModelState",
+    "SchoolState",
     "TlsSeen",
+    "school_step",
     "step",
 ]
 
@@ -68,6 +70,7 @@ class ModelState:
     tls_expires_ms: int | None = None
     tls_issuer: str | None = None
     tls_warned_ms: int | None = None
+    school: str = ""  # the school's key (the plan's run_id; "" for a one-account watch)
 
     @property
     def down(self) -> bool:
@@ -115,7 +118,13 @@ def step(
     if fail_after < 1:
         raise ValueError("fail_after must be at least 1")
     before = previous or ModelState(current.model_id, current.model_name)
-    state = replace(before, model_name=current.model_name, host=current.host, checked_ms=now_ms)
+    state = replace(
+        before,
+        model_name=current.model_name,
+        host=current.host,
+        school=current.school,
+        checked_ms=now_ms,
+    )
     events: list[Event] = []
     if result.ok:
         state = replace(
@@ -169,3 +178,55 @@ def _tls(state: ModelState, tls: TlsSeen | None, now_ms: int) -> tuple[ModelStat
         return state, None
     state = replace(state, tls_warned_ms=now_ms)
     return state, Event("tls-warning", state, now_ms)
+
+
+@dataclass(frozen=True)
+class SchoolState:
+    """Whether the watch can read a school's models (a row of the state's ``schools``)."""
+
+    key: str
+    name: str
+    problem: str = ""  # "" | "sign-in" (refused, missing env) | "blind" (no answer)
+    fails: int = 0  # rounds in a row the models could not be read
+    since_ms: int | None = None
+    alerted_ms: int | None = None
+    detail: str = ""
+    last_ok_ms: int | None = None
+
+    @property
+    def blind(self) -> bool:
+        """The models cannot be read now."""
+        return self.fails > 0
+
+
+def school_step(
+    previous: SchoolState | None,
+    current: SchoolState,
+    *,
+    error: str | None,
+    sign_in: bool,
+    now_ms: int,
+    fail_after: int,
+) -> tuple[SchoolState, str | None]:
+    """A school's reading state after a round; ``"alert"``, ``"recovery"`` or None to send.
+
+    A refused sign-in is alerted at once (it does not heal by waiting); a platform that
+    does not answer after ``fail_after`` rounds in a row; one recovery when it reads again.
+    """
+    before = previous or current
+    if error is None:
+        state = replace(
+            before, name=current.name, problem="", fails=0, since_ms=None, alerted_ms=None,
+            detail="", last_ok_ms=now_ms,
+        )  # fmt: skip
+        return state, "recovery" if before.alerted_ms is not None else None
+    fails = before.fails + 1
+    since = before.since_ms if before.fails and before.since_ms is not None else now_ms
+    problem = "sign-in" if sign_in else "blind"
+    state = replace(
+        before, name=current.name, problem=problem, fails=fails, since_ms=since, detail=error
+    )
+    due = sign_in or fails >= fail_after
+    if due and before.alerted_ms is None:
+        return replace(state, alerted_ms=now_ms), "alert"
+    return state, None

@@ -9,6 +9,7 @@ watch`: one round here is one round of the watch, on the same state file
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ class Monitor:
         state_path: str | Path = "",
         fail_after: int = 3,
         settings: Settings | None = None,
+        allow_private: bool | None = None,
     ) -> None:
         if settings is None:
             from ..settings import Settings
@@ -58,7 +60,14 @@ class Monitor:
         self.settings = settings
         self.school = school_name(school, settings)
         self.state_path = Path(state_path).expanduser() if state_path else default_state_path()
-        self.config = WatchConfig(state_path=self.state_path, fail_after=fail_after, school=school)
+        if allow_private is None:  # LMREG_ALLOW_PRIVATE=1: a rehearsal on the sandbox
+            allow_private = os.environ.get("LMREG_ALLOW_PRIVATE", "").strip() in ("1", "true")
+        self.config = WatchConfig(
+            state_path=self.state_path,
+            fail_after=fail_after,
+            school=school,
+            allow_private=allow_private,
+        )
         self._added: list[NotifyTarget] = []
 
     # -- targets -------------------------------------------------------------

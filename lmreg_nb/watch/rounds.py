@@ -10,11 +10,13 @@ tell a TLS failure from other connection failures.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..i18n import _
 from ..probe.pool import pooled_transport
 from ..probe.tls import Certificate, inspect_certificate
 from .alerts import TlsSeen
@@ -26,7 +28,14 @@ if TYPE_CHECKING:
     from ..models import RegisteredModel
     from ..settings import Settings
 
-__all__ = ["DEFAULT_CONCURRENCY", "Observation", "make_client", "model_host", "probe_all"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "Observation",
+    "make_client",
+    "model_host",
+    "probe_all",
+    "unreachable_address",
+]
 
 #: Calls in flight at once: 1,000 models of ~0.2 s each take a few seconds.
 DEFAULT_CONCURRENCY = 32
@@ -71,14 +80,61 @@ def _seen(cert: Certificate | None) -> TlsSeen | None:
     return TlsSeen(cert.days_left, expires, cert.issuer, cert.verified)
 
 
+def _blocked(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+
+
+async def unreachable_address(host: str, timeout: float) -> str | None:
+    """The address (after resolving ``host``) the platform cannot reach, or None.
+
+    Loopback, private, link-local and unspecified addresses: the platform cannot call
+    them, and a registration aimed there would make the watch post the apiKey to the
+    provider's own services. A name that does not resolve is left to the call.
+    """
+    if not host:
+        return None
+    if _blocked(host):
+        return host
+    try:
+        async with asyncio.timeout(timeout):
+            infos = await asyncio.get_running_loop().getaddrinfo(host, None)
+    except (OSError, TimeoutError, UnicodeError):
+        return None
+    found = [str(info[4][0]) for info in infos]
+    return next((a for a in found if _blocked(a)), None)
+
+
+def _private_result(host: str, address: str) -> ProbeResult:
+    shown = host if host == address else f"{host} ({address})"
+    return ProbeResult(
+        False,
+        "private-address",
+        _("{host} is not an address the platform can reach; not called").format(host=shown),
+    )
+
+
 async def probe_all(
     models: Sequence[RegisteredModel],
-    settings: Settings,
+    settings: Settings | Sequence[Settings],
     client: httpx.AsyncClient,
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
+    allow_private: bool = True,
 ) -> list[Observation]:
-    """Call every model once (at most ``concurrency`` at a time); one Observation each."""
+    """Call every model once (at most ``concurrency`` at a time); one Observation each.
+
+    ``settings``: one for all, or one per model (the fleet: each school's own).
+    ``allow_private`` False: a model at a loopback or private address is not called.
+    """
+    each = [settings] * len(models) if not isinstance(settings, Sequence) else list(settings)
+    first = each[0] if each else None
+    timeout = first.timeout if first is not None else 10.0
     slots = asyncio.Semaphore(max(1, concurrency))
     hosts = {
         (host, port)
@@ -86,18 +142,31 @@ async def probe_all(
         if https and host
     }
 
+    blocked: dict[str, str | None] = {}
+    if not allow_private:
+        names = sorted({model_host(m.registry_url)[0] for m in models})
+        found_blocked = await asyncio.gather(
+            *(unreachable_address(h, min(timeout, 5.0)) for h in names)
+        )
+        blocked = dict(zip(names, found_blocked, strict=True))
+        hosts = {(h, p) for h, p in hosts if blocked.get(h) is None}
+
     async def certificate(host: str, port: int) -> Certificate | None:
         async with slots:
-            return await inspect_certificate(host, port, settings.timeout)
+            return await inspect_certificate(host, port, timeout)
 
-    async def call(model: RegisteredModel) -> ProbeResult:
+    async def call(model: RegisteredModel, its: Settings) -> ProbeResult:
+        host = model_host(model.registry_url)[0]
+        address = blocked.get(host)
+        if address is not None:
+            return _private_result(host, address)
         async with slots:
-            return await probe_model(model, settings, client)
+            return await probe_model(model, its, client)
 
     ordered = sorted(hosts)
     found = await asyncio.gather(*(certificate(h, p) for h, p in ordered))
     certs = dict(zip(ordered, found, strict=True))
-    results = await asyncio.gather(*(call(m) for m in models))
+    results = await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True)))
     observations = []
     for model, result in zip(models, results, strict=True):
         host, port, https = model_host(model.registry_url)

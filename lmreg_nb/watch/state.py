@@ -25,7 +25,7 @@ from pathlib import Path
 from ..errors import ConfigurationError
 from ..i18n import _
 from ..sqlite_files import private_database
-from .alerts import ModelState
+from .alerts import ModelState, SchoolState
 from .messages import Message
 
 __all__ = [
@@ -42,6 +42,7 @@ KEEP_ROUNDS = 240
 #: A notification a target has not taken for this long is dropped (with a log line).
 OUTBOX_MAX_AGE_MS = 24 * 3600 * 1000
 _COLUMNS = [f.name for f in fields(ModelState)]
+_SCHOOL_COLUMNS = [f.name for f in fields(SchoolState)]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS models (
@@ -49,7 +50,11 @@ CREATE TABLE IF NOT EXISTS models (
     status TEXT NOT NULL, fails INTEGER NOT NULL, since_ms INTEGER, kind TEXT,
     detail TEXT NOT NULL, checked_ms INTEGER, last_ok_ms INTEGER, alerted_ms INTEGER,
     latency_s REAL, tls_days INTEGER, tls_expires_ms INTEGER, tls_issuer TEXT,
-    tls_warned_ms INTEGER
+    tls_warned_ms INTEGER, school TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS schools (
+    key TEXT PRIMARY KEY, name TEXT NOT NULL, problem TEXT NOT NULL, fails INTEGER NOT NULL,
+    since_ms INTEGER, alerted_ms INTEGER, detail TEXT NOT NULL, last_ok_ms INTEGER
 );
 CREATE TABLE IF NOT EXISTS history (
     round INTEGER NOT NULL, model_id TEXT NOT NULL, at_ms INTEGER NOT NULL,
@@ -115,6 +120,7 @@ class StateStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=10000")
+            self._migrate()
             self._conn.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(
@@ -123,6 +129,12 @@ class StateStore:
         private_database(self.path)
         self._lock = threading.Lock()
         self._file_lock: object | None = None
+
+    def _migrate(self) -> None:
+        """A state file of an older watch gains the columns added since (its rows kept)."""
+        have = {row[1] for row in self._conn.execute("PRAGMA table_info(models)")}
+        if have and "school" not in have:
+            self._conn.execute("ALTER TABLE models ADD COLUMN school TEXT NOT NULL DEFAULT ''")
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -175,6 +187,20 @@ class StateStore:
             rows = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM models").fetchall()
         return {row[0]: ModelState(*row) for row in rows}
 
+    def schools(self) -> dict[str, SchoolState]:
+        """Every school's reading state, by key."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {', '.join(_SCHOOL_COLUMNS)} FROM schools"
+            ).fetchall()
+        return {row[0]: SchoolState(*row) for row in rows}
+
+    def waiting_targets(self) -> set[str]:
+        """The targets that have notifications waiting."""
+        with self._lock:
+            rows = self._conn.execute("SELECT DISTINCT target FROM outbox").fetchall()
+        return {row[0] for row in rows}
+
     def last_round(self) -> int:
         """The number of the last round written (0: none yet)."""
         with self._lock:
@@ -188,10 +214,17 @@ class StateStore:
         history: Sequence[HistoryRow],
         removed: Sequence[str] = (),
         outbox: Sequence[tuple[str, int, Message]] = (),
+        schools: Sequence[SchoolState] = (),
     ) -> None:
         """Write one round at once: states, calls, models gone, notifications to send."""
         marks = ", ".join("?" for _ in _COLUMNS)
+        school_marks = ", ".join("?" for _ in _SCHOOL_COLUMNS)
         with self._transaction() as db:
+            db.executemany(
+                f"INSERT OR REPLACE INTO schools ({', '.join(_SCHOOL_COLUMNS)}) "
+                f"VALUES ({school_marks})",
+                [astuple(s) for s in schools],
+            )
             db.executemany(
                 f"INSERT OR REPLACE INTO models ({', '.join(_COLUMNS)}) VALUES ({marks})",
                 [astuple(s) for s in states],
