@@ -105,8 +105,9 @@ def _schools_table(schools: Sequence[SchoolState]) -> str:
         cells = [e(s.name), f'<span class="s s-down">{e(label)}</span>', e(_when(s.since_ms)),
                  e(s.detail)]  # fmt: skip
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    heading = _("Schools that cannot be watched")
     return (
-        f"<h2>{e(_('Schools that cannot be watched'))}</h2><table><thead><tr>"
+        f"<h2>{e(heading)}</h2><table><thead><tr>"
         + "".join(f"<th>{e(h)}</th>" for h in head)
         + "</tr></thead><tbody>"
         + "".join(rows)
@@ -137,6 +138,7 @@ def render_status(
     """
     ordered = sorted(states, key=lambda s: (_ORDER.get(s.status, 9), s.model_name))
     blind = {s.key for s in schools if s.blind}
+    stale_text = _("stale: the models cannot be read")
     e = html.escape
     head = [
         *([_("school")] if names is not None else []),
@@ -152,11 +154,7 @@ def render_status(
     rows = []
     for s in ordered:
         latency = f"{s.latency_s:.2f}" if s.latency_s is not None and s.status == "up" else ""
-        stale = (
-            f'<br><small class="stale">{e(_("stale: the models cannot be read"))}</small>'
-            if s.school in blind
-            else ""
-        )
+        stale = f'<br><small class="stale">{e(stale_text)}</small>' if s.school in blind else ""
         cells = [
             *([e(names.get(s.school, s.school))] if names is not None else []),
             f"{e(s.model_name)}<br><small>modelId {e(s.model_id)}</small>",
