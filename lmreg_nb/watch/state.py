@@ -104,7 +104,7 @@ class OutboxRow:
 class StateStore:
     """SQLite access for the watch; one connection behind a lock (rounds are sequential)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_ms: int = 10_000) -> None:
         self.path = Path(path).expanduser()
         if not self.path.parent.is_dir():
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -115,11 +115,11 @@ class StateStore:
         try:
             private_database(self.path)
             self._conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+                self.path, check_same_thread=False, isolation_level=None, timeout=busy_ms / 1000
             )
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
             self._migrate()
             self._conn.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:

@@ -16,26 +16,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import (
     AuthenticationError,
     ConfigurationError,
     LmregError,
     PermissionDeniedError,
-    ValidationError,
 )
 from ..i18n import _, ngettext
 from ..models import RegisteredModel
 from .alerts import Event, ModelState, SchoolState, school_step, step
+from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
 from .fleet import School
 from .lines import current_state, event_line, failure_line, school_line
 from .messages import Message, blind_message, round_messages, sees_again_message
-from .rounds import DEFAULT_CONCURRENCY, Observation, make_client, model_host, probe_all
+from .rounds import Observation, make_client, probe_all
 from .state import OUTBOX_MAX_AGE_MS, HistoryRow, StateStore
 from .status_html import render_status, write_status
 
@@ -51,76 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["RoundReport", "WatchConfig", "Watcher", "school_name"]
 
 log = logging.getLogger("lmreg_nb.watch")
-
-
-#: The shortest --interval: a round reads every school's models and calls every model.
-MIN_INTERVAL_S = 1.0
-#: Schools whose models are read at once (each read is a thread: the client is blocking).
-READ_CONCURRENCY = 8
-
-
-@dataclass(frozen=True)
-class WatchConfig:
-    """What `lmreg-nb watch` was asked for."""
-
-    state_path: Path
-    interval: float = 60.0
-    fail_after: int = 3
-    rounds: int | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    school: str = ""
-    allow_private: bool = False
-
-    def __post_init__(self) -> None:
-        # One line each, naming the option (the CLI exits 2 on a ValidationError).
-        if not self.interval >= MIN_INTERVAL_S:
-            raise ValidationError(
-                "--interval",
-                _("must be {floor} s or more, e.g. 60").format(floor=f"{MIN_INTERVAL_S:g}"),
-            )
-        if self.fail_after < 1:
-            raise ValidationError(
-                "--fail-after", _("must be 1 or more: the failed rounds in a row before an alert")
-            )
-        if self.rounds is not None and self.rounds < 1:
-            raise ValidationError("--rounds", _("must be 1 or more (leave it out to run on)"))
-        if not 1 <= self.concurrency <= 1024:
-            raise ValidationError("--concurrency", _("must be from 1 to 1024"))
-
-    @property
-    def status_path(self) -> Path:
-        """The page written after each round: beside the state file, ``<stem>-status.html``."""
-        return self.state_path.with_name(self.state_path.stem + "-status.html")
-
-
-@dataclass
-class RoundReport:
-    """What one round did."""
-
-    number: int
-    states: list[ModelState] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    seconds: float = 0.0
-    platform_error: str | None = None
-    schools: list[SchoolState] = field(default_factory=list)
-
-    @property
-    def down(self) -> list[ModelState]:
-        """The models down after this round."""
-        return [s for s in self.states if s.down]
-
-    @property
-    def blind(self) -> list[SchoolState]:
-        """The schools whose models could not be read in this round."""
-        return [s for s in self.schools if s.blind]
-
-
-def school_name(given: str, settings: Settings) -> str:
-    """The school's name for alerts: as given, else the platform's host name."""
-    if given.strip():
-        return given.strip()
-    host, _port, _https = model_host(settings.base_url or "")
-    return host or _("(school not named)")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -139,6 +71,22 @@ class _Read:
     models: list[RegisteredModel] | None
     error: str | None = None
     sign_in: bool = False
+
+
+@dataclass
+class _Unsaved:
+    """A round the state file could not take (locked): written with the next one."""
+
+    number: int
+    states: dict[str, ModelState]
+    schools: dict[str, SchoolState]
+    history: list[HistoryRow]
+    removed: set[str]
+    outbox: list[tuple[str, int, Message]]
+
+
+def _state_error(path: Path, exc: sqlite3.Error) -> str:
+    return _("cannot write the state file {path}: {error}").format(path=path, error=exc)
 
 
 class Watcher:
@@ -188,6 +136,7 @@ class Watcher:
         self._client: httpx.AsyncClient | None = None
         self._read_models_once = False
         self._said: dict[str, str] = {}  # school key -> the problem last logged
+        self._unsaved: _Unsaved | None = None
 
     @staticmethod
     def _unit(school: School, mail: NotifyTarget | None) -> _Unit:
@@ -245,7 +194,11 @@ class Watcher:
     async def round(self) -> RoundReport:
         """Read the models, call each once, decide, write the state, notify; the report."""
         started = time.perf_counter()
-        number = self.store.last_round() + 1
+        number = (
+            self._unsaved.number + 1
+            if self._unsaved
+            else self._stored(self.store.last_round, 0) + 1
+        )
         now = self._now_ms()
         report = RoundReport(number)
         slots = asyncio.Semaphore(READ_CONCURRENCY)
@@ -277,7 +230,9 @@ class Watcher:
         self, report: RoundReport, reads: Sequence[_Read], now: int
     ) -> list[tuple[str, int, Message]]:
         """Each school's reading state; what to tell the provider about the blind ones."""
-        previous = self.store.schools()
+        previous: dict[str, SchoolState] = self._stored(self.store.schools, {})
+        if self._unsaved is not None:
+            previous |= self._unsaved.schools
         outbox: list[tuple[str, int, Message]] = []
         for read in reads:
             school = read.unit.school
@@ -319,7 +274,10 @@ class Watcher:
         now: int,
         outbox: list[tuple[str, int, Message]],
     ) -> None:
-        previous = self.store.models()
+        previous: dict[str, ModelState] = self._stored(self.store.models, {})
+        if self._unsaved is not None:
+            previous |= self._unsaved.states
+            previous = {m: s for m, s in previous.items() if m not in self._unsaved.removed}
         history: list[HistoryRow] = []
         for seen, key in zip(observed, keys, strict=True):
             current = current_state(seen.model, key)
@@ -360,9 +318,7 @@ class Watcher:
                     name=previous[model_id].model_name
                 ),
             )
-        self.store.save_round(
-            report.number, report.states, history, removed, outbox, report.schools
-        )
+        self._save(report, history, removed, outbox)
 
     def _mail(self, events: Sequence[Event]) -> list[tuple[str, int, Message]]:
         """Each school's own events, to its contact, in its language."""
@@ -387,7 +343,8 @@ class Watcher:
             self.metrics.update(report.states, names if self.fleet else None)
             self.metrics.update_schools(report.schools, names if self.fleet else None)
         history: dict[str, list[HistoryRow]] = {}
-        for row in self.store.history(last=60):
+        rows: list[HistoryRow] = self._stored(lambda: self.store.history(last=60), [])
+        for row in rows:
             history.setdefault(row.model_id, []).append(row)
         page = render_status(
             report.states,
@@ -422,6 +379,51 @@ class Watcher:
             seconds=f"{report.seconds:.1f}",
         )
 
+    # -- the state file ----------------------------------------------------------
+
+    def _stored(self, read: Callable[[], _T], default: _T) -> _T:
+        """A read of the state file; ``default`` (and a log line) when it is locked."""
+        try:
+            return read()
+        except sqlite3.Error as exc:
+            self._log(logging.WARNING, _state_error(self.store.path, exc))
+            return default
+
+    def _save(
+        self,
+        report: RoundReport,
+        history: list[HistoryRow],
+        removed: list[str],
+        outbox: list[tuple[str, int, Message]],
+    ) -> None:
+        """Write the round (with any round kept in memory before); keep it when locked."""
+        held = self._unsaved
+        if held is not None:
+            history = held.history + history
+            removed = sorted(held.removed | set(removed))
+            outbox = held.outbox + outbox
+        try:
+            self.store.save_round(
+                report.number, report.states, history, removed, outbox, report.schools
+            )
+        except sqlite3.Error as exc:
+            self._log(
+                logging.WARNING,
+                _("{problem}; this round is kept in memory and written next round").format(
+                    problem=_state_error(self.store.path, exc)
+                ),
+            )
+            self._unsaved = _Unsaved(
+                report.number,
+                {s.model_id: s for s in report.states},
+                {s.key: s for s in report.schools},
+                history,
+                set(removed),
+                outbox,
+            )
+            return
+        self._unsaved = None
+
     # -- notifications -----------------------------------------------------------
 
     def _all_targets(self) -> list[NotifyTarget]:
@@ -430,6 +432,12 @@ class Watcher:
 
     async def deliver(self) -> None:
         """Send what waits in the outbox, every target at once; a failure waits a round."""
+        try:
+            await self._deliver()
+        except sqlite3.Error as exc:  # locked by another process: the outbox waits a round
+            self._log(logging.WARNING, _state_error(self.store.path, exc))
+
+    async def _deliver(self) -> None:
         dropped = self.store.expire(self._now_ms(), OUTBOX_MAX_AGE_MS)
         if dropped:
             self._log(
