@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -126,22 +127,23 @@ async def probe_all(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     allow_private: bool = True,
+    slots: asyncio.Semaphore | None = None,
 ) -> list[Observation]:
     """Call every model once (at most ``concurrency`` at a time); one Observation each.
 
     ``settings``: one for all, or one per model (the fleet: each school's own).
     ``allow_private`` False: a model at a loopback or private address is not called.
+    ``slots``: a bound shared with other calls of the round (the fleet's schools).
+
+    Each https host's handshake is made once, outside the bound (it waits on the
+    network, not on this machine): a host whose handshake does not complete costs its
+    models one timeout, in parallel with everything else, and takes no call slot; so a
+    round lasts about as long however many hang there.
     """
     each = [settings] * len(models) if not isinstance(settings, Sequence) else list(settings)
     first = each[0] if each else None
     timeout = first.timeout if first is not None else 10.0
-    slots = asyncio.Semaphore(max(1, concurrency))
-    hosts = {
-        (host, port)
-        for host, port, https in (model_host(m.registry_url) for m in models)
-        if https and host
-    }
-
+    slots = slots if slots is not None else asyncio.Semaphore(max(1, concurrency))
     blocked: dict[str, str | None] = {}
     if not allow_private:
         names = sorted({model_host(m.registry_url)[0] for m in models})
@@ -149,27 +151,45 @@ async def probe_all(
             *(unreachable_address(h, min(timeout, 5.0)) for h in names)
         )
         blocked = dict(zip(names, found_blocked, strict=True))
-        hosts = {(h, p) for h, p in hosts if blocked.get(h) is None}
+    handshakes: dict[tuple[str, int], asyncio.Task[tuple[Certificate | None, float]]] = {}
 
-    async def certificate(host: str, port: int) -> Certificate | None:
-        async with slots:
-            return await inspect_certificate(host, port, timeout)
+    async def handshake(host: str, port: int) -> tuple[Certificate | None, float]:
+        began = time.perf_counter()
+        cert = await inspect_certificate(host, port, timeout)
+        return cert, time.perf_counter() - began
 
-    async def call(model: RegisteredModel, its: Settings) -> ProbeResult:
-        host = model_host(model.registry_url)[0]
+    async def call(model: RegisteredModel, its: Settings) -> Observation:
+        host, port, https = model_host(model.registry_url)
         address = blocked.get(host)
         if address is not None:
-            return _private_result(host, address)
+            return Observation(model, _private_result(host, address), None)
+        cert = None
+        if https and host:
+            if (host, port) not in handshakes:
+                handshakes[host, port] = asyncio.ensure_future(handshake(host, port))
+            cert, took = await asyncio.shield(handshakes[host, port])
+            if cert is None:  # no TLS connection: the call could not make one either
+                return Observation(model, _no_handshake(host, port, took, timeout), None)
         async with slots:
-            return await probe_model(model, its, client)
+            result = await probe_model(model, its, client)
+        return Observation(model, tls_failure(result, cert, host), _seen(cert))
 
-    ordered = sorted(hosts)
-    found = await asyncio.gather(*(certificate(h, p) for h, p in ordered))
-    certs = dict(zip(ordered, found, strict=True))
-    results = await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True)))
-    observations = []
-    for model, result in zip(models, results, strict=True):
-        host, port, https = model_host(model.registry_url)
-        cert = certs.get((host, port)) if https else None
-        observations.append(Observation(model, tls_failure(result, cert, host), _seen(cert)))
-    return observations
+    return list(await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True))))
+
+
+def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeResult:
+    if took >= timeout * 0.9:
+        return ProbeResult(
+            False,
+            "timeout",
+            _("the TLS handshake with {host}:{port} did not complete within {seconds} s").format(
+                host=host, port=port, seconds=f"{timeout:g}"
+            ),
+            latency_s=took,
+        )
+    return ProbeResult(
+        False,
+        "unreachable",
+        _("no connection to {host}:{port}").format(host=host, port=port),
+        latency_s=took,
+    )

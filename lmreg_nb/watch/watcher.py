@@ -19,6 +19,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -137,6 +138,7 @@ class Watcher:
         self._read_models_once = False
         self._said: dict[str, str] = {}  # school key -> the problem last logged
         self._unsaved: _Unsaved | None = None
+        self._readers = ThreadPoolExecutor(1)  # replaced on entry
 
     @staticmethod
     def _unit(school: School, mail: NotifyTarget | None) -> _Unit:
@@ -154,12 +156,16 @@ class Watcher:
 
     async def __aenter__(self) -> Watcher:
         self._client = make_client(self.config.concurrency, self.settings.timeout)
+        # The registry client blocks: its reads run on threads of their own, so that
+        # notifications (the default executor) do not wait behind 1,000 schools' reads.
+        self._readers = ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="lmreg-read")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        self._readers.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Close the registry clients the watcher made (the fleet's)."""
@@ -181,7 +187,9 @@ class Watcher:
         registry = unit.registry
         try:
             async with slots:
-                models = await asyncio.to_thread(registry.query_models)
+                models = await asyncio.get_running_loop().run_in_executor(
+                    self._readers, registry.query_models
+                )
         except LmregError as exc:
             refused = isinstance(
                 exc, AuthenticationError | PermissionDeniedError | ConfigurationError
@@ -190,6 +198,22 @@ class Watcher:
                 raise  # one account whose credentials never worked: a configuration error
             return _Read(unit, None, self.mask(str(exc)), sign_in=refused and self.fleet)
         return _Read(unit, models)
+
+    async def _read_and_call(
+        self, unit: _Unit, read_slots: asyncio.Semaphore, call_slots: asyncio.Semaphore
+    ) -> tuple[_Read, list[Observation]]:
+        read = await self._read(unit, read_slots)
+        if not read.models:
+            return read, []
+        assert self._client is not None
+        seen = await probe_all(
+            read.models,
+            unit.school.settings or self.settings,
+            self._client,
+            allow_private=self.config.allow_private,
+            slots=call_slots,
+        )
+        return read, seen
 
     async def round(self) -> RoundReport:
         """Read the models, call each once, decide, write the state, notify; the report."""
@@ -201,24 +225,23 @@ class Watcher:
         )
         now = self._now_ms()
         report = RoundReport(number)
-        slots = asyncio.Semaphore(READ_CONCURRENCY)
-        reads = await asyncio.gather(*(self._read(u, slots) for u in self.units))
+        assert self._client is not None, "use the Watcher as an async context manager"
+        read_slots = asyncio.Semaphore(READ_CONCURRENCY)
+        call_slots = asyncio.Semaphore(self.config.concurrency)
+        # Each school's models are called as soon as they are read: a round lasts about
+        # as long as the longer of the two, not their sum.
+        done = await asyncio.gather(
+            *(self._read_and_call(u, read_slots, call_slots) for u in self.units)
+        )
+        reads = [read for read, _seen in done]
         if any(r.models is not None for r in reads):
             self._read_models_once = True
         outbox = self._schools(report, reads, now)
         if report.blind and not self.fleet:
             report.platform_error = report.blind[0].detail
-        pairs = [(r.unit, m) for r in reads if r.models is not None for m in r.models]
-        assert self._client is not None, "use the Watcher as an async context manager"
-        observed = await probe_all(
-            [m for _u, m in pairs],
-            [u.school.settings or self.settings for u, _m in pairs],
-            self._client,
-            concurrency=self.config.concurrency,
-            allow_private=self.config.allow_private,
-        )
+        observed = [o for _read, seen in done for o in seen]
+        keys = [read.unit.school.key for read, seen in done for _o in seen]
         read_ok = {r.unit.school.key for r in reads if r.models is not None}
-        keys = [u.school.key for u, _m in pairs]
         self._decide(report, observed, keys, read_ok, now, outbox)
         self._after_round(report, now)
         await self.deliver()
