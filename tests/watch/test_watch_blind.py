@@ -224,3 +224,33 @@ def test_a_locked_state_file_is_logged_and_the_round_kept_for_the_next(
     assert [p["title"] for p in webhook.posts] == ["[Blind School] model locked-llm is down"]
     with StateStore(tmp_path / "state.sqlite3") as store:
         assert store.last_round() == 3 and store.models()["id-locked-llm"].fails == 3
+
+
+def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
+    webhook: Webhook, tmp_path: Path
+) -> None:
+    from hostile import closing_server
+
+    # 40 models behind one host whose TLS handshake never completes, 4 call slots and a
+    # 1 s timeout: called one by one they would take 10 waves (20 s before: handshake,
+    # then the call); the handshake made once, outside the slots, takes one timeout.
+    with closing_server(silent=True) as port, loopback_platform() as (base, script):
+        url = f"https://127.0.0.1:{port}/v1/chat/completions"
+        script.models = [_model(f"tls-{i:02d}", url) for i in range(40)]
+        settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "1"})
+        targets = parse_targets([webhook.url])
+        store = StateStore(tmp_path / "state.sqlite3")
+        store.acquire()
+        config = WatchConfig(
+            state_path=tmp_path / "state.sqlite3", concurrency=4, allow_private=True
+        )
+        watcher = Watcher(
+            settings, RegistryClient(settings), store, targets, Notifier(targets), config
+        )
+        try:
+            report = _round(watcher)
+        finally:
+            _close(watcher)
+    assert len(report.states) == 40 and {s.kind for s in report.states} == {"timeout"}
+    assert "TLS handshake" in report.states[0].detail
+    assert report.seconds < 5, report.seconds  # one 1 s bound, not ten
