@@ -21,6 +21,7 @@ __all__ = [
     "KIND_ADVICE",
     "KIND_TEXT",
     "Message",
+    "backlog",
     "blind_message",
     "digest",
     "format_duration",
@@ -233,6 +234,25 @@ def round_messages(
     if len(events) > DIGEST_AFTER:
         return [digest(events, school, name_of)]
     return [render(e, name_of(e) if name_of is not None else school) for e in events]
+
+
+def backlog(messages: Sequence[Message]) -> Message:
+    """Notifications that waited for one target (it did not answer, or many came at once)."""
+    kinds = {m.notify_type for m in messages}
+    kind = "failure" if "failure" in kinds else "warning" if "warning" in kinds else "success"
+    title = ngettext(
+        "{n} notification from lmreg-nb watch", "{n} notifications from lmreg-nb watch",
+        len(messages),
+    ).format(n=len(messages))  # fmt: skip
+    lines = [m.title for m in messages[:DIGEST_LINES]]
+    rest = len(messages) - DIGEST_LINES
+    if rest > 0:
+        lines.append(
+            ngettext(
+                "… and {n} more: see the status page", "… and {n} more: see the status page", rest
+            ).format(n=rest)
+        )
+    return Message(title, "\n".join(lines), kind)
 
 
 def blind_message(school: str, since_ms: int | None, detail: str, sign_in: bool) -> Message:

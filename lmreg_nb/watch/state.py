@@ -276,6 +276,11 @@ class StateStore:
         with self._transaction() as db:
             db.execute("DELETE FROM outbox WHERE id = ?", (row_id,))
 
+    def delivered_many(self, row_ids: Sequence[int]) -> None:
+        """The target took them (as one digest)."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM outbox WHERE id = ?", [(i,) for i in row_ids])
+
     def failed(self, row_id: int, error: str) -> None:
         """The target did not take it: try again next round."""
         with self._transaction() as db:

@@ -34,11 +34,17 @@ from ..i18n import _, ngettext
 from ..models import RegisteredModel
 from .alerts import Event, ModelState, SchoolState, school_step, step
 from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
+from .delivery import deliver_outbox
 from .fleet import School
 from .lines import current_state, event_line, failure_line, school_line
-from .messages import Message, blind_message, round_messages, sees_again_message
+from .messages import (
+    Message,
+    blind_message,
+    round_messages,
+    sees_again_message,
+)
 from .rounds import Observation, make_client, probe_all
-from .state import OUTBOX_MAX_AGE_MS, HistoryRow, StateStore
+from .state import HistoryRow, StateStore
 from .status_html import render_status, write_status
 
 if TYPE_CHECKING:
@@ -461,39 +467,9 @@ class Watcher:
             self._log(logging.WARNING, _state_error(self.store.path, exc))
 
     async def _deliver(self) -> None:
-        dropped = self.store.expire(self._now_ms(), OUTBOX_MAX_AGE_MS)
-        if dropped:
-            self._log(
-                logging.WARNING,
-                ngettext(
-                    "dropped {n} notification no target took within a day",
-                    "dropped {n} notifications no target took within a day",
-                    dropped,
-                ).format(n=dropped),
-            )
-        waiting = self.store.waiting_targets()
-        await asyncio.gather(*(self._deliver_to(t) for t in self._all_targets() if t.id in waiting))
-
-    async def _deliver_to(self, target: NotifyTarget) -> None:
-        for row in self.store.pending(target.id):
-            error = await asyncio.to_thread(self.notifier.send, target, row.message)
-            if error is None:
-                self.store.delivered(row.id)
-                self._log(
-                    logging.INFO,
-                    _("sent to {target}: {title}").format(
-                        target=target.shown, title=row.message.title
-                    ),
-                )
-                continue
-            self.store.failed(row.id, error)
-            self._log(
-                logging.WARNING,
-                _("could not send to {target}: {error}; trying again next round").format(
-                    target=target.shown, error=error
-                ),
-            )
-            return  # keep the order: the rest waits for this one
+        await deliver_outbox(
+            self.store, self.notifier, self._all_targets(), self._now_ms(), self._log
+        )
 
     # -- the loop ----------------------------------------------------------------
 

@@ -254,3 +254,52 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
     assert len(report.states) == 40 and {s.kind for s in report.states} == {"timeout"}
     assert "TLS handshake" in report.states[0].detail
     assert report.seconds < 5, report.seconds  # one 1 s bound, not ten
+
+
+def test_a_target_that_comes_back_gets_its_backlog_as_one_digest(
+    school_model: SchoolModel, webhook: Webhook, tmp_path: Path
+) -> None:
+    with loopback_platform() as (base, script):
+        watcher = _watcher(base, tmp_path, webhook, fail_after=1)
+        webhook.fail = True
+        try:
+            for i in range(5):  # one more model down each round: five alerts wait
+                script.models.append(_model(f"down-{i}", school_model.url("status-500")))
+                _round(watcher)
+            assert webhook.posts == []
+            webhook.fail = False
+            _round(watcher)
+        finally:
+            _close(watcher)
+    assert len(webhook.posts) == 1, [p["title"] for p in webhook.posts]
+    post = webhook.posts[0]
+    assert post["title"] == "5 notifications from lmreg-nb watch" and post["type"] == "failure"
+    assert all(f"model down-{i} is down" in post["message"] for i in range(5))
+
+
+def test_names_are_neutralised_and_models_of_one_name_kept_apart(
+    school_model: SchoolModel, webhook: Webhook, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hostile = "evil\x1b[2J\u202ename\u200b\nline"
+    metrics = WatchMetrics()
+    with loopback_platform() as (base, script):
+        script.models = [
+            _model("twin", school_model.url("status-500"), "id-down"),
+            _model("twin", school_model.url(), "id-up"),
+            _model(hostile, school_model.url("status-500"), "id-hostile"),
+        ]
+        watcher = _watcher(base, tmp_path, webhook, fail_after=1, metrics=metrics)
+        try:
+            report = _round(watcher)
+        finally:
+            _close(watcher)
+    text = metrics.text()
+    assert 'lmreg_model_up{model="twin",model_id="id-down",school=""} 0.0' in text
+    assert 'lmreg_model_up{model="twin",model_id="id-up",school=""} 1.0' in text
+    page = watcher.config.status_path.read_text(encoding="utf-8")
+    for raw in ("\x1b", "\u202e", "\u200b"):
+        assert raw not in text and raw not in page and raw not in caplog.text
+        assert all(raw not in s.model_name for s in report.states)
+    posts = "\n".join(p["title"] + p["message"] for p in webhook.posts)
+    assert "evil" in caplog.text and "evil" in posts and "evil" in page  # shown, made visible
+    assert "\nline" not in caplog.text and "\x1b" not in posts and "\u202e" not in posts
