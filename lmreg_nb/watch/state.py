@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS models (
     status TEXT NOT NULL, fails INTEGER NOT NULL, since_ms INTEGER, kind TEXT,
     detail TEXT NOT NULL, checked_ms INTEGER, last_ok_ms INTEGER, alerted_ms INTEGER,
     latency_s REAL, tls_days INTEGER, tls_expires_ms INTEGER, tls_issuer TEXT,
-    tls_warned_ms INTEGER, school TEXT NOT NULL DEFAULT ''
+    tls_warned_ms INTEGER, school TEXT NOT NULL DEFAULT '', recent TEXT NOT NULL DEFAULT '',
+    after_recovery INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS schools (
     key TEXT PRIMARY KEY, name TEXT NOT NULL, problem TEXT NOT NULL, fails INTEGER NOT NULL,
@@ -133,8 +134,14 @@ class StateStore:
     def _migrate(self) -> None:
         """A state file of an older watch gains the columns added since (its rows kept)."""
         have = {row[1] for row in self._conn.execute("PRAGMA table_info(models)")}
-        if have and "school" not in have:
-            self._conn.execute("ALTER TABLE models ADD COLUMN school TEXT NOT NULL DEFAULT ''")
+        added = {
+            "school": "TEXT NOT NULL DEFAULT ''",
+            "recent": "TEXT NOT NULL DEFAULT ''",
+            "after_recovery": "INTEGER NOT NULL DEFAULT 0",
+        }
+        for column, kind in added.items():
+            if have and column not in have:
+                self._conn.execute(f"ALTER TABLE models ADD COLUMN {column} {kind}")
 
     # -- lifecycle -----------------------------------------------------------
 
