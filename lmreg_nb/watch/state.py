@@ -109,6 +109,12 @@ class StateStore:
         self.path = Path(path).expanduser()
         if not self.path.parent.is_dir():
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.path.is_symlink():
+            # Making it private would change another file's mode; a dangling link would
+            # create the state wherever it points.
+            raise ConfigurationError(
+                _("--state {path} is a symbolic link; give the file itself").format(path=self.path)
+            )
         if self.path.is_dir():
             raise ConfigurationError(
                 _("--state {path} is a folder; give a file name").format(path=self.path)
@@ -123,6 +129,7 @@ class StateStore:
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
             self._migrate()
             self._conn.executescript(_SCHEMA)
+            self._check_schema()
         except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(
                 _("cannot use the state file {path}: {why}").format(path=self.path, why=exc)
@@ -130,6 +137,20 @@ class StateStore:
         private_database(self.path)
         self._lock = threading.Lock()
         self._file_lock: object | None = None
+
+    def _check_schema(self) -> None:
+        """A file of another program (or a damaged one) is one line, not a traceback later."""
+        for table, wanted in (("models", _COLUMNS), ("schools", _SCHOOL_COLUMNS)):
+            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            missing = [c for c in wanted if c not in have]
+            if missing:
+                self._conn.close()
+                raise ConfigurationError(
+                    _(
+                        "--state {path} is not a state file of lmreg-nb watch (table {table} "
+                        "has no {columns}); give another file"
+                    ).format(path=self.path, table=table, columns=", ".join(missing))
+                )
 
     def _migrate(self) -> None:
         """A state file of an older watch gains the columns added since (its rows kept)."""

@@ -137,3 +137,35 @@ def test_metrics_are_served_on_loopback_only() -> None:
         assert 'lmreg_model_failures_in_a_row{model="campus-llm",model_id="m1"' in body
     finally:
         metrics.close()
+
+
+def test_a_symlinked_state_path_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    from lmreg_nb.errors import ConfigurationError
+
+    target = tmp_path / "someone-elses.db"
+    target.write_text("data")
+    target.chmod(0o644)
+    link = tmp_path / "state.sqlite3"
+    link.symlink_to(target)
+    with pytest.raises(ConfigurationError, match="symbolic link"):
+        StateStore(link)
+    assert (target.stat().st_mode & 0o777) == 0o644 and target.read_text() == "data"
+    dangling = tmp_path / "dangling.sqlite3"
+    dangling.symlink_to(tmp_path / "elsewhere" / "made.db")
+    with pytest.raises(ConfigurationError, match="symbolic link"):
+        StateStore(dangling)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_file_of_another_program_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from lmreg_nb.errors import ConfigurationError
+
+    other = tmp_path / "other.sqlite3"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE models (id INTEGER PRIMARY KEY, name TEXT)")
+    with pytest.raises(ConfigurationError) as caught:
+        StateStore(other)
+    assert "not a state file of lmreg-nb watch" in str(caught.value)
+    assert "\n" not in str(caught.value)
