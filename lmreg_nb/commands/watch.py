@@ -120,6 +120,7 @@ def watch(
     import logging
     import sys
 
+    from ..errors import ConfigurationError
     from ..i18n import _
     from ..watch.service import run_watch
     from ..watch.state import default_state_path
@@ -135,7 +136,7 @@ def watch(
         allow_private=allow_private,
     )
     if mail and plan is None:
-        raise click.UsageError(_("--mail needs --plan: it sends each school's alerts"))
+        raise ConfigurationError(_("--mail needs --plan: it sends each school's alerts"))
     schools = read_fleet(plan) if plan is not None else None
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))

@@ -51,6 +51,8 @@ def _watch(
         ([], {"LMREG_NOTIFY": " , "}, "error: no alert targets"),
         (["--notify", "smtp-ish://u:Pw-0123456789@mail.example"], {}, "unknown scheme 'smtp-ish'"),
         (["--notify", "mailto://"], {}, "notify target mailto://: Apprise cannot use it"),
+        (["--mail", "mailtos://u:Pw-0123456789@smtp.example"], {}, "--mail needs --plan"),
+        (["--plan", "no-such-plan.csv"], {}, "plan no-such-plan.csv does not exist"),
         (
             ["--notify", "json://127.0.0.1:9/x"],
             {"LMREG_BASE_URL": ""},
@@ -141,3 +143,17 @@ def test_sigterm_finishes_the_round_writes_the_state_and_exits_0(
         assert store.last_round() == 1
         (hangs,) = store.models().values()
     assert hangs.kind == "timeout" and hangs.fails == 1
+
+
+def test_a_mail_sender_that_is_not_mail_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = tmp_path / "plan.csv"
+    plan.write_text("run_id,env_file,school,contact_email\na,a.env,A,ai@a.example\n")
+    monkeypatch.setenv("LMREG_NOTIFY", "json://127.0.0.1:9/x")
+    monkeypatch.setenv("LMREG_NOTIFY_MAIL", "json://127.0.0.1:9/Pw-0123456789")
+    args = ["watch", "--plan", str(plan), "--state", str(tmp_path / "s.sqlite3")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--mail: give an Apprise mailtos://" in lines[0], result.stderr
