@@ -84,30 +84,47 @@ def _spark(rows: Sequence[HistoryRow], width: int = 120, height: int = 22) -> st
 
 #: Sorts the table by the column clicked (numbers as numbers); the page reads without it.
 _SORT = """<script>
-document.querySelectorAll("table.sort th").forEach(function(th,i){th.onclick=function(){
-var b=th.closest("table").tBodies[0],r=Array.from(b.rows),d=th.dataset.d==="1"?-1:1;
+document.querySelectorAll("table.sort th").forEach(function(th){th.onclick=function(){
+var i=th.cellIndex,b=th.closest("table").tBodies[0],r=Array.from(b.rows),d=th.dataset.d==="1"?-1:1;
 th.dataset.d=d===1?"1":"0";r.sort(function(x,y){var a=x.cells[i].innerText,c=y.cells[i].innerText,
 p=parseFloat(a),q=parseFloat(c);return d*(isNaN(p)||isNaN(q)?a.localeCompare(c):p-q)});
 r.forEach(function(x){b.appendChild(x)})}})
 </script>"""
 
 
-def _schools_table(schools: Sequence[SchoolState]) -> str:
-    """The schools whose models cannot be read: what failed, since when."""
+def _schools_table(
+    schools: Sequence[SchoolState], states: Sequence[ModelState], every: bool
+) -> str:
+    """The schools: those whose models cannot be read first (what failed, since when).
+
+    ``every`` (the fleet): every school, with its models up and down; else only the
+    ones that cannot be watched.
+    """
     e = html.escape
-    bad = [s for s in schools if s.blind]
-    if not bad:
+    shown = list(schools) if every else [s for s in schools if s.blind]
+    if not shown:
         return ""
-    head = [_("school"), _("status"), _("since"), _("what failed")]
+    up: dict[str, int] = {}
+    down: dict[str, int] = {}
+    for m in states:
+        counts = up if m.status == "up" else down
+        counts[m.school] = counts.get(m.school, 0) + 1
+    head = [_("school"), _("status"), _("models up"), _("models not up"), _("since"),
+            _("what failed")]  # fmt: skip
     rows = []
-    for s in sorted(bad, key=lambda s: s.name):
-        label = _("cannot sign in") if s.problem == "sign-in" else _("cannot read the models")
-        cells = [e(s.name), f'<span class="s s-down">{e(label)}</span>', e(_when(s.since_ms)),
-                 e(s.detail)]  # fmt: skip
+    for s in sorted(shown, key=lambda s: (not s.blind, s.name)):
+        if s.blind:
+            label = _("cannot sign in") if s.problem == "sign-in" else _("cannot read the models")
+            badge = f'<span class="s s-down">{e(label)}</span>'
+        else:
+            watched = _("watched")
+            badge = f'<span class="s s-up">{e(watched)}</span>'
+        cells = [e(s.name), badge, str(up.get(s.key, 0)), str(down.get(s.key, 0)),
+                 e(_when(s.since_ms)), e(s.detail)]  # fmt: skip
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    heading = _("Schools that cannot be watched")
+    heading = _("Schools") if every else _("Schools that cannot be watched")
     return (
-        f"<h2>{e(heading)}</h2><table><thead><tr>"
+        f'<h2>{e(heading)}</h2><table class="sort"><thead><tr>'
         + "".join(f"<th>{e(h)}</th>" for h in head)
         + "</tr></thead><tbody>"
         + "".join(rows)
@@ -195,7 +212,8 @@ def render_status(
     return (
         f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">{refresh}'
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{e(title)}</h1><p>{e(summary)}</p>{_schools_table(schools)}"
+        f"<h1>{e(title)}</h1><p>{e(summary)}</p>"
+        f"{_schools_table(schools, ordered, every=names is not None)}"
         '<table class="sort"><thead><tr>'
         + "".join(f"<th>{e(h)}</th>" for h in head)
         + "</tr></thead><tbody>"

@@ -275,6 +275,7 @@ def test_a_row_that_cannot_sign_in_is_reported_and_the_others_are_watched(
     assert len([ln for ln in lines if "Gone School" in ln and "round" in ln]) == 1
     page = watcher.config.status_path.read_text(encoding="utf-8")
     assert "Gone School" in page and "cannot sign in" in page and "Refused School" in page
+    assert "第二中学" in page  # a school without models is listed too (every school)
     assert "Traceback" not in caplog.text
 
 
