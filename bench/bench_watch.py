@@ -113,9 +113,18 @@ def scenario(models: int, hanging: int, rounds: int, concurrency: int, timeout: 
 
 
 def fleet_scenario(
-    schools: int, hanging: int, rounds: int, concurrency: int, timeout: float
+    schools: int,
+    hanging: int,
+    rounds: int,
+    concurrency: int,
+    timeout: float,
+    shared_cache: bool = True,
 ) -> None:
-    """The provider's fleet: ``schools`` accounts of two models each, watched from one plan."""
+    """The provider's fleet: ``schools`` accounts of two models each, watched from one plan.
+
+    ``shared_cache``: every school's env_file names one LMREG_TOKEN_CACHE file for all,
+    else none does and the fleet gives each school its own (the default).
+    """
     from lmreg_nb.commands.watch import read_fleet
 
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
@@ -128,6 +137,10 @@ def fleet_scenario(
             )
             store = Store(db)
             lines = ["run_id,env_file,school,contact_email"]
+
+            os.environ["XDG_CACHE_HOME"] = str(base / "cache")  # the default caches: here
+            cache = f"LMREG_TOKEN_CACHE={base / 'tokens.json'}\n" if shared_cache else ""
+
             try:
                 for i in range(schools):
                     account = store.add_account(f"bench-school-{i:04d}")
@@ -145,7 +158,7 @@ def fleet_scenario(
                     env.write_text(
                         f"LMREG_BASE_URL={info.base_url}\nLMREG_TOKEN_PATH={info.token_path}\n"
                         f"LMREG_APP_ID={account.app_id}\nLMREG_APP_SECRET={account.app_secret}\n"
-                        f"LMREG_TOKEN_CACHE={base / 'tokens.json'}\nLMREG_TIMEOUT={timeout}\n",
+                        f"{cache}LMREG_TIMEOUT={timeout}\n",
                         encoding="utf-8",
                     )
                     lines.append(f"s{i:04d},{env.name},School {i:04d},ai{i}@school.example")
@@ -182,6 +195,7 @@ def fleet_scenario(
                                         "token_exchanges": after - before,
                                         "concurrency": concurrency,
                                         "timeout_s": timeout,
+                                        "token_cache": "shared" if shared_cache else "per-school",
                                         "seconds": round(time.perf_counter() - began, 2),
                                         "setup_s": round(setup, 1),
                                     }
@@ -205,9 +219,19 @@ def main() -> None:
     parser.add_argument("--hanging", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--schools", type=int, default=0, help="the fleet: this many accounts")
+    parser.add_argument(
+        "--shared-cache", action="store_true", help="every school's token in one cache file"
+    )
     args = parser.parse_args()
     if args.schools:
-        fleet_scenario(args.schools, args.hanging, args.rounds, args.concurrency, args.timeout)
+        fleet_scenario(
+            args.schools,
+            args.hanging,
+            args.rounds,
+            args.concurrency,
+            args.timeout,
+            shared_cache=args.shared_cache,
+        )
         return
     scenario(args.models, 0, args.rounds, args.concurrency, args.timeout)
     if args.hanging:

@@ -165,6 +165,8 @@ def read_fleet(plan: Path) -> list[School]:
     A row whose env_file is missing or whose variables are incomplete is kept with its
     problem: the watch reports it and watches the other schools.
     """
+    import dataclasses
+
     from ..batch.plan import load_env_file, read_plan
     from ..errors import LmregError
     from ..i18n import current_language
@@ -181,6 +183,11 @@ def read_fleet(plan: Path) -> list[School]:
             env = load_env_file(run.env_file, run.run_id) if run.env_file else {}
             settings = Settings.load(environ=clean_environment(env))
             settings.require("base_url")
+            if "LMREG_TOKEN_CACHE" not in env and settings.token_cache is not None:
+                # One cache file per school: 1,000 tokens in one file rewrite it 1,000
+                # times under its lock (bench_watch: a first round 3x slower).
+                cache = settings.token_cache.parent / "fleet" / f"{run.run_id}.json"
+                settings = dataclasses.replace(settings, token_cache=cache)
         except LmregError as exc:
             settings, problem = None, str(exc)
         schools.append(School(run.run_id, name, settings, problem, email, run.lang, line=run.line))

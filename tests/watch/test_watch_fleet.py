@@ -313,3 +313,18 @@ def test_the_cli_fleet_form_runs_and_exits_1_for_a_school_it_cannot_sign_in(
     assert "Traceback" not in done.stderr and "Gone School" in done.stderr
     assert "watching the models of 3 schools" in done.stderr
     assert leaks_in(done.stderr, fleet.secrets) == []
+
+
+def test_each_school_gets_its_own_token_cache_unless_its_env_file_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    base = "LMREG_BASE_URL=https://platform.example\nLMREG_APP_ID=a\nLMREG_APP_SECRET=s-123456\n"
+    (tmp_path / "a.env").write_text(base)
+    (tmp_path / "b.env").write_text(base + f"LMREG_TOKEN_CACHE={tmp_path / 'mine.json'}\n")
+    plan = tmp_path / "plan.csv"
+    plan.write_text(HEADER + "a,a.env,A,,,,en\nb,b.env,B,,,,en\n", encoding="utf-8")
+    a, b = read_fleet(plan)
+    assert a.settings is not None and b.settings is not None
+    assert a.settings.token_cache == tmp_path / "cache" / "lmreg_nb" / "fleet" / "a.json"
+    assert b.settings.token_cache == tmp_path / "mine.json"
