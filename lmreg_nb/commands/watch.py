@@ -166,6 +166,7 @@ def read_fleet(plan: Path) -> list[School]:
     problem: the watch reports it and watches the other schools.
     """
     import dataclasses
+    import os
 
     from ..batch.plan import load_env_file, read_plan
     from ..errors import LmregError
@@ -186,7 +187,10 @@ def read_fleet(plan: Path) -> list[School]:
             if "LMREG_TOKEN_CACHE" not in env and settings.token_cache is not None:
                 # One cache file per school: 1,000 tokens in one file rewrite it 1,000
                 # times under its lock (bench_watch: a first round 3x slower).
-                cache = settings.token_cache.parent / "fleet" / f"{run.run_id}.json"
+                # Beside the provider's own LMREG_TOKEN_CACHE when it sets one.
+                own = os.environ.get("LMREG_TOKEN_CACHE")
+                folder = Path(own).expanduser().parent if own else settings.token_cache.parent
+                cache = folder / "fleet" / f"{run.run_id}.json"
                 settings = dataclasses.replace(settings, token_cache=cache)
         except LmregError as exc:
             settings, problem = None, str(exc)
