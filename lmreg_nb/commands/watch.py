@@ -27,7 +27,7 @@ _STATE_HELP = (
     type=FiniteRange(),  # NaN and infinity refused here; 0 or less by the watcher
     default=60.0,
     show_default=True,
-    help="Seconds from the start of one round to the start of the next.",
+    help="Seconds from the start of one round to the start of the next (1 or more).",
 )
 @click.option(
     "--fail-after",
@@ -50,7 +50,8 @@ _STATE_HELP = (
     "--rounds",
     type=int,
     default=None,
-    help="Stop after this many rounds: exit 0 when every model is up, 1 when one is down.",
+    help="Stop after this many rounds: exit 0 when every model is up, 1 when one is down "
+    "or the models of a school cannot be read.",
 )
 @click.option(
     "--metrics-port",
