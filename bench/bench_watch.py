@@ -11,9 +11,14 @@ concurrency, seconds, models up. A second scenario adds models that hang
 one each.
 
     python bench/bench_watch.py [--models 1000] [--concurrency 32] [--rounds 2] [--hanging 20]
+    python bench/bench_watch.py --schools 1000 [--rounds 3] [--hanging 20]
 
 The goal (issue 23): each of 1,000 models probed once within a 60 s round on a
-2-core machine.
+2-core machine. ``--schools N`` (issue 31) is the provider's fleet: N accounts
+(each with its own appId/appSecret and env_file, in one plan), two models
+each, the first ``--hanging`` of them hanging; one JSON line per round with the
+token exchanges made in it (the first round exchanges one token per school,
+then the cache serves them).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -61,7 +67,9 @@ def run_rounds(
     """Rounds of the watch in this process; one figure each."""
     env = {**info.env(), "LMREG_TIMEOUT": str(timeout), "LMREG_TOKEN_CACHE": str(state) + ".tok"}
     settings = Settings.load(environ=env)
-    config = WatchConfig(state_path=state, concurrency=concurrency, school="Bench School")
+    config = WatchConfig(
+        state_path=state, concurrency=concurrency, school="Bench School", allow_private=True
+    )
     store = StateStore(state)
     store.acquire()
     figures: list[dict[str, object]] = []
@@ -104,6 +112,105 @@ def scenario(models: int, hanging: int, rounds: int, concurrency: int, timeout: 
                 print(json.dumps(figure), flush=True)
 
 
+def fleet_scenario(
+    schools: int,
+    hanging: int,
+    rounds: int,
+    concurrency: int,
+    timeout: float,
+    shared_cache: bool = True,
+) -> None:
+    """The provider's fleet: ``schools`` accounts of two models each, watched from one plan.
+
+    ``shared_cache``: every school's env_file names one LMREG_TOKEN_CACHE file for all,
+    else none does and the fleet gives each school its own (the default).
+    """
+    from lmreg_nb.commands.watch import read_fleet
+
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
+        base = Path(tmp)
+        db = base / "platform.sqlite3"
+        with running_sandbox(db=db) as info:
+            t0 = time.perf_counter()
+            slow = info.model_url.replace(
+                "/v1/chat/completions", "/quirks/slow/v1/chat/completions"
+            )
+            store = Store(db)
+            lines = ["run_id,env_file,school,contact_email"]
+
+            os.environ["XDG_CACHE_HOME"] = str(base / "cache")  # the default caches: here
+            cache = f"LMREG_TOKEN_CACHE={base / 'tokens.json'}\n" if shared_cache else ""
+
+            try:
+                for i in range(schools):
+                    account = store.add_account(f"bench-school-{i:04d}")
+                    for j in range(2):
+                        n = 2 * i + j
+                        store.register(
+                            account.id,
+                            {
+                                "modelName": f"bench-{i:04d}-{j}",
+                                "registryUrl": slow if n < hanging else info.model_url,
+                                "apiKey": info.model_api_key,
+                            },
+                        )
+                    env = base / f"s{i:04d}.env"
+                    env.write_text(
+                        f"LMREG_BASE_URL={info.base_url}\nLMREG_TOKEN_PATH={info.token_path}\n"
+                        f"LMREG_APP_ID={account.app_id}\nLMREG_APP_SECRET={account.app_secret}\n"
+                        f"{cache}LMREG_TIMEOUT={timeout}\n",
+                        encoding="utf-8",
+                    )
+                    lines.append(f"s{i:04d},{env.name},School {i:04d},ai{i}@school.example")
+            finally:
+                store.close()
+            plan = base / "plan.csv"
+            plan.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            setup = time.perf_counter() - t0
+            fleet = read_fleet(plan)
+            settings = Settings.load(environ={"LMREG_TIMEOUT": str(timeout)}, env_file=os.devnull)
+            state = base / "watch.sqlite3"
+            config = WatchConfig(state_path=state, concurrency=concurrency, allow_private=True)
+            store_ = StateStore(state)
+            store_.acquire()
+
+            async def go() -> None:
+                watcher = Watcher(settings, None, store_, [], Notifier([]), config, schools=fleet)
+                try:
+                    async with watcher:
+                        for _ in range(rounds):
+                            before = sum(u.registry.exchanges for u in watcher.units if u.registry)
+                            began = time.perf_counter()
+                            report = await watcher.round()
+                            after = sum(u.registry.exchanges for u in watcher.units if u.registry)
+                            print(
+                                json.dumps(
+                                    {
+                                        "round": report.number,
+                                        "schools": schools,
+                                        "models": len(report.states),
+                                        "up": sum(1 for s in report.states if s.status == "up"),
+                                        "hanging": hanging,
+                                        "blind_schools": len(report.blind),
+                                        "token_exchanges": after - before,
+                                        "concurrency": concurrency,
+                                        "timeout_s": timeout,
+                                        "token_cache": "shared" if shared_cache else "per-school",
+                                        "seconds": round(time.perf_counter() - began, 2),
+                                        "setup_s": round(setup, 1),
+                                    }
+                                ),
+                                flush=True,
+                            )
+                finally:
+                    watcher.close()
+
+            try:
+                asyncio.run(go())
+            finally:
+                store_.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", type=int, default=1000)
@@ -111,7 +218,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--hanging", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--schools", type=int, default=0, help="the fleet: this many accounts")
+    parser.add_argument(
+        "--shared-cache", action="store_true", help="every school's token in one cache file"
+    )
     args = parser.parse_args()
+    if args.schools:
+        fleet_scenario(
+            args.schools,
+            args.hanging,
+            args.rounds,
+            args.concurrency,
+            args.timeout,
+            shared_cache=args.shared_cache,
+        )
+        return
     scenario(args.models, 0, args.rounds, args.concurrency, args.timeout)
     if args.hanging:
         scenario(args.models, args.hanging, 1, args.concurrency, args.timeout)

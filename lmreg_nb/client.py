@@ -177,13 +177,22 @@ class RegistryClient:
         models = data.get("models")
         if models is None and "models" in data:
             models = []
-        if not isinstance(models, list) or not all(isinstance(m, dict) for m in models):
+        if not isinstance(models, list):
             keys = clean_message(", ".join(sorted(map(str, data))), self._secrets) or "none"
             raise MalformedResponseError(
                 _("the answer's data has no list of models (keys: {keys})").format(keys=keys),
                 operation="query-models",
             )
-        return [RegisteredModel.from_api(m) for m in models]
+        entries = [m for m in models if isinstance(m, dict)]
+        if len(entries) < len(models):
+            # One bad entry (null, a string) must not hide every other model: skip it, say so.
+            log.warning(
+                "%s",
+                _("query-models: skipped {n} entries that are not models").format(
+                    n=len(models) - len(entries)
+                ),
+            )
+        return [RegisteredModel.from_api(m) for m in entries]
 
     def find_model(
         self, name: str | None = None, *, model_id: str | None = None

@@ -570,6 +570,13 @@ def monitor() -> list[nbformat.NotebookNode]:
             )
         ),
         code("monitor.run_round() if one_round else None"),
+        md(
+            _(
+                "A round with no alert target is marked ✘: it ran, but an alert would go "
+                "nowhere. A target added by mistake: **Remove the last added** in the form, or "
+                "`monitor.remove_target(N)` for the N-th added."
+            )
+        ),
         md(_("## State and recent latency")),
         code("monitor.state_table()"),
         code("monitor.latency_chart()"),
@@ -581,6 +588,27 @@ def monitor() -> list[nbformat.NotebookNode]:
                 "with `LMREG_NOTIFY` set. The README has a systemd unit and a docker-compose "
                 "example. A page with the same table is written beside the state file after "
                 "each round."
+            )
+            + "\n\n"
+            + _(
+                "**Provider support: every school at once.** With the batch plan the schools "
+                "were onboarded from (`run_id`, `env_file`, `school`, `contact_email`, `lang`, "
+                "...), one watch reads each school's models with its own account and mails each "
+                "school's alerts to its own contact, in its language; your own targets get "
+                "every alert (a digest when many fail at once):"
+            )
+            + "\n\n"
+            + "```bash\n"
+            + "export LMREG_NOTIFY='dingtalk://TOKEN/'\n"
+            + "export LMREG_NOTIFY_MAIL='mailtos://USER:PASSWORD@SMTP.SERVER.EXAMPLE'\n"
+            + "lmreg-nb watch --plan schools.csv --metrics-port 9108\n"
+            + "```\n\n"
+            + _(
+                "`LMREG_NOTIFY_MAIL` names the sender and its SMTP server, without a recipient: "
+                "the watch fills in each school's `contact_email`. A row it cannot sign in with "
+                "is reported to you and never stops the others. Models registered at a loopback "
+                "or private address are not called (the platform cannot reach them either); "
+                "`--allow-private` calls them for a rehearsal on the sandbox."
             )
         ),
     ]

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ValidationError
 from ..i18n import _, normalize_language
 from ..runner import clean_environment
 from ..runner.parameters import convert, declared_types
 from ..runner.scrub import looks_secret, secret_values
 from ..secret import WINDOW
+from ..validate import check_email, check_mobile
 
 __all__ = ["DEFAULT_NOTEBOOK", "PlannedRun", "fingerprint", "load_env_file", "read_plan",
            "resolve_notebook"]  # fmt: skip
@@ -153,15 +154,29 @@ def _run_id(plan: Path, line: int, cells: dict[str, str], seen: set[str]) -> str
     return run_id
 
 
+#: Columns checked by the registration's own contact rules (spec section 1, phase 2).
+_CONTACT_RULES = {"contact_mobile": check_mobile, "contact_email": check_email}
+
+
 def _parameters(
     where: str, cells: dict[str, str], notebook: Path, types: dict[str, str],
-    secrets: dict[str, str],
+    secrets: dict[str, str], *, check_contacts: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     parameters: dict[str, Any] = {}
     for name, raw in cells.items():
         if name in _RESERVED or raw == "":
             continue  # an empty cell keeps the notebook's default
         column = _("{where}, column {name}").format(where=where, name=name)
+        rule = _CONTACT_RULES.get(name) if check_contacts else None
+        if rule is not None:
+            try:
+                rule(raw, name)
+            except ValidationError as exc:
+                raise ConfigurationError(
+                    _("{column}: {value} {reason}").format(
+                        column=column, value=repr(raw), reason=exc.reason
+                    )
+                ) from None
         if name not in types:
             raise ConfigurationError(
                 _("{column}: not a parameter of {notebook} (its parameters: {names})").format(
@@ -198,13 +213,20 @@ def _types(where: str, notebook: Path, cache: dict[Path, dict[str, str]]) -> dic
 
 
 def read_plan(
-    path: str | Path, *, env_file: Path | None = None, lang: str | None = None
+    path: str | Path,
+    *,
+    env_file: Path | None = None,
+    lang: str | None = None,
+    check_contacts: bool = False,
+    env_required: bool = True,
 ) -> list[PlannedRun]:
     """Read and check a whole plan; ConfigurationError (one line: which line, which column).
 
     ``lang`` (``--lang`` or LMREG_LANG) is every row's language unless the row has a
     ``lang`` of its own: the notebook of that language, and its ``lang`` parameter
-    when it declares one.
+    when it declares one. ``check_contacts``: contact_mobile and contact_email must
+    pass the registration's rules. ``env_required`` False (the fleet watch): a row
+    whose env_file is missing or unreadable is kept, for its user to report it.
     """
     plan = Path(path)
     rows = _rows(plan)
@@ -239,10 +261,16 @@ def read_plan(
             if not row_env_file.is_absolute():
                 row_env_file = plan.parent / row_env_file
             column = _("{where}, column {name}").format(where=where, name="env_file")
-            env.update(load_env_file(row_env_file, column))
+            try:
+                env.update(load_env_file(row_env_file, column))
+            except ConfigurationError:
+                if env_required:
+                    raise
         types = _types(where, notebook, types_of)
         secrets = secret_values(clean_environment(env))
-        parameters = _parameters(where, cells, notebook, types, secrets)
+        parameters = _parameters(
+            where, cells, notebook, types, secrets, check_contacts=check_contacts
+        )
         if normalize_language(lang) not in (None, "en") and "lang" in types:
             # The batch's language reaches the notebook (English is its default already,
             # so the runs of a plan made before languages keep their fingerprint).

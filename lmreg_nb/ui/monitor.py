@@ -49,15 +49,18 @@ class MonitorForm(Form):
             description=_("Run one round"), icon="refresh", button_style="primary"
         )
         self.round_button.add_class("lmreg-run-round")
+        self.remove_button = widgets.Button(description=_("Remove the last added"), icon="minus")
+        self.remove_button.add_class("lmreg-remove-target")
         super().__init__(
             "lmreg-monitor-form",
             [Field("notify-url", self.url, _check_url, optional=True)],
             add,
             hint,
-            after=[widgets.HBox([self.test_button, self.round_button])],
+            after=[widgets.HBox([self.remove_button, self.test_button, self.round_button])],
         )
         self.test_button.on_click(lambda _b: self.test_alert())
         self.round_button.on_click(lambda _b: self.run_round())
+        self.remove_button.on_click(lambda _b: self.remove_target())
 
     def submit(self) -> Any:
         """Add the URL typed (read and cleared at once), then show the targets."""
@@ -65,6 +68,10 @@ class MonitorForm(Form):
         if not value.strip() or not self.valid(taken={"notify-url": value}):
             return self.run(self.monitor.targets_table)
         return self.run(lambda: (self.monitor.add_target(value), self.monitor.targets_table()))
+
+    def remove_target(self) -> Any:
+        """Stop using the target added last (one added by mistake), then show the targets."""
+        return self.run(lambda: (self.monitor.remove_target(), self.monitor.targets_table()))
 
     def test_alert(self) -> Any:
         """Send the test alert to every target."""

@@ -1,7 +1,7 @@
 """Monitoring after go-live: `lmreg-nb watch` calls every registered model, alerts, recovers.
 
 See DESIGN.md "Contract: monitoring after go-live". The pieces, each with one job:
-``probe`` (one call of a model, the adapter over the probe package), ``rounds``
+``call`` (one call of a model, the adapter over the probe package), ``rounds``
 (every model at once, one pool), ``alerts`` (when to alert: pure functions),
 ``messages`` (what an alert says), ``notify`` (Apprise targets), ``state``
 (SQLite), ``metrics`` (Prometheus), ``status_html`` (the page), ``watcher``
@@ -29,13 +29,13 @@ _LAZY = {
     "Monitor": "monitor",
     "ModelState": "alerts",
     "NotifyTarget": "notify",
-    "ProbeResult": "probe",
+    "ProbeResult": "call",
     "StateStore": "state",
     "WatchConfig": "watcher",
     "Watcher": "watcher",
     "default_state_path": "state",
     "parse_targets": "notify",
-    "probe_model": "probe",
+    "probe_model": "call",
 }
 
 

@@ -9,7 +9,7 @@ the model, so a list of notifications reads well on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..i18n import N_, _, format_local_time, ngettext
@@ -21,10 +21,13 @@ __all__ = [
     "KIND_ADVICE",
     "KIND_TEXT",
     "Message",
+    "backlog",
+    "blind_message",
     "digest",
     "format_duration",
     "render",
     "round_messages",
+    "sees_again_message",
     "trial_message",
 ]
 
@@ -46,6 +49,9 @@ KIND_TEXT = {
     "no-content": N_("its reply was empty"),
     "bad-reply": N_("its reply was broken"),
     "registration": N_("its registration cannot be called"),
+    "private-address": N_(
+        "it is registered at an address the platform cannot reach (loopback, private or link-local)"
+    ),
 }
 #: Failure kind -> what to do.
 KIND_ADVICE = {
@@ -66,6 +72,10 @@ KIND_ADVICE = {
     "no-content": N_("Check the model server's log; run lmreg-nb check --registered for details."),
     "bad-reply": N_("Run lmreg-nb check --registered to see what is wrong with the reply."),
     "registration": N_("Fix the registration with lmreg-nb modify."),
+    "private-address": N_(
+        "Register the address the platform reaches the model at (lmreg-nb modify): a public "
+        "host name or IP address."
+    ),
 }
 
 
@@ -188,15 +198,22 @@ def _digest_line(event: Event) -> str:
     ).format(name=state.model_name, days=days)
 
 
-def digest(events: Sequence[Event], school: str) -> Message:
-    """Many events of one round as one notification: one short line per model."""
+def digest(
+    events: Sequence[Event], school: str, name_of: Callable[[Event], str] | None = None
+) -> Message:
+    """Many events of one round as one notification: one short line per model.
+
+    ``name_of`` (the fleet) names each event's school at the start of its line.
+    """
     kinds = {e.type for e in events}
     kind = "failure" if "alert" in kinds else "warning" if "tls-warning" in kinds else "success"
     title = ngettext(
         "[{school}] {n} model changed state", "[{school}] {n} models changed state", len(events)
     ).format(school=school, n=len(events))
     lines = [_("School: {school}").format(school=school)]
-    lines += [_digest_line(e) for e in events[:DIGEST_LINES]]
+    for event in events[:DIGEST_LINES]:
+        line = _digest_line(event)
+        lines.append(f"[{name_of(event)}] {line}" if name_of is not None else line)
     rest = len(events) - DIGEST_LINES
     if rest > 0:
         lines.append(
@@ -207,8 +224,67 @@ def digest(events: Sequence[Event], school: str) -> Message:
     return Message(title, "\n".join(lines), kind)
 
 
-def round_messages(events: Sequence[Event], school: str) -> list[Message]:
-    """What a round sends to each target: one message per event, or one digest of many."""
+def round_messages(
+    events: Sequence[Event], school: str, name_of: Callable[[Event], str] | None = None
+) -> list[Message]:
+    """What a round sends to each target: one message per event, or one digest of many.
+
+    ``name_of`` (the fleet): each event's school; ``school`` then titles the digest.
+    """
     if len(events) > DIGEST_AFTER:
-        return [digest(events, school)]
-    return [render(e, school) for e in events]
+        return [digest(events, school, name_of)]
+    return [render(e, name_of(e) if name_of is not None else school) for e in events]
+
+
+def backlog(messages: Sequence[Message]) -> Message:
+    """Notifications that waited for one target (it did not answer, or many came at once)."""
+    kinds = {m.notify_type for m in messages}
+    kind = "failure" if "failure" in kinds else "warning" if "warning" in kinds else "success"
+    title = ngettext(
+        "{n} notification from lmreg-nb watch", "{n} notifications from lmreg-nb watch",
+        len(messages),
+    ).format(n=len(messages))  # fmt: skip
+    lines = [m.title for m in messages[:DIGEST_LINES]]
+    rest = len(messages) - DIGEST_LINES
+    if rest > 0:
+        lines.append(
+            ngettext(
+                "… and {n} more: see the status page", "… and {n} more: see the status page", rest
+            ).format(n=rest)
+        )
+    return Message(title, "\n".join(lines), kind)
+
+
+def blind_message(school: str, since_ms: int | None, detail: str, sign_in: bool) -> Message:
+    """Monitoring cannot read a school's models: the platform refuses or does not answer."""
+    if sign_in:
+        title = _("[{school}] monitoring cannot sign in").format(school=school)
+        advice = _(
+            "What to do: check the school's env_file (LMREG_APP_ID, LMREG_APP_SECRET, "
+            "LMREG_BASE_URL) in the plan."
+        )
+    else:
+        title = _("[{school}] monitoring cannot see the models").format(school=school)
+        advice = _(
+            "What to do: check that the platform answers (lmreg-nb models); until it does, "
+            "no model of this school is watched."
+        )
+    lines = [
+        _("School: {school}").format(school=school),
+        _("Since: {when}").format(when=_when(since_ms)),
+        _("What failed: {what}").format(what=detail),
+        advice,
+    ]
+    return Message(title, "\n".join(lines), "failure")
+
+
+def sees_again_message(school: str, since_ms: int | None, now_ms: int) -> Message:
+    """Monitoring reads the school's models again."""
+    title = _("[{school}] monitoring sees the models again").format(school=school)
+    lines = [
+        _("School: {school}").format(school=school),
+        _("It was blind for {duration} (since {when}).").format(
+            duration=format_duration(max(0, now_ms - (since_ms or now_ms))), when=_when(since_ms)
+        ),
+    ]
+    return Message(title, "\n".join(lines), "success")

@@ -3,19 +3,23 @@
 ``lmreg_model_up{model}`` (1 when the last call passed, else 0),
 ``lmreg_model_latency_seconds{model}`` (the last call's latency; NaN after a
 failed one), ``lmreg_model_failures_in_a_row{model}`` and
-``lmreg_tls_days_left{model}`` (https models only). The label is the
-modelName; a model removed or renamed loses its old series. The registry is
-the watch's own, not the process-wide default.
+``lmreg_tls_days_left{model}`` (https models only), each also labelled
+``model_id`` (two models of one name stay apart) and ``school`` (the fleet's
+school name; "" for one account). ``lmreg_platform_up{school}`` is 1 when the
+school's models were read in the last round, and
+``lmreg_last_read_timestamp_seconds{school}`` when they last were. A model
+removed or renamed loses its old series. The registry is the watch's own, not
+the process-wide default.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .alerts import ModelState
+from .alerts import ModelState, SchoolState
 
 __all__ = ["METRIC_NAMES", "WatchMetrics"]
 
@@ -24,17 +28,19 @@ METRIC_NAMES = (
     "lmreg_model_latency_seconds",
     "lmreg_model_failures_in_a_row",
     "lmreg_tls_days_left",
+    "lmreg_platform_up",
+    "lmreg_last_read_timestamp_seconds",
 )
 
 
 class WatchMetrics:
-    """The four gauges, updated after each round, and their HTTP server."""
+    """The gauges, updated after each round, and their HTTP server."""
 
     def __init__(self) -> None:
         from prometheus_client import CollectorRegistry, Gauge
 
         self.registry = CollectorRegistry()
-        labels = ["model"]
+        labels = ["model", "model_id", "school"]
         self.up = Gauge(
             "lmreg_model_up",
             "1 when the registered model's last call passed, else 0",
@@ -59,34 +65,62 @@ class WatchMetrics:
             labels,
             registry=self.registry,
         )
-        self._names: dict[str, str] = {}  # modelId -> the label in use
+        self.platform_up = Gauge(
+            "lmreg_platform_up",
+            "1 when the school's models were read from the platform in the last round, else 0",
+            ["school"],
+            registry=self.registry,
+        )
+        self.last_read = Gauge(
+            "lmreg_last_read_timestamp_seconds",
+            "When the school's models were last read from the platform (Unix time)",
+            ["school"],
+            registry=self.registry,
+        )
+        self._labels: dict[str, tuple[str, str, str]] = {}  # modelId -> the labels in use
         self._server: Any = None
 
-    def update(self, states: Iterable[ModelState]) -> None:
-        """Set every gauge from the models' states after a round; drop models gone."""
+    def update(self, states: Iterable[ModelState], names: Mapping[str, str] | None = None) -> None:
+        """Set every gauge from the models' states after a round; drop models gone.
+
+        ``names``: school key -> the school's name (the fleet).
+        """
         states = list(states)
-        seen = {state.model_id: state.model_name for state in states}
-        for model_id, old in self._names.items():  # first: a new model may take an old name
+        seen = {
+            s.model_id: (s.model_name, s.model_id, (names or {}).get(s.school, s.school))
+            for s in states
+        }
+        for model_id, old in self._labels.items():  # first: a new model may take old labels
             if seen.get(model_id) != old:
                 for gauge in (self.up, self.latency, self.fails, self.tls):
                     self._remove(gauge, old)
-        self._names = seen
+        self._labels = seen
         for state in states:
-            name = state.model_name
+            labels = seen[state.model_id]
             passed = state.status == "up"
-            self.up.labels(name).set(1 if passed else 0)
+            self.up.labels(*labels).set(1 if passed else 0)
             latency = state.latency_s if passed and state.latency_s is not None else math.nan
-            self.latency.labels(name).set(latency)
-            self.fails.labels(name).set(state.fails)
+            self.latency.labels(*labels).set(latency)
+            self.fails.labels(*labels).set(state.fails)
             if state.tls_days is not None:
-                self.tls.labels(name).set(state.tls_days)
+                self.tls.labels(*labels).set(state.tls_days)
             else:
-                self._remove(self.tls, name)
+                self._remove(self.tls, labels)
+
+    def update_schools(
+        self, schools: Iterable[SchoolState], names: Mapping[str, str] | None = None
+    ) -> None:
+        """Whether each school's models were read, and when they last were."""
+        for school in schools:
+            label = (names or {}).get(school.key, school.key)
+            self.platform_up.labels(label).set(0 if school.blind else 1)
+            if school.last_ok_ms is not None:
+                self.last_read.labels(label).set(school.last_ok_ms / 1000)
 
     @staticmethod
-    def _remove(gauge: Any, name: str) -> None:
-        with contextlib.suppress(KeyError):  # never set for this name
-            gauge.remove(name)
+    def _remove(gauge: Any, labels: tuple[str, ...]) -> None:
+        with contextlib.suppress(KeyError):  # never set for these labels
+            gauge.remove(*labels)
 
     def text(self) -> str:
         """The metrics as Prometheus scrapes them."""

@@ -9,6 +9,7 @@ watch`: one round here is one round of the watch, on the same state file
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ class Monitor:
         state_path: str | Path = "",
         fail_after: int = 3,
         settings: Settings | None = None,
+        allow_private: bool | None = None,
     ) -> None:
         if settings is None:
             from ..settings import Settings
@@ -58,7 +60,14 @@ class Monitor:
         self.settings = settings
         self.school = school_name(school, settings)
         self.state_path = Path(state_path).expanduser() if state_path else default_state_path()
-        self.config = WatchConfig(state_path=self.state_path, fail_after=fail_after, school=school)
+        if allow_private is None:  # LMREG_ALLOW_PRIVATE=1: a rehearsal on the sandbox
+            allow_private = os.environ.get("LMREG_ALLOW_PRIVATE", "").strip() in ("1", "true")
+        self.config = WatchConfig(
+            state_path=self.state_path,
+            fail_after=fail_after,
+            school=school,
+            allow_private=allow_private,
+        )
         self._added: list[NotifyTarget] = []
 
     # -- targets -------------------------------------------------------------
@@ -79,6 +88,25 @@ class Monitor:
         if target.id not in {t.id for t in self._added}:
             self._added.append(target)
         return Outcome(_("alert target added"), [(_("target"), target.shown)])
+
+    def remove_target(self, number: int | None = None) -> Outcome:
+        """Stop using a target added here: the ``number``-th added (1 is the first), else the last.
+
+        LMREG_NOTIFY's targets are not removed here: change the variable.
+        """
+        if not self._added:
+            return Outcome(_("no target was added here"), [], ok=False)
+        index = len(self._added) if number is None else number
+        if not 1 <= index <= len(self._added):
+            return Outcome(
+                _("there is no added target {n}: give 1 to {count}").format(
+                    n=index, count=len(self._added)
+                ),
+                [],
+                ok=False,
+            )
+        target = self._added.pop(index - 1)
+        return Outcome(_("alert target removed"), [(_("target"), target.shown)])
 
     def targets_table(self) -> Table:
         """The targets, masked, and where each comes from."""
@@ -140,6 +168,10 @@ class Monitor:
         if report.platform_error:
             rows.append((_("platform"), report.platform_error))
         title = _("round {n}").format(n=report.number)
+        if not targets:
+            # A round that passes but can tell no one is not all well: say where alerts go.
+            rows.append((_("alert targets"), _("none: alerts go nowhere; add one above")))
+            return Outcome(_("round {n}: no alert targets").format(n=report.number), rows, ok=False)
         return Outcome(title, rows, ok=not report.down and not report.platform_error)
 
     def _states(self) -> list[ModelState]:
@@ -179,7 +211,6 @@ class Monitor:
 
     def latency_chart(self, models: Sequence[str] = ()) -> FigureView | Outcome:
         """Each model's recent latency (failed calls marked at the bottom)."""
-        from matplotlib import dates as mdates
         from matplotlib.figure import Figure
 
         from ..fonts import plot_gettext
@@ -203,7 +234,7 @@ class Monitor:
             latency = [r.latency_s or 0.0 for r in good]
             ax.plot(_times(good), latency, marker=".", label=state.model_name)
             ax.plot(_times(bad), [0.0] * len(bad), "x", color="#c00", clip_on=False)
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=zone))
+        _time_axis(ax, [r.at_ms for rows in history.values() for r in rows], zone)
         ax.set_title(t("Latency of each call"))
         ax.set_xlabel(format_local_time(ms_to_datetime(history_end(history))).split(" ", 2)[-1])
         ax.set_ylabel(t("seconds"))
@@ -214,6 +245,28 @@ class Monitor:
     def status_page(self) -> Path:
         """Where the page of the last round is (open it in a browser)."""
         return self.config.status_path
+
+
+#: The chart's time axis spans at least this long (one round alone would give a span of
+#: zero: matplotlib then labels every tick with the same minute, the point on the border).
+MIN_SPAN_MS = 10 * 60 * 1000
+
+
+def _time_axis(ax: Any, times_ms: Sequence[int], zone: Any) -> None:
+    """Minutes on the x axis, padded so no point sits on the border and ticks differ."""
+    from matplotlib import dates as mdates
+
+    if not times_ms:
+        return
+    first, last = min(times_ms), max(times_ms)
+    pad = max((MIN_SPAN_MS - (last - first)) / 2, (last - first) * 0.05, 30_000)
+    ax.set_xlim(
+        mdates.date2num(ms_to_datetime(int(first - pad))),
+        mdates.date2num(ms_to_datetime(int(last + pad))),
+    )
+    locator = mdates.AutoDateLocator(tz=zone, minticks=3, maxticks=7)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=zone))
 
 
 def _times(rows: Sequence[HistoryRow]) -> Any:

@@ -150,16 +150,22 @@ class Notifier:
     """Sends one message to one target; says why it failed instead of raising."""
 
     def __init__(self, targets: Sequence[NotifyTarget], timeout: float = SEND_TIMEOUT_S) -> None:
-        import apprise
-
         _quiet_apprise()
         self.targets = list(targets)
         self.timeout = timeout
+        # One Apprise object per target, made at its first message (a fleet has 1,000 mail
+        # targets, most of which never get one).
         self._apprise: dict[str, Any] = {}
-        for target in self.targets:
+
+    def _sender(self, target: NotifyTarget) -> Any:
+        import apprise
+
+        sender = self._apprise.get(target.id)
+        if sender is None:
             sender = apprise.Apprise(asset=_asset())
             sender.add(target.url.reveal())
             self._apprise[target.id] = sender
+        return sender
 
     def send(self, target: NotifyTarget, message: Message) -> str | None:
         """Send ``message``; None when delivered, else the reason (one line, masked)."""
@@ -167,7 +173,7 @@ class Notifier:
 
         mask = Masker(list(target.secrets))
         try:
-            result = self._apprise[target.id].notify(
+            result = self._sender(target).notify(
                 body=message.body,
                 title=message.title,
                 notify_type=message.notify_type,

@@ -1,6 +1,6 @@
 """One round's calls: every registered model at once within a bound, one connection pool.
 
-Each model is called by :func:`~lmreg_nb.watch.probe.probe_model` (bounded by
+Each model is called by :func:`~lmreg_nb.watch.call.probe_model` (bounded by
 its timeout, so a model that hangs holds one slot for that long and never
 the round); each https host's certificate is read once per round
 (:func:`lmreg_nb.probe.tls.inspect_certificate`) for the days left and to
@@ -10,15 +10,18 @@ tell a TLS failure from other connection failures.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..i18n import _
 from ..probe.pool import pooled_transport
 from ..probe.tls import Certificate, inspect_certificate
 from .alerts import TlsSeen
-from .probe import ProbeResult, probe_model, tls_failure
+from .call import ProbeResult, probe_model, tls_failure
 
 if TYPE_CHECKING:
     import httpx
@@ -26,7 +29,14 @@ if TYPE_CHECKING:
     from ..models import RegisteredModel
     from ..settings import Settings
 
-__all__ = ["DEFAULT_CONCURRENCY", "Observation", "make_client", "model_host", "probe_all"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "Observation",
+    "make_client",
+    "model_host",
+    "probe_all",
+    "unreachable_address",
+]
 
 #: Calls in flight at once: 1,000 models of ~0.2 s each take a few seconds.
 DEFAULT_CONCURRENCY = 32
@@ -71,36 +81,115 @@ def _seen(cert: Certificate | None) -> TlsSeen | None:
     return TlsSeen(cert.days_left, expires, cert.issuer, cert.verified)
 
 
+def _blocked(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+
+
+async def unreachable_address(host: str, timeout: float) -> str | None:
+    """The address (after resolving ``host``) the platform cannot reach, or None.
+
+    Loopback, private, link-local and unspecified addresses: the platform cannot call
+    them, and a registration aimed there would make the watch post the apiKey to the
+    provider's own services. A name that does not resolve is left to the call.
+    """
+    if not host:
+        return None
+    if _blocked(host):
+        return host
+    try:
+        async with asyncio.timeout(timeout):
+            infos = await asyncio.get_running_loop().getaddrinfo(host, None)
+    except (OSError, TimeoutError, UnicodeError):
+        return None
+    found = [str(info[4][0]) for info in infos]
+    return next((a for a in found if _blocked(a)), None)
+
+
+def _private_result(host: str, address: str) -> ProbeResult:
+    shown = host if host == address else f"{host} ({address})"
+    return ProbeResult(
+        False,
+        "private-address",
+        _("{host} is not an address the platform can reach; not called").format(host=shown),
+    )
+
+
 async def probe_all(
     models: Sequence[RegisteredModel],
-    settings: Settings,
+    settings: Settings | Sequence[Settings],
     client: httpx.AsyncClient,
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
+    allow_private: bool = True,
+    slots: asyncio.Semaphore | None = None,
 ) -> list[Observation]:
-    """Call every model once (at most ``concurrency`` at a time); one Observation each."""
-    slots = asyncio.Semaphore(max(1, concurrency))
-    hosts = {
-        (host, port)
-        for host, port, https in (model_host(m.registry_url) for m in models)
-        if https and host
-    }
+    """Call every model once (at most ``concurrency`` at a time); one Observation each.
 
-    async def certificate(host: str, port: int) -> Certificate | None:
-        async with slots:
-            return await inspect_certificate(host, port, settings.timeout)
+    ``settings``: one for all, or one per model (the fleet: each school's own).
+    ``allow_private`` False: a model at a loopback or private address is not called.
+    ``slots``: a bound shared with other calls of the round (the fleet's schools).
 
-    async def call(model: RegisteredModel) -> ProbeResult:
-        async with slots:
-            return await probe_model(model, settings, client)
+    Each https host's handshake is made once, outside the bound (it waits on the
+    network, not on this machine): a host whose handshake does not complete costs its
+    models one timeout, in parallel with everything else, and takes no call slot; so a
+    round lasts about as long however many hang there.
+    """
+    each = [settings] * len(models) if not isinstance(settings, Sequence) else list(settings)
+    first = each[0] if each else None
+    timeout = first.timeout if first is not None else 10.0
+    slots = slots if slots is not None else asyncio.Semaphore(max(1, concurrency))
+    blocked: dict[str, str | None] = {}
+    if not allow_private:
+        names = sorted({model_host(m.registry_url)[0] for m in models})
+        found_blocked = await asyncio.gather(
+            *(unreachable_address(h, min(timeout, 5.0)) for h in names)
+        )
+        blocked = dict(zip(names, found_blocked, strict=True))
+    handshakes: dict[tuple[str, int], asyncio.Task[tuple[Certificate | None, float]]] = {}
 
-    ordered = sorted(hosts)
-    found = await asyncio.gather(*(certificate(h, p) for h, p in ordered))
-    certs = dict(zip(ordered, found, strict=True))
-    results = await asyncio.gather(*(call(m) for m in models))
-    observations = []
-    for model, result in zip(models, results, strict=True):
+    async def handshake(host: str, port: int) -> tuple[Certificate | None, float]:
+        began = time.perf_counter()
+        cert = await inspect_certificate(host, port, timeout)
+        return cert, time.perf_counter() - began
+
+    async def call(model: RegisteredModel, its: Settings) -> Observation:
         host, port, https = model_host(model.registry_url)
-        cert = certs.get((host, port)) if https else None
-        observations.append(Observation(model, tls_failure(result, cert, host), _seen(cert)))
-    return observations
+        address = blocked.get(host)
+        if address is not None:
+            return Observation(model, _private_result(host, address), None)
+        cert = None
+        if https and host:
+            if (host, port) not in handshakes:
+                handshakes[host, port] = asyncio.ensure_future(handshake(host, port))
+            cert, took = await asyncio.shield(handshakes[host, port])
+            if cert is None:  # no TLS connection: the call could not make one either
+                return Observation(model, _no_handshake(host, port, took, timeout), None)
+        async with slots:
+            result = await probe_model(model, its, client)
+        return Observation(model, tls_failure(result, cert, host), _seen(cert))
+
+    return list(await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True))))
+
+
+def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeResult:
+    if took >= timeout * 0.9:
+        return ProbeResult(
+            False,
+            "timeout",
+            _("the TLS handshake with {host}:{port} did not complete within {seconds} s").format(
+                host=host, port=port, seconds=f"{timeout:g}"
+            ),
+            latency_s=took,
+        )
+    return ProbeResult(
+        False,
+        "unreachable",
+        _("no connection to {host}:{port}").format(host=host, port=port),
+        latency_s=took,
+    )

@@ -23,6 +23,7 @@ from ..secret import Masker
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from .fleet import School
     from .watcher import WatchConfig, Watcher
 
 __all__ = ["MaskingFilter", "run_watch"]
@@ -50,13 +51,18 @@ def run_watch(
     metrics_port: int | None = None,
     settings: Settings | None = None,
     handler: logging.Handler | None = None,
+    schools: Sequence[School] | None = None,
+    mail: str | None = None,
 ) -> int:
     """Run `lmreg-nb watch`; the exit code (0, 1) or a one-line LmregError (exit 2 for usage).
 
     ``handler`` receives the log lines (masked); the CLI passes one writing to stderr.
+    ``schools`` (the fleet: a batch plan's rows) are watched each with its own account;
+    ``mail`` is the sender of their contacts' alerts.
     """
     from ..client import RegistryClient
     from ..settings import Settings
+    from .fleet import parse_mail
     from .metrics import WatchMetrics
     from .notify import Notifier, configured_urls, parse_targets, targets_masker
     from .state import StateStore
@@ -64,10 +70,11 @@ def run_watch(
 
     settings = settings if settings is not None else Settings.load()
     targets = parse_targets(configured_urls(settings, notify))
+    sender = parse_mail(mail) if mail else None
     if handler is not None:
-        handler.addFilter(MaskingFilter(targets_masker(targets)))
+        handler.addFilter(MaskingFilter(targets_masker([*targets, *([sender] if sender else [])])))
     with contextlib.ExitStack() as stack:
-        registry = stack.enter_context(RegistryClient(settings))
+        registry = None if schools is not None else stack.enter_context(RegistryClient(settings))
         store = stack.enter_context(StateStore(config.state_path))
         store.acquire()
         metrics = None
@@ -84,8 +91,17 @@ def run_watch(
             stack.callback(metrics.close)
             log.info(_("metrics at http://127.0.0.1:{port}/metrics").format(port=port))
         watcher = Watcher(
-            settings, registry, store, targets, Notifier(targets), config, metrics=metrics
+            settings,
+            registry,
+            store,
+            targets,
+            Notifier(targets),
+            config,
+            metrics=metrics,
+            schools=schools,
+            mail=sender,
         )
+        stack.callback(watcher.close)
         log.info(
             ngettext(
                 "watching the models of {platform} every {interval} s; alert after {n} failed "
@@ -94,7 +110,9 @@ def run_watch(
                 "rounds in a row to {targets}; state in {state}",
                 config.fail_after,
             ).format(
-                platform=settings.base_url,
+                platform=settings.base_url
+                if schools is None
+                else ngettext("{n} school", "{n} schools", len(schools)).format(n=len(schools)),
                 interval=f"{config.interval:g}",
                 n=config.fail_after,
                 targets=", ".join(t.shown for t in targets),

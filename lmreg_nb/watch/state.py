@@ -25,7 +25,7 @@ from pathlib import Path
 from ..errors import ConfigurationError
 from ..i18n import _
 from ..sqlite_files import private_database
-from .alerts import ModelState
+from .alerts import ModelState, SchoolState
 from .messages import Message
 
 __all__ = [
@@ -42,6 +42,7 @@ KEEP_ROUNDS = 240
 #: A notification a target has not taken for this long is dropped (with a log line).
 OUTBOX_MAX_AGE_MS = 24 * 3600 * 1000
 _COLUMNS = [f.name for f in fields(ModelState)]
+_SCHOOL_COLUMNS = [f.name for f in fields(SchoolState)]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS models (
@@ -49,7 +50,12 @@ CREATE TABLE IF NOT EXISTS models (
     status TEXT NOT NULL, fails INTEGER NOT NULL, since_ms INTEGER, kind TEXT,
     detail TEXT NOT NULL, checked_ms INTEGER, last_ok_ms INTEGER, alerted_ms INTEGER,
     latency_s REAL, tls_days INTEGER, tls_expires_ms INTEGER, tls_issuer TEXT,
-    tls_warned_ms INTEGER
+    tls_warned_ms INTEGER, school TEXT NOT NULL DEFAULT '', recent TEXT NOT NULL DEFAULT '',
+    after_recovery INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS schools (
+    key TEXT PRIMARY KEY, name TEXT NOT NULL, problem TEXT NOT NULL, fails INTEGER NOT NULL,
+    since_ms INTEGER, alerted_ms INTEGER, detail TEXT NOT NULL, last_ok_ms INTEGER
 );
 CREATE TABLE IF NOT EXISTS history (
     round INTEGER NOT NULL, model_id TEXT NOT NULL, at_ms INTEGER NOT NULL,
@@ -99,10 +105,16 @@ class OutboxRow:
 class StateStore:
     """SQLite access for the watch; one connection behind a lock (rounds are sequential)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_ms: int = 10_000) -> None:
         self.path = Path(path).expanduser()
         if not self.path.parent.is_dir():
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.path.is_symlink():
+            # Making it private would change another file's mode; a dangling link would
+            # create the state wherever it points.
+            raise ConfigurationError(
+                _("--state {path} is a symbolic link; give the file itself").format(path=self.path)
+            )
         if self.path.is_dir():
             raise ConfigurationError(
                 _("--state {path} is a folder; give a file name").format(path=self.path)
@@ -110,12 +122,14 @@ class StateStore:
         try:
             private_database(self.path)
             self._conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+                self.path, check_same_thread=False, isolation_level=None, timeout=busy_ms / 1000
             )
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+            self._migrate()
             self._conn.executescript(_SCHEMA)
+            self._check_schema()
         except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(
                 _("cannot use the state file {path}: {why}").format(path=self.path, why=exc)
@@ -123,6 +137,32 @@ class StateStore:
         private_database(self.path)
         self._lock = threading.Lock()
         self._file_lock: object | None = None
+
+    def _check_schema(self) -> None:
+        """A file of another program (or a damaged one) is one line, not a traceback later."""
+        for table, wanted in (("models", _COLUMNS), ("schools", _SCHOOL_COLUMNS)):
+            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            missing = [c for c in wanted if c not in have]
+            if missing:
+                self._conn.close()
+                raise ConfigurationError(
+                    _(
+                        "--state {path} is not a state file of lmreg-nb watch (table {table} "
+                        "has no {columns}); give another file"
+                    ).format(path=self.path, table=table, columns=", ".join(missing))
+                )
+
+    def _migrate(self) -> None:
+        """A state file of an older watch gains the columns added since (its rows kept)."""
+        have = {row[1] for row in self._conn.execute("PRAGMA table_info(models)")}
+        added = {
+            "school": "TEXT NOT NULL DEFAULT ''",
+            "recent": "TEXT NOT NULL DEFAULT ''",
+            "after_recovery": "INTEGER NOT NULL DEFAULT 0",
+        }
+        for column, kind in added.items():
+            if have and column not in have:
+                self._conn.execute(f"ALTER TABLE models ADD COLUMN {column} {kind}")
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -175,6 +215,20 @@ class StateStore:
             rows = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM models").fetchall()
         return {row[0]: ModelState(*row) for row in rows}
 
+    def schools(self) -> dict[str, SchoolState]:
+        """Every school's reading state, by key."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {', '.join(_SCHOOL_COLUMNS)} FROM schools"
+            ).fetchall()
+        return {row[0]: SchoolState(*row) for row in rows}
+
+    def waiting_targets(self) -> set[str]:
+        """The targets that have notifications waiting."""
+        with self._lock:
+            rows = self._conn.execute("SELECT DISTINCT target FROM outbox").fetchall()
+        return {row[0] for row in rows}
+
     def last_round(self) -> int:
         """The number of the last round written (0: none yet)."""
         with self._lock:
@@ -188,10 +242,17 @@ class StateStore:
         history: Sequence[HistoryRow],
         removed: Sequence[str] = (),
         outbox: Sequence[tuple[str, int, Message]] = (),
+        schools: Sequence[SchoolState] = (),
     ) -> None:
         """Write one round at once: states, calls, models gone, notifications to send."""
         marks = ", ".join("?" for _ in _COLUMNS)
+        school_marks = ", ".join("?" for _ in _SCHOOL_COLUMNS)
         with self._transaction() as db:
+            db.executemany(
+                f"INSERT OR REPLACE INTO schools ({', '.join(_SCHOOL_COLUMNS)}) "
+                f"VALUES ({school_marks})",
+                [astuple(s) for s in schools],
+            )
             db.executemany(
                 f"INSERT OR REPLACE INTO models ({', '.join(_COLUMNS)}) VALUES ({marks})",
                 [astuple(s) for s in states],
@@ -242,6 +303,11 @@ class StateStore:
         """The target took it."""
         with self._transaction() as db:
             db.execute("DELETE FROM outbox WHERE id = ?", (row_id,))
+
+    def delivered_many(self, row_ids: Sequence[int]) -> None:
+        """The target took them (as one digest)."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM outbox WHERE id = ?", [(i,) for i in row_ids])
 
     def failed(self, row_id: int, error: str) -> None:
         """The target did not take it: try again next round."""

@@ -16,31 +16,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import (
     AuthenticationError,
     ConfigurationError,
     LmregError,
     PermissionDeniedError,
-    ValidationError,
 )
 from ..i18n import _, ngettext
-from .alerts import Event, ModelState, step
-from .messages import Message, round_messages
-from .rounds import DEFAULT_CONCURRENCY, Observation, make_client, model_host, probe_all
-from .state import OUTBOX_MAX_AGE_MS, HistoryRow, StateStore
-from .status_html import render_status, status_label, write_status
+from ..models import RegisteredModel
+from .alerts import Event, ModelState, SchoolState, school_step, step
+from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
+from .delivery import deliver_outbox
+from .fleet import School
+from .lines import current_state, event_line, failure_line, school_line
+from .messages import (
+    Message,
+    blind_message,
+    round_messages,
+    sees_again_message,
+)
+from .rounds import Observation, make_client, probe_all
+from .state import HistoryRow, StateStore
+from .status_html import render_status, write_status
 
 if TYPE_CHECKING:
     import httpx
 
     from ..client import RegistryClient
-    from ..models import RegisteredModel
     from ..secret import Masker
     from ..settings import Settings
     from .metrics import WatchMetrics
@@ -49,69 +59,54 @@ if TYPE_CHECKING:
 __all__ = ["RoundReport", "WatchConfig", "Watcher", "school_name"]
 
 log = logging.getLogger("lmreg_nb.watch")
-
-
-@dataclass(frozen=True)
-class WatchConfig:
-    """What `lmreg-nb watch` was asked for."""
-
-    state_path: Path
-    interval: float = 60.0
-    fail_after: int = 3
-    rounds: int | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    school: str = ""
-
-    def __post_init__(self) -> None:
-        # One line each, naming the option (the CLI exits 2 on a ValidationError).
-        if not self.interval > 0:
-            raise ValidationError("--interval", _("must be more than 0 seconds, e.g. 60"))
-        if self.fail_after < 1:
-            raise ValidationError(
-                "--fail-after", _("must be 1 or more: the failed rounds in a row before an alert")
-            )
-        if self.rounds is not None and self.rounds < 1:
-            raise ValidationError("--rounds", _("must be 1 or more (leave it out to run on)"))
-        if not 1 <= self.concurrency <= 1024:
-            raise ValidationError("--concurrency", _("must be from 1 to 1024"))
-
-    @property
-    def status_path(self) -> Path:
-        """The page written after each round: beside the state file, ``<stem>-status.html``."""
-        return self.state_path.with_name(self.state_path.stem + "-status.html")
+_T = TypeVar("_T")
 
 
 @dataclass
-class RoundReport:
-    """What one round did."""
+class _Unit:
+    """One account watched: its school, its registry client, its mail target."""
+
+    school: School
+    registry: RegistryClient | None
+    mail: NotifyTarget | None = None
+    owned: bool = False  # the Watcher made the client: it closes it
+
+
+@dataclass
+class _Read:
+    unit: _Unit
+    models: list[RegisteredModel] | None
+    error: str | None = None
+    sign_in: bool = False
+
+
+@dataclass
+class _Unsaved:
+    """A round the state file could not take (locked): written with the next one."""
 
     number: int
-    states: list[ModelState] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    seconds: float = 0.0
-    platform_error: str | None = None
-
-    @property
-    def down(self) -> list[ModelState]:
-        """The models down after this round."""
-        return [s for s in self.states if s.down]
+    states: dict[str, ModelState]
+    schools: dict[str, SchoolState]
+    history: list[HistoryRow]
+    removed: set[str]
+    outbox: list[tuple[str, int, Message]]
 
 
-def school_name(given: str, settings: Settings) -> str:
-    """The school's name for alerts: as given, else the platform's host name."""
-    if given.strip():
-        return given.strip()
-    host, _port, _https = model_host(settings.base_url or "")
-    return host or _("(school not named)")
+def _state_error(path: Path, exc: sqlite3.Error) -> str:
+    return _("cannot write the state file {path}: {error}").format(path=path, error=exc)
 
 
 class Watcher:
-    """Runs rounds; use as ``async with Watcher(...) as w: await w.run(stop)``."""
+    """Runs rounds; use as ``async with Watcher(...) as w: await w.run(stop)``.
+
+    One account (``settings`` and ``registry``), or the provider's fleet: ``schools``,
+    each read with its own account, its alerts mailed by ``mail`` to its contact.
+    """
 
     def __init__(
         self,
         settings: Settings,
-        registry: RegistryClient,
+        registry: RegistryClient | None,
         store: StateStore,
         targets: Sequence[NotifyTarget],
         notifier: Notifier,
@@ -119,6 +114,8 @@ class Watcher:
         *,
         metrics: WatchMetrics | None = None,
         clock: Callable[[], float] = time.time,
+        schools: Sequence[School] | None = None,
+        mail: NotifyTarget | None = None,
     ) -> None:
         from .notify import targets_masker
 
@@ -130,20 +127,57 @@ class Watcher:
         self.config = config
         self.metrics = metrics
         self.clock = clock
-        self.school = school_name(config.school, settings)
+        self.fleet = schools is not None
+        self.school = (
+            config.school.strip() or _("all schools")
+            if self.fleet
+            else school_name(config.school, settings)
+        )
+        self.units = (
+            [self._unit(s, mail) for s in schools]
+            if schools is not None
+            else [_Unit(School("", self.school, settings), registry)]
+        )
         # Target secrets for every line logged (apiKeys are masked per call, at the probe).
-        self.mask: Masker = targets_masker(self.targets)
+        self.mask: Masker = targets_masker([*self.targets, *([mail] if mail else [])])
         self._client: httpx.AsyncClient | None = None
         self._read_models_once = False
+        self._said: dict[str, str] = {}  # school key -> the problem last logged
+        self._unsaved: _Unsaved | None = None
+        self._readers = ThreadPoolExecutor(1)  # replaced on entry
+
+    @staticmethod
+    def _unit(school: School, mail: NotifyTarget | None) -> _Unit:
+        from ..client import RegistryClient
+        from .fleet import mail_target
+
+        to = mail_target(mail, school.contact_email) if mail and school.contact_email else None
+        if school.problem or school.settings is None:
+            return _Unit(school, None, to)
+        try:
+            registry = RegistryClient(school.settings)
+        except LmregError as exc:
+            return _Unit(replace(school, problem=str(exc)), None, to)
+        return _Unit(school, registry, to, owned=True)
 
     async def __aenter__(self) -> Watcher:
         self._client = make_client(self.config.concurrency, self.settings.timeout)
+        # The registry client blocks: its reads run on threads of their own, so that
+        # notifications (the default executor) do not wait behind 1,000 schools' reads.
+        self._readers = ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="lmreg-read")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        self._readers.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Close the registry clients the watcher made (the fleet's)."""
+        for unit in self.units:
+            if unit.owned and unit.registry is not None:
+                unit.registry.close()
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -153,49 +187,129 @@ class Watcher:
 
     # -- one round -------------------------------------------------------------
 
+    async def _read(self, unit: _Unit, slots: asyncio.Semaphore) -> _Read:
+        if unit.registry is None:
+            return _Read(unit, None, unit.school.problem, sign_in=True)
+        registry = unit.registry
+        try:
+            async with slots:
+                models = await asyncio.get_running_loop().run_in_executor(
+                    self._readers, registry.query_models
+                )
+        except LmregError as exc:
+            refused = isinstance(
+                exc, AuthenticationError | PermissionDeniedError | ConfigurationError
+            )
+            if refused and not self.fleet and not self._read_models_once:
+                raise  # one account whose credentials never worked: a configuration error
+            return _Read(unit, None, self.mask(str(exc)), sign_in=refused and self.fleet)
+        return _Read(unit, models)
+
+    async def _read_and_call(
+        self, unit: _Unit, read_slots: asyncio.Semaphore, call_slots: asyncio.Semaphore
+    ) -> tuple[_Read, list[Observation]]:
+        read = await self._read(unit, read_slots)
+        if not read.models:
+            return read, []
+        assert self._client is not None
+        seen = await probe_all(
+            read.models,
+            unit.school.settings or self.settings,
+            self._client,
+            allow_private=self.config.allow_private,
+            slots=call_slots,
+        )
+        return read, seen
+
     async def round(self) -> RoundReport:
         """Read the models, call each once, decide, write the state, notify; the report."""
         started = time.perf_counter()
-        number = self.store.last_round() + 1
+        number = (
+            self._unsaved.number + 1
+            if self._unsaved
+            else self._stored(self.store.last_round, 0) + 1
+        )
         now = self._now_ms()
         report = RoundReport(number)
-        try:
-            models = await asyncio.to_thread(self.registry.query_models)
-        except LmregError as exc:
-            if not self._read_models_once and isinstance(
-                exc, AuthenticationError | PermissionDeniedError | ConfigurationError
-            ):
-                raise
-            report.platform_error = self.mask(str(exc))
-            self._log(
-                logging.WARNING,
-                _(
-                    "round {n}: cannot read the models from the platform: {error}; trying again "
-                    "next round"
-                ).format(n=number, error=exc),
-            )
-            report.states = list(self.store.models().values())
-            await self.deliver()
-            report.seconds = time.perf_counter() - started
-            return report
-        self._read_models_once = True
         assert self._client is not None, "use the Watcher as an async context manager"
-        observed = await probe_all(
-            models, self.settings, self._client, concurrency=self.config.concurrency
+        read_slots = asyncio.Semaphore(READ_CONCURRENCY)
+        call_slots = asyncio.Semaphore(self.config.concurrency)
+        # Each school's models are called as soon as they are read: a round lasts about
+        # as long as the longer of the two, not their sum.
+        done = await asyncio.gather(
+            *(self._read_and_call(u, read_slots, call_slots) for u in self.units)
         )
-        self._decide(report, observed, now)
+        reads = [read for read, _seen in done]
+        if any(r.models is not None for r in reads):
+            self._read_models_once = True
+        outbox = self._schools(report, reads, now)
+        if report.blind and not self.fleet:
+            report.platform_error = report.blind[0].detail
+        observed = [o for _read, seen in done for o in seen]
+        keys = [read.unit.school.key for read, seen in done for _o in seen]
+        read_ok = {r.unit.school.key for r in reads if r.models is not None}
+        self._decide(report, observed, keys, read_ok, now, outbox)
         self._after_round(report, now)
         await self.deliver()
         report.seconds = time.perf_counter() - started
         self._log(logging.INFO, self._summary(report))
         return report
 
-    def _decide(self, report: RoundReport, observed: Sequence[Observation], now: int) -> None:
-        previous = self.store.models()
-        history: list[HistoryRow] = []
+    def _schools(
+        self, report: RoundReport, reads: Sequence[_Read], now: int
+    ) -> list[tuple[str, int, Message]]:
+        """Each school's reading state; what to tell the provider about the blind ones."""
+        previous: dict[str, SchoolState] = self._stored(self.store.schools, {})
+        if self._unsaved is not None:
+            previous |= self._unsaved.schools
         outbox: list[tuple[str, int, Message]] = []
-        for seen in observed:
-            current = _current(seen.model)
+        for read in reads:
+            school = read.unit.school
+            state, event = school_step(
+                previous.get(school.key),
+                SchoolState(school.key, school.name),
+                error=read.error,
+                sign_in=read.sign_in,
+                now_ms=now,
+                fail_after=self.config.fail_after,
+            )
+            report.schools.append(state)
+            said = state.problem and f"{state.problem}:{state.detail}"
+            if said and not self.fleet:
+                said += f":{report.number}"  # one account: a line each round it cannot read
+            if said != self._said.get(school.key, ""):
+                self._said[school.key] = said
+                self._log(
+                    logging.WARNING if said else logging.INFO,
+                    school_line(state, number=report.number),
+                )
+            if event is None:
+                continue
+            if event == "alert":
+                message = blind_message(
+                    school.name, state.since_ms, state.detail, state.problem == "sign-in"
+                )
+            else:
+                message = sees_again_message(school.name, previous[school.key].since_ms, now)
+            outbox += [(t.id, now, message) for t in self.targets]
+        return outbox
+
+    def _decide(
+        self,
+        report: RoundReport,
+        observed: Sequence[Observation],
+        keys: Sequence[str],
+        read_ok: set[str],
+        now: int,
+        outbox: list[tuple[str, int, Message]],
+    ) -> None:
+        previous: dict[str, ModelState] = self._stored(self.store.models, {})
+        if self._unsaved is not None:
+            previous |= self._unsaved.states
+            previous = {m: s for m, s in previous.items() if m not in self._unsaved.removed}
+        history: list[HistoryRow] = []
+        for seen, key in zip(observed, keys, strict=True):
+            current = current_state(seen.model, key)
             state, events = step(
                 previous.get(current.model_id),
                 current,
@@ -213,13 +327,19 @@ class Watcher:
                 )
             )
             if not result.ok:
-                self._log(logging.WARNING, _failure_line(state, self.config.fail_after))
+                self._log(logging.WARNING, failure_line(state, self.config.fail_after))
             for event in events:
-                self._log(logging.WARNING, _event_line(event, len(self.targets)))
-        for message in round_messages(report.events, self.school):
+                self._log(logging.WARNING, event_line(event, len(self.targets)))
+        names = {u.school.key: u.school.name for u in self.units}
+        name_of = (lambda e: names.get(e.state.school, e.state.school)) if self.fleet else None
+        for message in round_messages(report.events, self.school, name_of):
             outbox += [(t.id, now, message) for t in self.targets]
+        outbox += self._mail(report.events)
         ids = {s.model_id for s in report.states}
-        removed = [m for m in previous if m not in ids]
+        # A school whose models could not be read keeps them (and their state) as they were.
+        kept = [s for s in previous.values() if s.model_id not in ids and s.school not in read_ok]
+        report.states += kept
+        removed = [m for m, s in previous.items() if m not in ids and s.school in read_ok]
         for model_id in removed:
             self._log(
                 logging.INFO,
@@ -227,13 +347,33 @@ class Watcher:
                     name=previous[model_id].model_name
                 ),
             )
-        self.store.save_round(report.number, report.states, history, removed, outbox)
+        self._save(report, history, removed, outbox)
+
+    def _mail(self, events: Sequence[Event]) -> list[tuple[str, int, Message]]:
+        """Each school's own events, to its contact, in its language."""
+        from ..i18n import speaking
+
+        by_school: dict[str, list[Event]] = {}
+        for event in events:
+            by_school.setdefault(event.state.school, []).append(event)
+        outbox: list[tuple[str, int, Message]] = []
+        for unit in self.units:
+            mine = by_school.get(unit.school.key)
+            if not mine or unit.mail is None:
+                continue
+            with speaking(unit.school.lang):
+                messages = round_messages(mine, unit.school.name)
+            outbox += [(unit.mail.id, mine[0].at_ms, m) for m in messages]
+        return outbox
 
     def _after_round(self, report: RoundReport, now: int) -> None:
+        names = {u.school.key: u.school.name for u in self.units}
         if self.metrics is not None:
-            self.metrics.update(report.states)
+            self.metrics.update(report.states, names if self.fleet else None)
+            self.metrics.update_schools(report.schools, names if self.fleet else None)
         history: dict[str, list[HistoryRow]] = {}
-        for row in self.store.history(last=60):
+        rows: list[HistoryRow] = self._stored(lambda: self.store.history(last=60), [])
+        for row in rows:
             history.setdefault(row.model_id, []).append(row)
         page = render_status(
             report.states,
@@ -242,6 +382,9 @@ class Watcher:
             generated_ms=now,
             round_number=report.number,
             fail_after=self.config.fail_after,
+            schools=report.schools,
+            names=names if self.fleet else None,
+            refresh_s=self.config.interval,
         )
         try:
             write_status(self.config.status_path, self.mask(page))
@@ -265,50 +408,76 @@ class Watcher:
             seconds=f"{report.seconds:.1f}",
         )
 
+    # -- the state file ----------------------------------------------------------
+
+    def _stored(self, read: Callable[[], _T], default: _T) -> _T:
+        """A read of the state file; ``default`` (and a log line) when it is locked."""
+        try:
+            return read()
+        except sqlite3.Error as exc:
+            self._log(logging.WARNING, _state_error(self.store.path, exc))
+            return default
+
+    def _save(
+        self,
+        report: RoundReport,
+        history: list[HistoryRow],
+        removed: list[str],
+        outbox: list[tuple[str, int, Message]],
+    ) -> None:
+        """Write the round (with any round kept in memory before); keep it when locked."""
+        held = self._unsaved
+        if held is not None:
+            history = held.history + history
+            removed = sorted(held.removed | set(removed))
+            outbox = held.outbox + outbox
+        try:
+            self.store.save_round(
+                report.number, report.states, history, removed, outbox, report.schools
+            )
+        except sqlite3.Error as exc:
+            self._log(
+                logging.WARNING,
+                _("{problem}; this round is kept in memory and written next round").format(
+                    problem=_state_error(self.store.path, exc)
+                ),
+            )
+            self._unsaved = _Unsaved(
+                report.number,
+                {s.model_id: s for s in report.states},
+                {s.key: s for s in report.schools},
+                history,
+                set(removed),
+                outbox,
+            )
+            return
+        self._unsaved = None
+
     # -- notifications -----------------------------------------------------------
+
+    def _all_targets(self) -> list[NotifyTarget]:
+        mails = [u.mail for u in self.units if u.mail is not None]
+        return list({t.id: t for t in [*self.targets, *mails]}.values())
 
     async def deliver(self) -> None:
         """Send what waits in the outbox, every target at once; a failure waits a round."""
-        dropped = self.store.expire(self._now_ms(), OUTBOX_MAX_AGE_MS)
-        if dropped:
-            self._log(
-                logging.WARNING,
-                ngettext(
-                    "dropped {n} notification no target took within a day",
-                    "dropped {n} notifications no target took within a day",
-                    dropped,
-                ).format(n=dropped),
-            )
-        await asyncio.gather(*(self._deliver_to(t) for t in self.targets))
+        try:
+            await self._deliver()
+        except sqlite3.Error as exc:  # locked by another process: the outbox waits a round
+            self._log(logging.WARNING, _state_error(self.store.path, exc))
 
-    async def _deliver_to(self, target: NotifyTarget) -> None:
-        for row in self.store.pending(target.id):
-            error = await asyncio.to_thread(self.notifier.send, target, row.message)
-            if error is None:
-                self.store.delivered(row.id)
-                self._log(
-                    logging.INFO,
-                    _("sent to {target}: {title}").format(
-                        target=target.shown, title=row.message.title
-                    ),
-                )
-                continue
-            self.store.failed(row.id, error)
-            self._log(
-                logging.WARNING,
-                _("could not send to {target}: {error}; trying again next round").format(
-                    target=target.shown, error=error
-                ),
-            )
-            return  # keep the order: the rest waits for this one
+    async def _deliver(self) -> None:
+        await deliver_outbox(
+            self.store, self.notifier, self._all_targets(), self._now_ms(), self._log
+        )
 
     # -- the loop ----------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> int:
         """Rounds until ``rounds`` are done or ``stop`` is set; the exit code.
 
-        0: stopped by a signal, or every model up after the last round; 1: a model
-        is down after the last round, or the platform never answered.
+        0: stopped by a signal, or every model up and every school read after the last
+        round; 1: a model is down, or the models of a school could not be read.
         """
         done = 0
         last: RoundReport | None = None
@@ -325,46 +494,4 @@ class Watcher:
             return 0
         if last is None or not self._read_models_once:
             return 1
-        return 1 if last.down else 0
-
-
-def _current(model: RegisteredModel) -> ModelState:
-    """The identity of a listed model: its modelId (its name when the platform sent none)."""
-    host, _port, _https = model_host(model.registry_url)
-    model_id = model.model_id.strip() or f"name:{model.model_name.strip()}"
-    return ModelState(model_id, model.model_name.strip(), host=host)
-
-
-def _failure_line(state: ModelState, fail_after: int) -> str:
-    from .messages import what_failed
-
-    return _("model {name}: {status} ({fails} of {fail_after}): {what}").format(
-        name=state.model_name,
-        status=status_label(state.status),
-        fails=state.fails,
-        fail_after=fail_after,
-        what=what_failed(state),
-    )
-
-
-def _event_line(event: Event, targets: int) -> str:
-    name = event.state.model_name
-    if event.type == "alert":
-        text = ngettext(
-            "model {name} is down: alert to {n} target",
-            "model {name} is down: alert to {n} targets",
-            targets,
-        )
-    elif event.type == "recovery":
-        text = ngettext(
-            "model {name} works again: recovery to {n} target",
-            "model {name} works again: recovery to {n} targets",
-            targets,
-        )
-    else:
-        text = ngettext(
-            "certificate of model {name} expires soon: warning to {n} target",
-            "certificate of model {name} expires soon: warning to {n} targets",
-            targets,
-        )
-    return text.format(name=name, n=targets)
+        return 1 if last.down or last.blind else 0

@@ -66,6 +66,7 @@ def test_monitor_notebook_sends_a_test_alert_and_runs_a_round(
 ) -> None:
     url, posts = hook
     monkeypatch.setenv("LMREG_NOTIFY", url)
+    monkeypatch.setenv("LMREG_ALLOW_PRIVATE", "1")  # the sandbox model is on loopback
     with RegistryClient(Settings.load(environ=nb_env)) as client:
         if client.find_model(name="nb-watched") is None:
             client.register_model(

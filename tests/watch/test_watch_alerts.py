@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lmreg_nb.watch.alerts import DAY_MS, ModelState, TlsSeen, step
-from lmreg_nb.watch.probe import ProbeResult
+from lmreg_nb.watch.call import ProbeResult
 
 OK = ProbeResult(True, latency_s=0.2)
 FAIL = ProbeResult(False, "http-5xx", "answered HTTP 500", status=500)
@@ -46,8 +46,29 @@ def test_the_alert_says_since_the_first_failure_and_the_recovery_how_long() -> N
 
 
 def test_a_blip_shorter_than_n_sends_nothing() -> None:
-    _state, sent = _run([OK, FAIL, FAIL, OK, FAIL, FAIL, OK])
+    _state, sent = _run([OK, FAIL, FAIL, OK, OK, OK, OK, OK, OK, FAIL, FAIL, OK])
     assert sent == []
+
+
+def test_a_model_failing_every_other_call_alerts_once_and_recovers_once() -> None:
+    # Red-team pass 3: at --fail-after 3 it never alerted (never 3 in a row).
+    flapping = [FAIL, OK] * 10
+    _state, sent = _run([OK, *flapping, *[OK] * 10])
+    assert [kind for _i, kind in sent] == ["alert", "recovery"]
+    alert_at, recovery_at = (i for i, _kind in sent)
+    assert alert_at <= 6 and recovery_at > len(flapping)  # recovered once steady
+
+
+def test_flapping_at_fail_after_one_alerts_once_not_once_a_call() -> None:
+    # Red-team pass 3: 19 notifications in 20 rounds.
+    _state, sent = _run([OK, *[FAIL, OK] * 10, *[OK] * 6], fail_after=1)
+    assert [kind for _i, kind in sent] == ["alert", "recovery"]
+    assert sent[-1][0] > 20
+
+
+def test_after_a_recovery_old_failures_do_not_count() -> None:
+    _state, sent = _run([OK, FAIL, FAIL, FAIL, OK, FAIL, OK, OK, OK])
+    assert sent == [(3, "alert"), (4, "recovery")]
 
 
 def test_a_restart_during_an_outage_keeps_since_and_does_not_alert_again() -> None:

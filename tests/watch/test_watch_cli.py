@@ -22,7 +22,11 @@ SECRETS = {"apiKey": MODEL_KEY, "webhook token": WEBHOOK_TOKEN}
 
 def _env(account: Account, webhook: Webhook) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
-    return keep | account.env | {"LMREG_NOTIFY": webhook.url, "LMREG_LANG": "en"}
+    return (
+        keep
+        | account.env
+        | {"LMREG_NOTIFY": webhook.url, "LMREG_LANG": "en", "LMREG_ALLOW_PRIVATE": "1"}
+    )
 
 
 def _watch(
@@ -40,13 +44,15 @@ def _watch(
 @pytest.mark.parametrize(
     ("args", "env", "says"),
     [
-        (["--interval", "0"], {}, "error: --interval: must be more than 0 seconds"),
+        (["--interval", "0"], {}, "error: --interval: must be 1 s or more"),
         (["--fail-after", "0"], {}, "error: --fail-after: must be 1 or more"),
         (["--rounds", "0"], {}, "error: --rounds: must be 1 or more"),
         ([], {}, "error: no alert targets: give --notify URL"),
         ([], {"LMREG_NOTIFY": " , "}, "error: no alert targets"),
         (["--notify", "smtp-ish://u:Pw-0123456789@mail.example"], {}, "unknown scheme 'smtp-ish'"),
         (["--notify", "mailto://"], {}, "notify target mailto://: Apprise cannot use it"),
+        (["--mail", "mailtos://u:Pw-0123456789@smtp.example"], {}, "--mail needs --plan"),
+        (["--plan", "no-such-plan.csv"], {}, "plan no-such-plan.csv does not exist"),
         (
             ["--notify", "json://127.0.0.1:9/x"],
             {"LMREG_BASE_URL": ""},
@@ -72,7 +78,7 @@ def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
     env = _env(account, webhook)
     state = tmp_path / "state.sqlite3"
     account.register("cli-ok", school_model.url())
-    base = ["--state", str(state), "--interval", "0.2", "--fail-after", "2"]
+    base = ["--state", str(state), "--interval", "1", "--fail-after", "2"]
     done = _watch([*base, "--rounds", "2"], env)
     assert done.returncode == 0, done.stderr
     assert "round 2: 1 model, 1 up, 0 down" in done.stderr and "Traceback" not in done.stderr
@@ -93,9 +99,7 @@ def test_a_platform_that_is_down_is_logged_and_tried_again(
     account: Account, webhook: Webhook, tmp_path: Path
 ) -> None:
     env = _env(account, webhook) | {"LMREG_BASE_URL": f"http://127.0.0.1:{free_port()}"}
-    done = _watch(
-        ["--state", str(tmp_path / "s.sqlite3"), "--rounds", "2", "--interval", "0.1"], env
-    )
+    done = _watch(["--state", str(tmp_path / "s.sqlite3"), "--rounds", "2", "--interval", "1"], env)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     lines = [ln for ln in done.stderr.splitlines() if "cannot read the models" in ln]
     assert len(lines) == 2 and "trying again next round" in lines[0]
@@ -139,3 +143,17 @@ def test_sigterm_finishes_the_round_writes_the_state_and_exits_0(
         assert store.last_round() == 1
         (hangs,) = store.models().values()
     assert hangs.kind == "timeout" and hangs.fails == 1
+
+
+def test_a_mail_sender_that_is_not_mail_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = tmp_path / "plan.csv"
+    plan.write_text("run_id,env_file,school,contact_email\na,a.env,A,ai@a.example\n")
+    monkeypatch.setenv("LMREG_NOTIFY", "json://127.0.0.1:9/x")
+    monkeypatch.setenv("LMREG_NOTIFY_MAIL", "json://127.0.0.1:9/Pw-0123456789")
+    args = ["watch", "--plan", str(plan), "--state", str(tmp_path / "s.sqlite3")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--mail: give an Apprise mailtos://" in lines[0], result.stderr

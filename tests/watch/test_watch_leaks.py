@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_nothing_the_watch_writes_holds_a_secret(
     account.register("echo-reply", f"{echo}/ereply/v1/chat/completions", key=CANARY_KEY)
     state = tmp_path / "state.sqlite3"
     targets = parse_targets([webhook.url, smtp.url])
-    config = WatchConfig(state_path=state, fail_after=1, school="Canary School")
+    config = WatchConfig(state_path=state, fail_after=1, school="Canary School", allow_private=True)
     metrics = WatchMetrics()
     port = metrics.serve(0)
     store = StateStore(state)
@@ -80,7 +81,9 @@ def test_nothing_the_watch_writes_holds_a_secret(
     # What was written is there (so the search below can find something).
     assert [p["type"] for p in webhook.posts] == ["failure", "failure", "success"]
     assert len(smtp.mails) == 3
-    assert 'lmreg_model_up{model="echo-reply"} 1.0' in scraped
+    assert re.search(
+        r'lmreg_model_up\{model="echo-reply",model_id="[^"]+",school=""\} 1.0', scraped
+    )
     assert "echo-500" in caplog.text and "could not" not in caplog.text
     page = config.status_path.read_text(encoding="utf-8")
     assert "echo-html" in page

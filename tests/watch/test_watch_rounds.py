@@ -42,7 +42,7 @@ def _watcher(
     school: str = "Canary Middle School",
 ) -> Watcher:
     targets = parse_targets(urls)
-    config = WatchConfig(state_path=state, interval=0.1, fail_after=fail_after, school=school)
+    config = WatchConfig(state_path=state, fail_after=fail_after, school=school, allow_private=True)
     store = StateStore(state)
     store.acquire()
     return Watcher(

@@ -108,19 +108,23 @@ def test_the_four_metrics_follow_the_models(tmp_path: Path) -> None:
     text = metrics.text()
     for name in METRIC_NAMES:
         assert f"# TYPE {name} gauge" in text
-    assert 'lmreg_model_up{model="campus-llm"} 0.0' in text
-    assert 'lmreg_model_up{model="other-llm"} 1.0' in text
-    assert 'lmreg_model_latency_seconds{model="other-llm"} 0.25' in text
-    assert 'lmreg_model_failures_in_a_row{model="campus-llm"} 4.0' in text
-    assert 'lmreg_tls_days_left{model="campus-llm"} 9.0' in text
-    assert 'lmreg_tls_days_left{model="other-llm"}' not in text
-    latency = metrics.latency.labels("campus-llm")._value.get()
+    m1, m2 = (
+        'model="campus-llm",model_id="m1",school=""',
+        'model="other-llm",model_id="m2",school=""',
+    )
+    assert f"lmreg_model_up{{{m1}}} 0.0" in text
+    assert f"lmreg_model_up{{{m2}}} 1.0" in text
+    assert f"lmreg_model_latency_seconds{{{m2}}} 0.25" in text
+    assert f"lmreg_model_failures_in_a_row{{{m1}}} 4.0" in text
+    assert f"lmreg_tls_days_left{{{m1}}} 9.0" in text
+    assert 'lmreg_tls_days_left{model="other-llm"' not in text
+    latency = metrics.latency.labels("campus-llm", "m1", "")._value.get()
     assert math.isnan(latency)
     renamed = ModelState("m1", "campus-llm-2", status="up", latency_s=0.3)
     metrics.update([renamed])  # m2 removed, m1 renamed
     text = metrics.text()
     assert 'campus-llm"' not in text and "other-llm" not in text
-    assert 'lmreg_model_up{model="campus-llm-2"} 1.0' in text
+    assert 'lmreg_model_up{model="campus-llm-2",model_id="m1",school=""} 1.0' in text
 
 
 def test_metrics_are_served_on_loopback_only() -> None:
@@ -130,6 +134,38 @@ def test_metrics_are_served_on_loopback_only() -> None:
     try:
         assert metrics._server.server_address[0] == "127.0.0.1"
         body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        assert 'lmreg_model_failures_in_a_row{model="campus-llm"} 4.0' in body
+        assert 'lmreg_model_failures_in_a_row{model="campus-llm",model_id="m1"' in body
     finally:
         metrics.close()
+
+
+def test_a_symlinked_state_path_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    from lmreg_nb.errors import ConfigurationError
+
+    target = tmp_path / "someone-elses.db"
+    target.write_text("data")
+    target.chmod(0o644)
+    link = tmp_path / "state.sqlite3"
+    link.symlink_to(target)
+    with pytest.raises(ConfigurationError, match="symbolic link"):
+        StateStore(link)
+    assert (target.stat().st_mode & 0o777) == 0o644 and target.read_text() == "data"
+    dangling = tmp_path / "dangling.sqlite3"
+    dangling.symlink_to(tmp_path / "elsewhere" / "made.db")
+    with pytest.raises(ConfigurationError, match="symbolic link"):
+        StateStore(dangling)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_file_of_another_program_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from lmreg_nb.errors import ConfigurationError
+
+    other = tmp_path / "other.sqlite3"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE models (id INTEGER PRIMARY KEY, name TEXT)")
+    with pytest.raises(ConfigurationError) as caught:
+        StateStore(other)
+    assert "not a state file of lmreg-nb watch" in str(caught.value)
+    assert "\n" not in str(caught.value)

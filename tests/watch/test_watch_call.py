@@ -20,7 +20,7 @@ from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.alerts import ModelState, step
-from lmreg_nb.watch.probe import MAX_TOKENS, PROMPT, ProbeResult, probe_model
+from lmreg_nb.watch.call import MAX_TOKENS, PROMPT, ProbeResult, probe_model
 from lmreg_nb.watch.rounds import Observation, make_client, probe_all
 
 SETTINGS = Settings(timeout=2.0)
@@ -127,7 +127,7 @@ def test_the_reply_is_judged(events: list[dict], ok: bool, kind: str | None) -> 
 def test_the_body_model_is_the_registered_name_unless_lmreg_model_name(
     school_model: SchoolModel,
 ) -> None:
-    from lmreg_nb.watch.probe import body_model
+    from lmreg_nb.watch.call import body_model
 
     model = _model(school_model.url(), name=" campus-llm ")
     assert body_model(model, Settings()) == "campus-llm"

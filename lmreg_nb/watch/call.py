@@ -58,6 +58,7 @@ KINDS = (
     "no-content",  # 2xx without any text
     "bad-reply",  # a broken stream or body
     "registration",  # the registration itself cannot be called (no apiKey, bad URL)
+    "private-address",  # registered at a loopback or private address: not called
 )
 
 
