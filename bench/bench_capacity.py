@@ -1,7 +1,7 @@
 """Our closed-loop load generator (the capacity search's levels) against GuideLLM 0.8.
 
-Ours: :func:`lmreg_nb.probe.level_run.run_level` with the lean client
-(:mod:`lmreg_nb.probe.stream_client`, one connection per chat), as the
+Ours: :func:`lmreg_nb.probe.load.level_run.run_level` with the lean client
+(:mod:`lmreg_nb.probe.wire.stream_client`, one connection per chat), as the
 capacity search runs it.
 
 Both drive the same mock school model (a separate uvicorn process, 2 workers)
@@ -53,10 +53,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lmreg_nb.probe.exchange import chat_body
-from lmreg_nb.probe.level_run import run_level
-from lmreg_nb.probe.levels import SLO, LevelPlan
+from lmreg_nb.probe.load.level_run import run_level
+from lmreg_nb.probe.load.levels import SLO, LevelPlan
 from lmreg_nb.probe.target import Target
+from lmreg_nb.probe.wire.exchange import chat_body
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 KEY = "sk-bench-capacity-0123456789"

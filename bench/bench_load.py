@@ -46,7 +46,7 @@ def emit(**fields: object) -> None:
 
 async def ours(url: str, concurrency: int, requests: int) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and errors of ``requests`` requests with our generator."""
-    from lmreg_nb.probe.load import run_load
+    from lmreg_nb.probe.load.fixed import run_load
     from lmreg_nb.probe.target import Target
 
     target = Target(url + "/v1/chat/completions", KEY, "bench-model", timeout=60)

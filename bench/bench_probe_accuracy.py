@@ -5,7 +5,7 @@ ttft 200 ms, itl 20 ms and 64 tokens; the probe's load generator measures it at
 concurrency 1 and 32. Goal: medians within 5 ms (TTFT) and 1 ms (ITL) of the
 truth. Each run first warms its connection pool with one request per
 connection. The probe's clock starts when a request is on the wire (see
-lmreg_nb.probe.exchange). The official openai client, timed from the call as a
+lmreg_nb.probe.wire.exchange). The official openai client, timed from the call as a
 user would, is printed alongside as a reference (no pass field).
 
     /work/venv/bin/python bench/bench_probe_accuracy.py
@@ -24,7 +24,7 @@ import time
 import httpx
 from openai import AsyncOpenAI
 
-from lmreg_nb.probe.load import make_client, run_load
+from lmreg_nb.probe.load.fixed import make_client, run_load
 from lmreg_nb.probe.target import Target
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 

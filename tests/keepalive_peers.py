@@ -100,9 +100,9 @@ def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             f"Transfer-Encoding: chunked\r\n{conn}\r\n\r\n"
         ).encode()
-        sock.sendall(head + _reply())
-        with peer.lock:
+        with peer.lock:  # counted before the answer leaves: the client may be done first
             peer.requests += 1
+        sock.sendall(head + _reply())
         if mode in ("close-after-each", "connection-close") or served == keep:
             time.sleep(CLOSE_DELAY_S)
             return

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb import i18n
-from lmreg_nb.probe.capacity import CapacityResult
-from lmreg_nb.probe.capacity_table import level_headers
-from lmreg_nb.probe.capacity_text import format_capacity
+from lmreg_nb.probe.load.capacity import CapacityResult
+from lmreg_nb.probe.text.capacity_table import level_headers
+from lmreg_nb.probe.text.capacity_text import format_capacity
 
 LEVELS = [
     {"concurrency": c, "requests": 8, "errors": 0,

@@ -52,7 +52,7 @@ def test_sentences_put_together_in_code_follow_the_same_rules() -> None:
     """Pieces joined in code (a list of causes, a hint after a message) are punctuated
     by the language too: "1 个请求, 0 个错误" and "设置 （参见" came from such joins."""
     from lmreg_nb.errors import ConfigurationError
-    from lmreg_nb.probe.reasons import kinds_text
+    from lmreg_nb.probe.wire.reasons import kinds_text
     from lmreg_nb.records.text import perf_sentence
     from lmreg_nb.settings import Settings
 

@@ -436,7 +436,7 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import lmreg_nb.probe
-    import lmreg_nb.probe.capacity
+    import lmreg_nb.probe.load.capacity
     from lmreg_nb.probe import Target
 
     called: list[tuple[str, str]] = []
@@ -462,7 +462,7 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
         return ["hi"]
 
     monkeypatch.setattr(lmreg_nb.probe, "check_endpoint", fake_check)
-    monkeypatch.setattr(lmreg_nb.probe.capacity, "find_capacity", fake_capacity)
+    monkeypatch.setattr(lmreg_nb.probe.load.capacity, "find_capacity", fake_capacity)
     monkeypatch.setattr(lmreg_nb.probe, "stream_chat", fake_chat)
     environ = {
         "LMREG_MODEL_URL": "https://env.example/v1/chat/completions",
@@ -504,7 +504,7 @@ def test_register_before_connect_records_the_token_the_client_got(sandbox: Sandb
 
 def test_the_recorded_capacity_is_the_probe_json_with_verdict_and_class_size() -> None:
     from lmreg_nb.onboarding.endpoint_steps import capacity_record
-    from lmreg_nb.probe.capacity import SLO, CapacityResult, Level
+    from lmreg_nb.probe.load.capacity import SLO, CapacityResult, Level
 
     pct = {"p50": 100.0, "p90": 150.5, "p99": 200.0}
     levels = [

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-import lmreg_nb.probe.capacity
+import lmreg_nb.probe.load.capacity
 from lmreg_nb.onboarding import Onboarding
-from lmreg_nb.probe.capacity import SLO, CapacityResult, Progress
-from lmreg_nb.probe.levels import Level
+from lmreg_nb.probe.load.capacity import SLO, CapacityResult, Progress
+from lmreg_nb.probe.load.levels import Level
 from lmreg_nb.settings import Settings
 
 ENV = {
@@ -34,7 +34,7 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         report(Progress(need, 80, level, SLO()))
         return CapacityResult(SLO(), [level], need=need, max_concurrency=kw["max_concurrency"])
 
-    monkeypatch.setattr(lmreg_nb.probe.capacity, "find_capacity", fake)
+    monkeypatch.setattr(lmreg_nb.probe.load.capacity, "find_capacity", fake)
     return calls
 
 

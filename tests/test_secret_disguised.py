@@ -96,7 +96,7 @@ def test_a_short_key_still_masks_only_itself() -> None:
 
 
 def test_the_stream_masker_holds_back_invisible_marks_between_pieces() -> None:
-    from lmreg_nb.probe.chat import StreamMasker
+    from lmreg_nb.probe.wire.chat import StreamMasker
 
     disguised = DISGUISES["zero-width-space"](KEY)
     mask = StreamMasker([KEY])

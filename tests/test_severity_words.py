@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb import i18n
-from lmreg_nb.probe.checks import CheckResult
+from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.report import EndpointReport, format_report
 from lmreg_nb.records.html import render_summary_html
 from lmreg_nb.records.text import render_summary_text

@@ -9,7 +9,7 @@ import click
 from ._types import FiniteRange
 
 if TYPE_CHECKING:
-    from ..probe.capacity import CapacityResult, Progress
+    from ..probe.load.capacity import CapacityResult, Progress
     from ..probe.target import Target
 
 __all__ = ["COMMANDS", "capacity"]
@@ -95,7 +95,7 @@ def capacity(
     """
     import sys
 
-    from ..probe.capacity import SLO, LevelPlan, find_capacity
+    from ..probe.load.capacity import SLO, LevelPlan, find_capacity
     from ._paths import check_figure_path
 
     _check_need(need, max_concurrency)
@@ -164,7 +164,7 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
     import json
 
     from ..i18n import _
-    from ..probe.capacity_text import format_capacity
+    from ..probe.text.capacity_text import format_capacity
 
     if as_json:
         click.echo(json.dumps(result.to_json()))

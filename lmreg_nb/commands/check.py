@@ -110,7 +110,7 @@ def check(
 def _context_need(value: str) -> int:
     """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
     from ..errors import ValidationError
-    from ..probe.context_window import check_context_need
+    from ..probe.checks.context_window import check_context_need
 
     try:
         return check_context_need(value)

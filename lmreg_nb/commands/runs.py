@@ -75,7 +75,7 @@ def parse_parameters(
             if out[name] < 0:
                 raise ValidationError(name, _("must be 0 or more"))
             if name == "context_need":
-                from ..probe.context_window import check_context_need
+                from ..probe.checks.context_window import check_context_need
 
                 check_context_need(raw)
         elif name == "lang":

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..client import RegistryClient
     from ..models import RegisteredModel
     from ..probe import EndpointReport, Target
-    from ..probe.capacity import CapacityResult, Progress
+    from ..probe.load.capacity import CapacityResult, Progress
     from ..settings import Settings
 
 __all__ = [
@@ -214,7 +214,7 @@ def measure_capacity(
     ``on_progress(progress)``: where the search is (the form's message line);
     without it, in a notebook, one line of output shows it, updated in place.
     """
-    from ..probe.capacity import SLO, find_capacity, margin_level
+    from ..probe.load.capacity import SLO, find_capacity, margin_level
 
     line = LiveLine() if on_progress is None else None
     try:

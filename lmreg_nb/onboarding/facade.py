@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..client import RegistryClient
     from ..models import RegisteredModel, Token
     from ..probe import EndpointReport, Target
-    from ..probe.capacity import CapacityResult, Progress
+    from ..probe.load.capacity import CapacityResult, Progress
     from ..settings import Settings
 
 __all__ = ["Onboarding"]

@@ -32,7 +32,7 @@ class LiveLine:
             self.handle = display({"text/plain": ""}, raw=True, display_id=True)
 
     def show(self, progress: Any) -> None:
-        """Show ``progress.text()`` (a :class:`~lmreg_nb.probe.capacity.Progress`)."""
+        """Show ``progress.text()`` (a :class:`~lmreg_nb.probe.load.capacity.Progress`)."""
         now = time.monotonic()
         if self.handle is None or (now - self.shown_at < self.EVERY_S and progress.level is None):
             return

@@ -40,7 +40,7 @@ def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
     """The ``context_need`` parameter (None: the check's default), or None and the error."""
     if value is None:
         return None, None
-    from ..probe.context_window import check_context_need
+    from ..probe.checks.context_window import check_context_need
 
     try:
         return check_context_need(value), None

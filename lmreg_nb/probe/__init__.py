@@ -24,12 +24,12 @@ and ``capacity``, ``plots``, ``blocking`` (blocking twins of the coroutines),
 
 from __future__ import annotations
 
-from .chat import ChatEndpointError, stream_chat
-from .checks import CheckResult
-from .reply import Reply
+from .checks.conformance import CheckResult
 from .report import EndpointReport, check_endpoint, check_endpoint_async, format_report
-from .sse import ServerSentEvent, SSEDecoder
 from .target import Target
+from .wire.chat import ChatEndpointError, stream_chat
+from .wire.reply import Reply
+from .wire.sse import ServerSentEvent, SSEDecoder
 
 __all__ = [
     "ChatEndpointError",

@@ -21,15 +21,15 @@ from ..secret import Masker
 from ..severity import severity_label
 from ..summary import Severity
 from .blocking import blocking
-from .chat import ChatEndpointError
-from .checks import SEVERITIES, CheckResult, Conformance
-from .context_window import DEFAULT_CONTEXT_NEED, check_context_need
-from .exchange import Exchange
-from .load import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
-from .metrics import answer_wait_sentence, request_metrics
-from .reasons import LOCAL_LIMIT, kinds_text
-from .suite import ChatOutcome, make_client, run_checks
+from .checks.conformance import SEVERITIES, CheckResult, Conformance
+from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
+from .checks.suite import ChatOutcome, make_client, run_checks
+from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
+from .load.metrics import answer_wait_sentence, request_metrics
 from .target import Target
+from .wire.chat import ChatEndpointError
+from .wire.exchange import Exchange
+from .wire.reasons import LOCAL_LIMIT, kinds_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,7 +88,7 @@ class EndpointReport:
         """Latency and TTFT distributions and throughput over time; None without a load test."""
         if self.rows is None or self.rows.empty:
             return None
-        from .plots import load_figure
+        from .text.plots import load_figure
 
         return load_figure(self.rows, title=_("Load test of {model}").format(model=self.model))
 

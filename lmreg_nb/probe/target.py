@@ -28,7 +28,7 @@ from ..errors import NotFoundError, ValidationError
 from ..i18n import _, ngettext
 from ..secret import Secret
 from ..validate import check_registry_url, is_header_value
-from .reasons import snippet
+from .wire.reasons import snippet
 
 if TYPE_CHECKING:
     from ..client import RegistryClient

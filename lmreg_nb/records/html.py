@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..i18n import _, pgettext
-from ..probe.capacity_table import level_headers
+from ..probe.text.capacity_table import level_headers
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from .text import (
     PERCENTILE_ROWS,

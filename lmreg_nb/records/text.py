@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext, pgettext
-from ..probe.metrics import answer_wait_sentence
+from ..probe.load.metrics import answer_wait_sentence
 from ..severity import severity_label
 from ..summary import CAPACITY_STEP, CapacityRecord, Step, Summary, step_label
 

@@ -11,7 +11,7 @@ from ..errors import ValidationError
 from ..i18n import _
 from ..onboarding import Onboarding
 from ..onboarding.display import Table
-from ..probe.capacity_table import level_headers, level_rows
+from ..probe.text.capacity_table import level_headers, level_rows
 from ..summary import StepName
 from ._common import Field, Form
 

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
 from ..i18n import _
-from ..probe.exchange import Exchange, chat_body, send
-from ..probe.reasons import snippet
 from ..probe.target import Target
+from ..probe.wire.exchange import Exchange, chat_body, send
+from ..probe.wire.reasons import snippet
 from ..secret import Masker
 
 if TYPE_CHECKING:
     import httpx
 
     from ..models import RegisteredModel
-    from ..probe.tls import Certificate
+    from ..probe.wire.tls import Certificate
     from ..settings import Settings
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..i18n import _
-from ..probe.reasons import snippet
+from ..probe.wire.reasons import snippet
 from ..secret import Masker, Secret, split_urls, url_secrets
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 Each model is called by :func:`~lmreg_nb.watch.call.probe_model` (bounded by
 its timeout, so a model that hangs holds one slot for that long and never
 the round); each https host's certificate is read once per round
-(:func:`lmreg_nb.probe.tls.inspect_certificate`) for the days left and to
+(:func:`lmreg_nb.probe.wire.tls.inspect_certificate`) for the days left and to
 tell a TLS failure from other connection failures.
 """
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..i18n import _
-from ..probe.pool import pooled_transport
-from ..probe.tls import Certificate, inspect_certificate
+from ..probe.wire.pool import pooled_transport
+from ..probe.wire.tls import Certificate, inspect_certificate
 from .alerts import TlsSeen
 from .call import ProbeResult, probe_model, tls_failure
 

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 import httpx
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.checks import CheckResult
-from lmreg_nb.probe.suite import run_checks
+from lmreg_nb.probe.checks.conformance import CheckResult
+from lmreg_nb.probe.checks.suite import run_checks
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 TARGET = Target(URL, "sk-test-key-123456", "m", timeout=2.0)

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity
-from lmreg_nb.probe.load import run_load
+from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_capacity
+from lmreg_nb.probe.load.fixed import run_load
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 
 pytestmark = pytest.mark.timeout(90)
@@ -271,7 +271,7 @@ def test_the_search_stops_within_its_budget(plain: str) -> None:
 
 
 def test_the_default_search_is_bounded_to_about_two_minutes() -> None:
-    from lmreg_nb.probe.capacity import BUDGET_S, DEFAULT_PLAN
+    from lmreg_nb.probe.load.capacity import BUDGET_S, DEFAULT_PLAN
 
     # The budget holds the warm-up, every level and the requests cut at their end.
     assert BUDGET_S <= 120 < 3 * 60
@@ -384,7 +384,7 @@ def test_the_load_test_row_of_check_names_cut_streams_and_the_fix(plain: str) ->
 
 @pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_works_inside_a_running_event_loop_like_jupyter(plain: str) -> None:
-    from lmreg_nb.probe.capacity import find_capacity_async
+    from lmreg_nb.probe.load.capacity import find_capacity_async
 
     async def cell() -> tuple[int, int]:
         # Jupyter runs cells inside a loop: the sync API must not call asyncio.run there.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.capacity import LevelPlan, find_capacity
+from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,8 +38,8 @@ def _url(base: str, quirks: str = "") -> str:
     "quirks", ["crlf", "cr", "keepalive,no-space", "null-content", "no-stream", "burst"]
 )
 def test_the_lean_client_reads_what_real_servers_send(plain: str, quirks: str) -> None:
-    from lmreg_nb.probe.exchange import chat_body
-    from lmreg_nb.probe.stream_client import ChatConnection
+    from lmreg_nb.probe.wire.exchange import chat_body
+    from lmreg_nb.probe.wire.stream_client import ChatConnection
 
     payload = json.dumps(chat_body("m", "hi", stream=True)).encode()
     conn = ChatConnection(Target(_url(plain, quirks), KEY, "m"), payload)

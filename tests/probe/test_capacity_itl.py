@@ -20,11 +20,11 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.exchange import Exchange, chat_body
-from lmreg_nb.probe.level_run import run_level
-from lmreg_nb.probe.levels import SLO, LevelPlan
-from lmreg_nb.probe.load import run_load
-from lmreg_nb.probe.metrics import decode_itl_ms
+from lmreg_nb.probe.load.fixed import run_load
+from lmreg_nb.probe.load.level_run import run_level
+from lmreg_nb.probe.load.levels import SLO, LevelPlan
+from lmreg_nb.probe.load.metrics import decode_itl_ms
+from lmreg_nb.probe.wire.exchange import Exchange, chat_body
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,8 +17,8 @@ from hostile import hostile_server
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main
-from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity, margin_level
-from lmreg_nb.probe.levels import Level
+from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_capacity, margin_level
+from lmreg_nb.probe.load.levels import Level
 from lmreg_nb.probe.target import Target
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 

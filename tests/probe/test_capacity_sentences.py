@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb import i18n
-from lmreg_nb.probe.capacity import SLO, CapacityResult
-from lmreg_nb.probe.levels import Level
+from lmreg_nb.probe.load.capacity import SLO, CapacityResult
+from lmreg_nb.probe.load.levels import Level
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """A level ends as soon as its verdict is settled: the rule, and levels run in-process.
 
-The rule (:mod:`lmreg_nb.probe.settle`) is checked against the binomial it
+The rule (:mod:`lmreg_nb.probe.load.settle`) is checked against the binomial it
 comes from and against the sample p90 the level is judged by; the level runner
 against fake connections (no sockets), whose replies are scripted in time.
 """
@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 import pytest
 
-from lmreg_nb.probe.exchange import Exchange, Target
-from lmreg_nb.probe.level_run import run_level
-from lmreg_nb.probe.levels import SLO, Level, LevelPlan, Sample
-from lmreg_nb.probe.metrics import percentile
-from lmreg_nb.probe.settle import Tally, rank_bounds, settled
-from lmreg_nb.probe.warmup import warm_up
+from lmreg_nb.probe.load.level_run import run_level
+from lmreg_nb.probe.load.levels import SLO, Level, LevelPlan, Sample
+from lmreg_nb.probe.load.metrics import percentile
+from lmreg_nb.probe.load.settle import Tally, rank_bounds, settled
+from lmreg_nb.probe.load.warmup import warm_up
+from lmreg_nb.probe.wire.exchange import Exchange, Target
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hostile import hostile_server
 
 from lmreg_nb.cli import main
-from lmreg_nb.probe.capacity import SLO, CapacityResult, find_capacity
+from lmreg_nb.probe.load.capacity import SLO, CapacityResult, find_capacity
 from lmreg_nb.probe.target import Target
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,7 +14,7 @@ from hostile import hostile_server
 
 from lmreg_nb.errors import LmregError, RequestTimeout
 from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat
-from lmreg_nb.probe.chat import StreamMasker
+from lmreg_nb.probe.wire.chat import StreamMasker
 from lmreg_nb.secret import find_leaks
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def test_endless_empty_events_stop_at_the_byte_cap(
     hostile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No text, only bytes: the byte cap stops it (made small here to keep the test fast).
-    monkeypatch.setattr("lmreg_nb.probe.chat.MAX_BODY_BYTES", 256 * 1024)
+    monkeypatch.setattr("lmreg_nb.probe.wire.chat.MAX_BODY_BYTES", 256 * 1024)
     with pytest.raises(ChatEndpointError, match=r"more than 0\.25 MiB"):
         list(stream_chat(Target(hostile + "/empty" + CHAT, KEY, "m", timeout=5), "hi"))
 

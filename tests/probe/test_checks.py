@@ -9,7 +9,7 @@ import pytest
 
 from lmreg_nb.errors import ValidationError
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
-from lmreg_nb.probe.checks import url_checks
+from lmreg_nb.probe.checks.conformance import url_checks
 from lmreg_nb.sandbox.school_model import QUIRKS
 
 if TYPE_CHECKING:

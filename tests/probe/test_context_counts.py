@@ -17,7 +17,7 @@ from hostile import COUNTS_WINDOW, hostile_server
 
 from lmreg_nb import i18n
 from lmreg_nb.probe import CheckResult, Target, check_endpoint
-from lmreg_nb.probe.context_window import (
+from lmreg_nb.probe.checks.context_window import (
     MAX_CONTEXT_NEED,
     MAX_PROMPT_BYTES,
     ContextFinding,
@@ -94,7 +94,7 @@ def test_believable_counts_are_still_used() -> None:
 
 
 def test_token_bounds_for_chinese_and_english() -> None:
-    from lmreg_nb.probe.token_counts import plausible_prompt_tokens
+    from lmreg_nb.probe.checks.token_counts import plausible_prompt_tokens
 
     lesson = "学校模型已登记，检查全部通过。" * 100  # 1,300 Chinese characters
     assert plausible_prompt_tokens(900, lesson)  # Qwen-like, 0.7 per character

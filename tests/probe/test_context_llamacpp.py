@@ -18,7 +18,7 @@ import pytest
 
 from lmreg_nb import i18n
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.context_window import context_row, probe_context
+from lmreg_nb.probe.checks.context_window import context_row, probe_context
 
 URL = "http://llama.school.example/v1/chat/completions"
 KEY = "sk-llamacpp-0123456789"

@@ -8,16 +8,16 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-from lmreg_nb.probe.checks import CheckResult
-from lmreg_nb.probe.exchange import (
+from lmreg_nb.probe.checks.conformance import CheckResult
+from lmreg_nb.probe.checks.suite import run_checks
+from lmreg_nb.probe.target import Target
+from lmreg_nb.probe.wire.exchange import (
     MAX_BODY_BYTES,
     Exchange,
     chat_body,
     completions_url,
     send,
 )
-from lmreg_nb.probe.suite import run_checks
-from lmreg_nb.probe.target import Target
 
 URL = "https://llm.school.example/v1/chat/completions"
 TARGET = Target(URL, "sk-test-key-123456", "m", timeout=0.05)

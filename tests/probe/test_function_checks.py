@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint, format_report
-from lmreg_nb.probe.context_window import MAX_CONTEXT_NEED, filler_prompt
+from lmreg_nb.probe.checks.context_window import MAX_CONTEXT_NEED, filler_prompt
 from lmreg_nb.sandbox.school_model import THINKING_TOKENS, MockModelConfig, serving
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from hostile import closing_server, hostile_server
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
-from lmreg_nb.probe.checks import CheckResult as Row
-from lmreg_nb.probe.golive import private_only, resolve_row
-from lmreg_nb.probe.shapes import chunk_text, completion_tokens, error_message, model_ids
+from lmreg_nb.probe.checks.conformance import CheckResult as Row
+from lmreg_nb.probe.checks.golive import private_only, resolve_row
+from lmreg_nb.probe.wire.shapes import chunk_text, completion_tokens, error_message, model_ids
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
 if TYPE_CHECKING:

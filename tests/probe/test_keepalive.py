@@ -17,10 +17,10 @@ import pytest
 from keepalive_peers import PIECES, keepalive_peer
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.capacity import LevelPlan, find_capacity
-from lmreg_nb.probe.exchange import chat_body
-from lmreg_nb.probe.load import run_load
-from lmreg_nb.probe.stream_client import ChatConnection
+from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity
+from lmreg_nb.probe.load.fixed import run_load
+from lmreg_nb.probe.wire.exchange import chat_body
+from lmreg_nb.probe.wire.stream_client import ChatConnection
 
 pytestmark = pytest.mark.timeout(60)
 

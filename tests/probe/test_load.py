@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target, check_endpoint
-from lmreg_nb.probe.load import run_load
+from lmreg_nb.probe.load.fixed import run_load
 
 if TYPE_CHECKING:
     from tests.probe.conftest import Mock
@@ -89,7 +89,7 @@ def test_the_load_test_uses_the_capacity_search_s_lean_client(
     mock: Mock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One streaming client for both: it kept time at 128 chats where httpx fell behind.
-    from lmreg_nb.probe.stream_client import ChatConnection
+    from lmreg_nb.probe.wire.stream_client import ChatConnection
 
     sent: list[int] = []
     real = ChatConnection.send
@@ -193,7 +193,7 @@ def test_throughput_counts_tokens_when_they_arrive() -> None:
     import numpy as np
     import pandas as pd
 
-    from lmreg_nb.probe.plots import peak_concurrency, token_arrivals
+    from lmreg_nb.probe.text.plots import peak_concurrency, token_arrivals
 
     # First token after 1 s, 20 tokens until the end at 3 s: 10 per second from 1 s to 3 s,
     # not 20 at 3 s; a second request overlaps the first from 2 s.

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from lmreg_nb import i18n
-from lmreg_nb.probe.reasons import kinds_text
+from lmreg_nb.probe.wire.reasons import kinds_text
 
 COUNTS = {"timeout": 3, "status 500": 2, "cut stream": 1, "something new": 1}
 

@@ -91,7 +91,7 @@ def test_the_lean_client_cannot_be_given_a_key_that_injects_a_header() -> None:
     with model_server() as (url, heads):
         with pytest.raises(ValidationError, match="apiKey"):
             Target(url, CRLF_KEY, "m")
-        from lmreg_nb.probe.capacity import LevelPlan, find_capacity
+        from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity
 
         plan = LevelPlan(min_seconds=0.1, requests_per_worker=1, max_seconds=2)
         result = find_capacity(Target(url, GOOD_KEY, "m", timeout=10), max_concurrency=2, plan=plan)

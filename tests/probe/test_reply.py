@@ -11,9 +11,9 @@ import pytest
 from hostile import hostile_server
 
 from lmreg_nb.probe import Reply, Target
-from lmreg_nb.probe.chat import ChatReader, StreamMasker
-from lmreg_nb.probe.exchange import MAX_TEXT_CHARS, Exchange, chat_body, send
-from lmreg_nb.probe.stream_client import ChatConnection
+from lmreg_nb.probe.wire.chat import ChatReader, StreamMasker
+from lmreg_nb.probe.wire.exchange import MAX_TEXT_CHARS, Exchange, chat_body, send
+from lmreg_nb.probe.wire.stream_client import ChatConnection
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai._streaming import SSEDecoder as OpenAIDecoder
 
-from lmreg_nb.probe.sse import ServerSentEvent, SSEDecoder
+from lmreg_nb.probe.wire.sse import ServerSentEvent, SSEDecoder
 
 
 def decode(*chunks: bytes) -> tuple[list[ServerSentEvent], SSEDecoder]:

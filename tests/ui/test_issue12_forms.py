@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from lmreg_nb.onboarding import Onboarding, Outcome
-from lmreg_nb.probe.capacity import Progress
+from lmreg_nb.probe.load.capacity import Progress
 from lmreg_nb.settings import Settings
 from lmreg_nb.ui import (
     CapacityForm,

@@ -1,7 +1,7 @@
 """Load test: N streamed chat requests at concurrency C, bounded in count and in time.
 
 C workers, each with a keep-alive connection of the lean client the capacity
-search uses (:mod:`lmreg_nb.probe.stream_client`: it timestamps each network
+search uses (:mod:`lmreg_nb.probe.wire.stream_client`: it timestamps each network
 read as it arrives, so a busy load generator does not add its own lag to the
 server's ITL), take request numbers from a common counter until N are sent or
 the overall deadline passes. Requests still running at the deadline are cancelled
@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import _
-from .exchange import DEFAULT_PROMPT, Exchange, chat_body
+from ...i18n import _
+from ..target import Target
+from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
+from ..wire.stream_client import ChatConnection
 from .levels import CUT, cut_kind, run_workers
 from .metrics import percentiles, request_metrics
-from .stream_client import ChatConnection
-from .target import Target
 
 __all__ = ["MAX_CONCURRENCY", "MAX_REQUESTS", "LoadResult", "run_load"]
 

@@ -9,7 +9,7 @@ that timestamps every network read as it arrives, costs a fraction of that. It
 does only what a closed-loop chat needs: POST a JSON body on a keep-alive
 connection (plain or TLS), read the status and headers, de-chunk the body, and
 split the event stream into ``data:`` payloads, each handed to the reply's
-accumulator (:class:`~lmreg_nb.probe.reply.Reply`). Anything unusual (a
+accumulator (:class:`~lmreg_nb.probe.wire.reply.Reply`). Anything unusual (a
 redirect, an unknown transfer encoding) is a failure of the request, named in
 one line; the conformance checks, which use httpx, are where such replies are
 judged. Like httpx's per-read timeout, a reply that sends no complete event
@@ -27,7 +27,7 @@ can cross the next request on the wire: a chat that fails on a reused
 connection before any byte of its answer arrived is sent once more on a fresh
 connection, and counted as one request (the server never saw the first).
 
-Result: an :class:`~lmreg_nb.probe.exchange.Exchange` with the fields the
+Result: an :class:`~lmreg_nb.probe.wire.exchange.Exchange` with the fields the
 load test and the levels read (status, failure, times, pieces, usage, done,
 finish): a 2xx answer that is not JSON is read as a stream, as the checks do.
 """
@@ -42,13 +42,14 @@ from typing import Any
 
 import httpx
 
-from .._decode import BoundedDecoder, DecodingError
-from .._tls import tls_context
-from ..envelope import out_of_files
-from ..i18n import _, ngettext
+from ..._decode import BoundedDecoder, DecodingError
+from ..._tls import tls_context
+from ...envelope import out_of_files
+from ...i18n import _, ngettext
+from ..target import Target
 from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, snippet
+from .keepalive import KeepAlive
 from .reasons import LOCAL_LIMIT, transport_reason
-from .target import Target
 
 __all__ = ["ChatConnection"]
 
@@ -126,7 +127,7 @@ class ChatConnection:
         )
         self.request = head + payload
         self.reader: _Reader | None = None
-        self.keep = _KeepAlive()
+        self.keep = KeepAlive()
         #: Chats sent a second time because the server had closed the reused connection.
         self.resent = 0
         #: The request being sent (its ``times`` grow as content arrives), for a watcher.
@@ -148,7 +149,7 @@ class ChatConnection:
             ssl=context,
             server_hostname=self.host if context else None,
         )
-        self.keep = _KeepAlive()
+        self.keep = KeepAlive()
         return reader
 
     def _reusable(self) -> _Reader | None:
@@ -273,53 +274,6 @@ def _parse_head(head: bytes) -> tuple[str, int, dict[str, str]]:
         name, _sep, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     return parts[0], int(parts[1]), headers
-
-
-class _KeepAlive:
-    """Whether the server lets a connection carry one more chat (RFC 9112 9.3, ``Keep-Alive``).
-
-    ``max=N`` is read the strict way: N answers in all from the first reply
-    that says it (some servers count down, some repeat it: either way no more
-    are sent); ``timeout=T``: not reused once idle for nearly T seconds.
-    """
-
-    def __init__(self) -> None:
-        self.uses = 0
-        self.most: int | None = None
-        self.idle_s: float | None = None
-        self.last = 0.0
-        self.closing = False
-
-    def answered(self, version: str, headers: dict[str, str]) -> None:
-        """Note one answer and what its headers say of the connection's future."""
-        self.uses += 1
-        self.last = time.perf_counter()
-        connection = headers.get("connection", "").lower()
-        if "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection):
-            self.closing = True
-        for part in headers.get("keep-alive", "").split(","):
-            name, _sep, value = part.strip().partition("=")
-            number = _number(value)
-            if name.strip().lower() == "max" and number is not None:
-                self.most = int(number) if self.most is None else self.most
-                self.closing = self.closing or number < 1
-            elif name.strip().lower() == "timeout" and number is not None:
-                self.idle_s = number
-
-    def allows(self, now: float) -> bool:
-        """True when one more chat may go on this connection ``now``."""
-        if self.closing or (self.most is not None and self.uses >= self.most):
-            return False
-        # A margin: the server's idle clock started when it sent the last byte.
-        return self.idle_s is None or now - self.last < self.idle_s - min(1.0, self.idle_s / 2)
-
-
-def _number(value: str) -> float | None:
-    try:
-        number = float(value.strip().strip('"'))
-    except ValueError:
-        return None
-    return number if number >= 0 and number == number and number != float("inf") else None
 
 
 def _again(first: Exchange) -> Exchange:

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..i18n import N_, _
+from ...i18n import N_, _
 
 __all__ = ["level_headers", "level_rows", "levels_text", "limited_by_label"]
 

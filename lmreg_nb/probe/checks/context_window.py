@@ -20,7 +20,7 @@ Then one prompt of ``need`` tokens, ``max_tokens`` 1:
 - no answer in time: an error with the plain reason, no search.
 
 llama.cpp's own server gives each request one of its parallel slots, a share of
-``-c`` (:mod:`lmreg_nb.probe.llamacpp`): when the replies show it is that
+``-c`` (:mod:`lmreg_nb.probe.checks.llamacpp`): when the replies show it is that
 server, ``GET /props`` tells the slots, the detail names them and the advice
 is about the split (raise ``-c`` to slots x need, fewer slots, ``--kv-unified``).
 
@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..errors import ValidationError
-from ..i18n import _, clauses, ngettext
-from .checks import CheckResult
-from .exchange import Exchange, chat_body, send
-from .function_checks import has_reply, server_said
+from ...errors import ValidationError
+from ...i18n import _, clauses, ngettext
+from ..target import Target
+from ..wire.exchange import Exchange, chat_body, send
+from .conformance import CheckResult
+from .function import has_reply, server_said
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
-from .target import Target
 from .token_counts import plausible_prompt_tokens
 
 __all__ = [

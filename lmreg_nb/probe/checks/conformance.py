@@ -51,12 +51,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..i18n import _
-from ..summary import SEVERITIES, Check, Severity
-from ..validate import url_warnings
-from .exchange import Exchange, snippet
-from .reasons import LOCAL_LIMIT
-from .shapes import completion_tokens, reply_shape, reply_text
+from ...i18n import _
+from ...summary import SEVERITIES, Check, Severity
+from ...validate import url_warnings
+from ..wire.exchange import Exchange, snippet
+from ..wire.reasons import LOCAL_LIMIT
+from ..wire.shapes import completion_tokens, reply_shape, reply_text
 
 __all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "row", "url_checks"]
 

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-from .._tls import tls_context
+from ..._tls import tls_context
 
 __all__ = ["SHARD", "ShardedTransport", "pooled_transport"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..fonts import plot_gettext
+from ...fonts import plot_gettext
 from .capacity_table import limited_by_label
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .capacity import CapacityResult
+    from ..load.capacity import CapacityResult
 
 __all__ = ["capacity_figure", "load_figure", "peak_concurrency", "token_arrivals"]
 

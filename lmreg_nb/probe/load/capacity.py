@@ -5,7 +5,7 @@ result = find_capacity(Target.from_settings(settings), slo=SLO(ttft_ms=2000), ne
 result.capacity.concurrency; result.verdict(class_size=40); result.figure()
 ```
 
-The search measures closed-loop levels (:mod:`lmreg_nb.probe.levels`), each
+The search measures closed-loop levels (:mod:`lmreg_nb.probe.load.levels`), each
 until its verdict is settled. With ``need`` (a class size N) it answers the
 class's question: N first; when N meets the SLO, one level above it for the
 margin (:func:`margin_level`), then it stops (``limited_by`` ``"need-met"``,
@@ -32,13 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ValidationError
-from ..i18n import _
-from ..secret import mask_text
-from .blocking import current_interrupt, interruptible
+from ...errors import ValidationError
+from ...i18n import _
+from ...secret import mask_text
+from ..blocking import current_interrupt, interruptible
+from ..target import Target
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
-from .target import Target
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -179,19 +179,19 @@ class CapacityResult:
 
     def verdict(self, class_size: int | None = None) -> str:
         """One sentence: how many chats at once, within which SLO, and enough for a class?"""
-        from .capacity_text import verdict
+        from ..text.capacity_text import verdict
 
         return verdict(self, class_size)
 
     def table(self) -> DataFrame:
         """The levels as a table (one row per concurrency)."""
-        from .capacity_text import table
+        from ..text.capacity_text import table
 
         return table(self)
 
     def figure(self) -> Figure:
         """TTFT and ITL p90 against concurrency (SLO line, knee marked), and throughput."""
-        from .plots import capacity_figure
+        from ..text.plots import capacity_figure
 
         return capacity_figure(self)
 

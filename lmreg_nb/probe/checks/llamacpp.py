@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 
-from .exchange import Exchange
+from ..target import Target
+from ..wire.exchange import Exchange
 from .golive import get_json, models_url
-from .target import Target
 
 __all__ = ["Slots", "is_llamacpp", "props_url", "read_slots"]
 

@@ -1,8 +1,8 @@
 """The capacity search's strategies: the class's need, or the knee; and its progress.
 
-:func:`run_search` sends the warm-up (:mod:`lmreg_nb.probe.warmup`), then
-measures levels (:func:`lmreg_nb.probe.level_run.run_level`) in the order the
-question asks (see :mod:`lmreg_nb.probe.capacity`), reporting its progress
+:func:`run_search` sends the warm-up (:mod:`lmreg_nb.probe.load.warmup`), then
+measures levels (:func:`lmreg_nb.probe.load.level_run.run_level`) in the order the
+question asks (see :mod:`lmreg_nb.probe.load.capacity`), reporting its progress
 through a callback: it prints nothing.
 """
 
@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .exchange import DEFAULT_PROMPT, chat_body
+from ..target import Target
+from ..wire.exchange import DEFAULT_PROMPT, chat_body
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
-from .target import Target
 from .warmup import warm_up
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class Progress:
 
     def text(self) -> str:
         """One line for a person (the warm-up, the level and its requests so far, or its end)."""
-        from .capacity_text import progress_text
+        from ..text.capacity_text import progress_text
 
         return progress_text(self)
 

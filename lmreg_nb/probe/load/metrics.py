@@ -25,8 +25,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..i18n import _
-from .exchange import Exchange
+from ...i18n import _
+from ..wire.exchange import Exchange
 
 __all__ = [
     "answer_wait_sentence",

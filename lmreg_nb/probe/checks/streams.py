@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 
-from ..i18n import _, clauses, ngettext
-from .checks import CheckResult
-from .checks import row as _row
-from .exchange import Exchange
-from .reasons import snippet
+from ...i18n import _, clauses, ngettext
+from ..wire.exchange import Exchange
+from ..wire.reasons import snippet
+from .conformance import CheckResult
+from .conformance import row as _row
 
 __all__ = ["looks_buffered", "stream_rows"]
 

@@ -32,15 +32,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._decode import DecodingError, ainflated
-from ..i18n import _, clauses, ngettext
-from ..summary import Severity
-from .checks import CheckResult
-from .exchange import Exchange
-from .reasons import snippet
-from .shapes import error_message, model_ids
-from .target import Target
-from .tls import EXPIRY_WARNING_DAYS, Certificate
+from ..._decode import DecodingError, ainflated
+from ...i18n import _, clauses, ngettext
+from ...summary import Severity
+from ..target import Target
+from ..wire.exchange import Exchange
+from ..wire.reasons import snippet
+from ..wire.shapes import error_message, model_ids
+from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate
+from .conformance import CheckResult
 
 __all__ = [
     "CHINESE_PROMPT",

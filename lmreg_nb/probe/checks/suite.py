@@ -30,11 +30,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._tls import tls_context
-from ..errors import LmregError
-from ..i18n import _
-from .chat import chat_reply
-from .checks import (
+from ..._tls import tls_context
+from ...errors import LmregError
+from ...i18n import _
+from ..target import Target
+from ..wire.chat import chat_reply
+from ..wire.exchange import Exchange, chat_body, completion_body, completions_url, send
+from ..wire.tls import Certificate, inspect_certificate
+from .conformance import (
     CheckResult,
     Conformance,
     chat_rows,
@@ -46,8 +49,7 @@ from .checks import (
     wrong_key_row,
 )
 from .context_window import DEFAULT_CONTEXT_NEED, ContextFinding, context_row, probe_context
-from .exchange import Exchange, chat_body, completion_body, completions_url, send
-from .function_checks import SYSTEM_PROMPT, looks_cut, reasoning_row, streams_row, system_role_row
+from .function import SYSTEM_PROMPT, looks_cut, reasoning_row, streams_row, system_role_row
 from .golive import (
     CHINESE_PROMPT,
     MAX_TOKENS_PROBE,
@@ -60,9 +62,7 @@ from .golive import (
     tls_row,
     utf8_row,
 )
-from .stream_checks import looks_buffered, stream_rows
-from .target import Target
-from .tls import Certificate, inspect_certificate
+from .streams import looks_buffered, stream_rows
 
 __all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "make_client", "run_checks"]
 

@@ -1,7 +1,7 @@
 """Running one capacity level: C chats in a closed loop until its verdict is settled.
 
-The figures and the judgement are :mod:`lmreg_nb.probe.levels`'s; the rule that
-ends a level is :mod:`lmreg_nb.probe.settle`'s. Here: the workers (one chat
+The figures and the judgement are :mod:`lmreg_nb.probe.load.levels`'s; the rule that
+ends a level is :mod:`lmreg_nb.probe.load.settle`'s. Here: the workers (one chat
 each, sending its next request when the previous one ends), a look at the
 requests every ``TICK_S`` to end the level as soon as its verdict is settled
 (or at its ceiling or time cap), and the requests still running then, cut and
@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..errors import LmregError
-from ..i18n import _
-from .exchange import Exchange
+from ...errors import LmregError
+from ...i18n import _
+from ..target import Target
+from ..wire.exchange import Exchange
+from ..wire.reasons import LOCAL_LIMIT
+from ..wire.stream_client import ChatConnection
 from .levels import CUT, SLO, Level, LevelPlan, Sample, judge, to_sample
-from .reasons import LOCAL_LIMIT
 from .settle import Tally, settled
-from .stream_client import ChatConnection
-from .target import Target
 
 __all__ = ["PROGRESS_EVERY_S", "TICK_S", "Connection", "run_level"]
 
@@ -48,7 +48,7 @@ async def run_level(
     """Measure ``concurrency`` closed-loop chats until the verdict is settled, then judge them.
 
     Each chat has a connection of its own from the lean client
-    (:mod:`lmreg_nb.probe.stream_client`, or ``connect``), whose request in
+    (:mod:`lmreg_nb.probe.wire.stream_client`, or ``connect``), whose request in
     flight shows its first token as it comes.
     ``on_progress(requests finished)`` is called about twice a second.
     """

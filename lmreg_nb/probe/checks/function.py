@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..i18n import _, ngettext
-from .checks import CheckResult
-from .exchange import Exchange
-from .reasons import snippet
-from .shapes import error_message, first_choice, reply_reasoning, reply_text
+from ...i18n import _, ngettext
+from ..wire.exchange import Exchange
+from ..wire.reasons import snippet
+from ..wire.shapes import error_message, first_choice, reply_reasoning, reply_text
+from .conformance import CheckResult
 
 __all__ = [
     "SYSTEM_PROMPT",

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..i18n import _, ngettext
-from ..i18n import sentences as join_sentences
-from .levels import SLO, Level
-from .reasons import kinds_text
+from ...i18n import _, ngettext
+from ...i18n import sentences as join_sentences
+from ..load.levels import SLO, Level
+from ..wire.reasons import kinds_text
 
 if TYPE_CHECKING:
     from pandas import DataFrame
 
-    from .capacity import CapacityResult
-    from .search import Progress
+    from ..load.capacity import CapacityResult
+    from ..load.search import Progress
 
 __all__ = ["format_capacity", "progress_text", "slo_phrase", "table", "verdict"]
 

@@ -15,9 +15,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from ..target import Target
+from ..wire.stream_client import ChatConnection
 from .level_run import TICK_S, Connection
-from .stream_client import ChatConnection
-from .target import Target
 
 __all__ = ["warm_up"]
 

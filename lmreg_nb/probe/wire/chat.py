@@ -12,7 +12,7 @@ and stop with a one-line error instead of running on:
 - the whole reply over ``timeout`` x :data:`TOTAL_TIMEOUT_FACTOR` seconds;
 - the connection closing before ``data: [DONE]`` (and before a finish_reason).
 
-The reply is accumulated by :class:`~lmreg_nb.probe.reply.Reply` (as every
+The reply is accumulated by :class:`~lmreg_nb.probe.wire.reply.Reply` (as every
 reader's is); a compressed body is inflated with a bound (a gzip bomb stays small).
 
 Every text that came from the server (the reply, an error message) goes
@@ -30,18 +30,18 @@ from typing import Any
 
 import httpx
 
-from .._decode import DecodingError, ainflated, inflated
-from .._tls import tls_context
-from ..errors import ConnectError, LmregError, RequestTimeout
-from ..i18n import _
-from ..secret import Masker, Secret
+from ..._decode import DecodingError, ainflated, inflated
+from ..._tls import tls_context
+from ...errors import ConnectError, LmregError, RequestTimeout
+from ...i18n import _
+from ...secret import Masker, Secret
+from ..target import Target
 from .exchange import MAX_BODY_BYTES, MAX_TEXT_CHARS, TOTAL_TIMEOUT_FACTOR, chat_body
 from .reasons import snippet as _snippet
 from .reasons import transport_reason
 from .reply import Reply
 from .shapes import error_message, reply_text
 from .sse import SSEDecoder
-from .target import Target
 
 __all__ = ["ChatEndpointError", "ChatReader", "StreamMasker", "chat_reply", "stream_chat"]
 

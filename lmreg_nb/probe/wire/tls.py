@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .._tls import tls_context
+from ..._tls import tls_context
 
 __all__ = ["EXPIRY_WARNING_DAYS", "Certificate", "inspect_certificate"]
 

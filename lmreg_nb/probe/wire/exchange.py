@@ -6,7 +6,7 @@ whose ``failure`` says what happened, so the checker can judge it and the
 load test can count it. Every time is ``time.perf_counter()`` seconds.
 A model's reply is untrusted: bodies and text are size-capped, and a compressed
 body is inflated with a bound (:mod:`lmreg_nb._decode`). What the reply says is
-accumulated by :class:`~lmreg_nb.probe.reply.Reply`, which an Exchange is.
+accumulated by :class:`~lmreg_nb.probe.wire.reply.Reply`, which an Exchange is.
 
 Times start when the request's headers have been written to the connection
 (httpcore's trace hook), not when :func:`send` was called: waiting for a pooled
@@ -25,14 +25,14 @@ from typing import Any
 
 import httpx
 
-from .._decode import DecodingError, ainflated
-from ..envelope import out_of_files
-from ..i18n import _, ngettext
+from ..._decode import DecodingError, ainflated
+from ...envelope import out_of_files
+from ...i18n import _, ngettext
+from ..target import Target
 from .reasons import LOCAL_LIMIT, snippet, transport_reason
 from .reply import MAX_TEXT_CHARS, Reply
 from .shapes import error_message, reply_text
 from .sse import Framing, SSEDecoder
-from .target import Target
 
 __all__ = [
     "MAX_BODY_BYTES",

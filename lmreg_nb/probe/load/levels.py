@@ -14,10 +14,10 @@ when several chunks arrive in one network read (gaps between read times would
 count those as 0 ms apart). Tokens are ``usage.completion_tokens`` when the
 server reports it, else content chunks (``tokens_from_chunks`` says so).
 
-A level ends as soon as its verdict is settled (:mod:`lmreg_nb.probe.settle`:
+A level ends as soon as its verdict is settled (:mod:`lmreg_nb.probe.load.settle`:
 enough requests for a p90 clearly inside or outside the SLO, between a floor
 and a ceiling of requests, within a time cap), not after a fixed time; it is
-run by :func:`lmreg_nb.probe.level_run.run_level`.
+run by :func:`lmreg_nb.probe.load.level_run.run_level`.
 
 A *cut stream* is one that ended early the way llama.cpp's ``interrupt_requests``
 does it: ``data: [DONE]`` with no ``finish_reason`` (once the server has shown
@@ -33,8 +33,8 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import ngettext
-from .exchange import Exchange
+from ...i18n import ngettext
+from ..wire.exchange import Exchange
 from .metrics import decode_itl_ms, percentiles
 
 __all__ = [
@@ -72,7 +72,7 @@ class SLO:
 
 @dataclass(frozen=True)
 class LevelPlan:
-    """When a level ends: as soon as its verdict is settled (:mod:`lmreg_nb.probe.settle`).
+    """When a level ends: as soon as its verdict is settled (:mod:`lmreg_nb.probe.load.settle`).
 
     Not before ``requests_per_worker`` requests per chat have finished (the
     floor) nor before ``min_seconds``; at the latest after ``max_requests_per_worker``

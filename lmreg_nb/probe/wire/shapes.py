@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..i18n import _
+from ...i18n import _
 
 __all__ = [
     "chunk_delta",
