@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from lmreg_nb.own_words import CHECK_NAMES, own_text
+from lmreg_nb.records import RECORD_MIME
 from lmreg_nb.runner.scrub import scrub_notebook
 from lmreg_nb.secret import Masker, find_leaks
 
@@ -39,9 +40,9 @@ def _names_built_in_code() -> set[str]:
             func = node.func
             called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
             first = node.args[0]
-            if called in ("CheckResult", "Check", "_row") and isinstance(first, ast.Constant):
-                if isinstance(first.value, str):
-                    names.add(first.value)
+            constant = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            if called in ("CheckResult", "Check", "_row") and constant:
+                names.add(first.value)  # type: ignore[attr-defined]
     return names
 
 
@@ -91,7 +92,7 @@ def test_a_scrubbed_record_keeps_every_check_name_whole() -> None:
         nbformat.v4.new_output(
             "display_data",
             data={
-                "application/vnd.lmreg.record+json": {"name": "summary", "value": {"checks": checks}},
+                RECORD_MIME: {"name": "summary", "value": {"checks": checks}},
                 "text/plain": "\n".join(f"{c['name']}: {c['detail']}" for c in checks),
             },
         )

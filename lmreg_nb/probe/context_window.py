@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
 import httpx
 
 from ..errors import ValidationError
-from ..i18n import _
+from ..i18n import N_, _
 from .checks import CheckResult
 from .exchange import Exchange, chat_body, send
 from .function_checks import server_said
@@ -297,12 +298,7 @@ def context_row(found: ContextFinding) -> CheckResult:
         else ""
     )
     return _fail(
-        _(
-            "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
-            "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
-            "was refused{stopped}. Raise the model's context window to at least {need} tokens "
-            "({fix}), or serve a model with a longer one"
-        ).format(
+        _(REFUSED).format(
             sent=found.sent,
             how=how,
             seen=server_said(long),
@@ -313,6 +309,28 @@ def context_row(found: ContextFinding) -> CheckResult:
             fix=_fix(),
         )
     )
+
+
+#: The detail of a refused long prompt; :func:`longest_answered` reads it back.
+REFUSED = N_(
+    "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
+    "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
+    "was refused{stopped}. Raise the model's context window to at least {need} tokens "
+    "({fix}), or serve a model with a longer one"
+)
+
+
+def longest_answered(detail: str) -> int | None:
+    """The longest prompt (tokens) a refused context-window row says was answered.
+
+    Read with the current language's form of :data:`REFUSED`, so a record keeps
+    one copy of the figure: its detail. None when the detail is another one.
+    """
+    pattern = re.escape(_(REFUSED))
+    pattern = re.sub(r"\\\{longest\\\}", r"(?P<longest>[0-9]+)", pattern)
+    pattern = re.sub(r"\\\{[a-z]+\\\}", ".*?", pattern)
+    found = re.search(pattern, detail, re.DOTALL)
+    return int(found["longest"]) if found else None
 
 
 def _fail(detail: str) -> CheckResult:
