@@ -34,6 +34,7 @@ __all__ = [
     "sentences",
     "set_language",
     "speaking",
+    "zone_label",
 ]
 
 DOMAIN = "lmreg_nb"
@@ -206,11 +207,15 @@ def format_local_time(dt: datetime, lang: str | None = None) -> str:
     """
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    zone = local_zone(lang)
-    local = dt.astimezone(zone)
+    local = dt.astimezone(local_zone(lang))
+    return f"{local:%Y-%m-%d %H:%M} {zone_label(local)}"
+
+
+def zone_label(local: datetime) -> str:
+    """The zone of an aware ``local`` time: ``Asia/Shanghai (UTC+08:00)``, or ``UTC``."""
     offset = local.strftime("%z")
     label = f"UTC{offset[:3]}:{offset[3:]}" if offset not in ("", "+0000") else "UTC"
-    name = getattr(zone, "key", None) or local.tzname() or label
+    name = getattr(local.tzinfo, "key", None) or local.tzname() or label
     if name in (label, "UTC", "Etc/UTC", "Etc/GMT", "GMT"):
-        return f"{local:%Y-%m-%d %H:%M} {label}"
-    return f"{local:%Y-%m-%d %H:%M} {name} ({label})"
+        return label
+    return f"{name} ({label})"

@@ -149,15 +149,27 @@ def models_command(as_json: bool) -> None:
     if not models:
         click.echo(_("no models registered yet (register one with `lmreg-nb register`)"))
         return
+    from datetime import UTC, datetime
+
+    import pandas as pd
+
     from ..frames import models_frame
+    from ..i18n import local_zone, zone_label
 
     frame = models_frame(models)
+    zone = local_zone()
     for column in ("createTime", "updateTime"):
-        frame[column] = frame[column].dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+        # The school's local time; the zone is said once, under the table.
+        local = frame[column].dt.tz_convert(zone)
+        frame[column] = local.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
     for column in frame.columns:
         # Each cell made safe before the table is laid out, so its columns stay aligned.
         frame[column] = frame[column].map(terminal_text, na_action="ignore")
-    click.echo(frame.to_string(index=False))
+    # A Chinese character takes two columns of a terminal: pandas counts them so.
+    with pd.option_context("display.unicode.east_asian_width", True):
+        click.echo(frame.to_string(index=False))
+    now = datetime.now(UTC).astimezone(zone)
+    click.echo(_("Times are local: {zone}").format(zone=zone_label(now)))
     invalid = [m for m in models if m.invalid]
     if invalid:
         click.echo(
