@@ -256,7 +256,7 @@ def test_demo_command_runs_the_onboarding_against_its_own_sandbox(tmp_path: Path
 
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
-    assert "status: ok" in result.output
+    assert "status: OK" in result.output
     summary = read_records(tmp_path / "demo" / "onboarding.ipynb")["summary"]
     assert summary["status"] == "ok" and summary["performance"]["requests"] > 0
     html = (tmp_path / "demo" / "onboarding.html").read_text(encoding="utf-8")
