@@ -8,9 +8,10 @@ from ..i18n import _
 from .display import Outcome
 
 if TYPE_CHECKING:
+    from ..models import Token
     from ..settings import Settings
 
-__all__ = ["configuration"]
+__all__ = ["cached_token", "configuration", "token_line"]
 
 _SHOWN = (
     "base_url",
@@ -30,12 +31,20 @@ def configuration(settings: Settings | None = None) -> Outcome:
     from ..settings import SECRET_VARIABLES, VARIABLES, Settings
 
     current = settings or Settings.load()
+    cached = cached_token(current)
     rows: list[tuple[str, str]] = []
     missing: list[str] = []
     for name in _SHOWN:
         var = VARIABLES[name]
         value = getattr(current, name)
-        if value is None or value == "":
+        if name == "app_id" and not value and cached is not None:
+            # Typed into notebook 01's form, not in .env: its token serves this notebook.
+            shown = _("not set; the token from notebook 01 is used (appId {app_id})").format(
+                app_id=cached[0]
+            )
+        elif name == "token" and not value and cached is not None:
+            shown = token_line(cached[1])
+        elif value is None or value == "":
             shown = _("not set")
             missing += [var] if var in _NEEDED else []
         elif var in SECRET_VARIABLES:
@@ -66,3 +75,32 @@ def env_file_line(settings: Settings) -> str:
     if not searched:
         return _("none found")
     return _("none found; looked in {places}").format(places=", ".join(str(p) for p in searched))
+
+
+def cached_token(settings: Settings) -> tuple[str, Token] | None:
+    """(appId, token) of the cached token the next call would use without the appSecret
+    (notebook 01's, typed into its form), or None: what the client would do, not a guess."""
+    from ..token_cache import TokenCache
+    from ..tokens import REUSE_MIN_S
+
+    if settings.base_url is None or settings.token_cache is None:
+        return None
+    cache = TokenCache(settings.token_cache)
+    try:
+        found = cache.reusable(str(settings.base_url), settings.app_id, settings.env)
+    except OSError:
+        return None
+    if settings.app_id is None and len({app for app, _token in found}) > 1:
+        return None  # the client asks for LMREG_APP_ID then
+    fresh = [(app, t) for app, t in found if t.seconds_left() > REUSE_MIN_S]
+    return max(fresh, key=lambda pair: pair[1].expires_at_ms) if fresh else None
+
+
+def token_line(token: Token) -> str:
+    """``token …a1b2, expires 2026-09-01 14:05 Asia/Shanghai (UTC+08:00)``."""
+    from ..i18n import format_local_time
+
+    when = format_local_time(token.expires_at)
+    return _("a token is cached ({masked}), valid until {when}").format(
+        masked=token.token.masked, when=when
+    )
