@@ -263,6 +263,19 @@ class Onboarding:
             key,
         )
 
+    def address_checked(self, outcome: Outcome) -> Outcome:
+        """A register or modify ``outcome``, red with the fix when the registered address
+        does not answer a chat (404/405: not the chat path of spec 4.5; 401/403: the key)."""
+        from .address import with_address_verdict
+
+        if self.model is None:
+            return outcome
+        try:
+            target = endpoint_.registered(self.settings, self.client, self.model, self.target)
+        except LmregError:
+            return outcome  # no key returned, say: the checks of notebook 05 say why
+        return with_address_verdict(outcome, target)
+
     def _use_model(self, model: RegisteredModel) -> None:
         # The checks, chat and capacity now call what is registered.
         self.model, self.target, self.checked_endpoint = model, None, None
