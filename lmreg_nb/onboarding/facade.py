@@ -276,6 +276,16 @@ class Onboarding:
             return outcome  # no key returned, say: the checks of notebook 05 say why
         return with_address_verdict(outcome, target)
 
+    def use_registered(self, model_name: str) -> Outcome:
+        """Check, chat with and measure the model registered as ``model_name`` from now on,
+        as the platform will call it: its registryUrl and apiKey (``check --registered``);
+        LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not needed."""
+        found = self.find(model_name=model_name)
+        if found is None:
+            raise registry_.no_such_model(model_name)
+        self._use_model(found)
+        return registry_.model_outcome(_("checking the registered model"), found)
+
     def _use_model(self, model: RegisteredModel) -> None:
         # The checks, chat and capacity now call what is registered.
         self.model, self.target, self.checked_endpoint = model, None, None

@@ -290,3 +290,20 @@ def test_chat_in_05_calls_the_model_url_parameter_not_the_environment(
     streamed = [o for c in nb.cells if "stream_reply" in c.source for o in c.outputs]
     assert len(streamed[0]["data"]["text/plain"]) > 10
     assert "every required check passed" in str(nb.cells)
+
+
+def test_05_checks_the_model_registered_in_02_by_its_name(
+    execute: Callable[..., Path], nb_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 3: no apiKey copied into .env; 05 picks the registered model by name."""
+    execute("02_register_model", {"model_name": "nb-picked-model"})
+    # 05 alone: no LMREG_MODEL_URL, no LMREG_MODEL_API_KEY (as after 02 with a typed key).
+    monkeypatch.delenv("LMREG_MODEL_URL")
+    monkeypatch.delenv("LMREG_MODEL_API_KEY")
+    out = execute("05_test_chat_endpoint", {"registered": "nb-picked-model", "prompt": "Hello"})
+    assert _errors(out) == []
+    nb = nbformat.read(out, as_version=4)
+    picked = [o for c in nb.cells if "use_registered" in c.source for o in c.outputs]
+    assert "nb-picked-model" in str(picked)
+    assert "every required check passed" in str(nb.cells)
+    assert "LMREG_MODEL_URL" not in str([c.get("outputs") for c in nb.cells])
