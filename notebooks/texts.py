@@ -481,8 +481,8 @@ def onboarding() -> list[nbformat.NotebookNode]:
             "run.check_endpoint(load, check_concurrency, chat_prompt=chat_prompt) "
             "if run.headless else ui.ChecksPanel(run, load, check_concurrency)"
         ),
-        code("run.verdict()", CHECK),
-        code("run.figure()"),
+        code("run.live(run.verdict)", CHECK),
+        code("run.live(run.figure)"),
         code("run.reply() if run.headless else ui.ChatBox(run)"),
         md(
             _("## 6. Capacity for a class")
