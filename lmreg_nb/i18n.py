@@ -13,6 +13,7 @@ import contextlib
 import gettext
 import locale
 import os
+import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -148,8 +149,14 @@ def listing(items: Iterable[str]) -> str:
 
 
 def clauses(items: Iterable[str]) -> str:
-    """Clauses joined in the current language (``a; b`` / ``a；b``)."""
-    return pgettext("clause separator", "; ").join(items)
+    """Clauses joined in the current language (``a; b`` / ``a；b``).
+
+    A clause that is a whole sentence loses its full stop before the separator:
+    "…请先完成。；…" and "…Run them.; …" read as two marks in a row.
+    """
+    parts = list(items)
+    trimmed = [re.sub(r"(?<![.。])[.。]$", "", p) for p in parts[:-1]]
+    return pgettext("clause separator", "; ").join([*trimmed, *parts[-1:]])
 
 
 #: A sentence ending in one of these (Chinese punctuation) needs no space after it.

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from .errors import SecretLeakError
-from .i18n import _, ngettext
+from .i18n import _, listing, ngettext
 from .own_words import is_own_piece, own_text
 from .validate import is_ignorable
 
@@ -363,7 +363,7 @@ def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
             _(
                 "{what} still holds the value of {names} after scrubbing; nothing was written "
                 "(report this: the scrubber missed an encoding)"
-            ).format(what=what, names=", ".join(leaks))
+            ).format(what=what, names=listing(leaks))
         )
 
 

@@ -189,7 +189,7 @@ def models_command(as_json: bool) -> None:
 def register_command(name: str, url: str | None, as_json: bool) -> None:
     """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
     from ..errors import ConfigurationError
-    from ..i18n import _, ngettext
+    from ..i18n import _, listing, ngettext
     from ..models import ModelDraft
     from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
@@ -205,7 +205,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
             "{variables} is not set: set it in the environment or in .env.",
             "{variables} are not set: set them in the environment or in .env.",
             len(missing),
-        ).format(variables=", ".join(missing))
+        ).format(variables=listing(missing))
         if url is None:
             text += " " + _("Instead of LMREG_MODEL_URL, --url works too.")
         raise ConfigurationError(text, variable=missing[0])

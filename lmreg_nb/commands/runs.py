@@ -43,7 +43,7 @@ def parse_parameters(
     """``-p NAME VALUE`` pairs typed as the notebook declares them (default: the onboarding
     notebook); refuses secrets and names the notebook does not declare."""
     from ..errors import ValidationError
-    from ..i18n import _, normalize_language
+    from ..i18n import _, listing, normalize_language
     from ..runner.parameters import convert
     from ..runner.scrub import looks_secret
 
@@ -63,7 +63,7 @@ def parse_parameters(
             raise ValidationError(
                 name,
                 _("is not a parameter of onboarding; use one of {names}").format(
-                    names=", ".join(types)
+                    names=listing(types)
                 ),
             )
         if kind == "int":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..i18n import _
+from ..i18n import _, listing
 from .display import Outcome
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def configuration(settings: Settings | None = None) -> Outcome:
         rows.append((var, shown))
     rows.append((".env", env_file_line(current)))
     title = (
-        _("configuration: set {variables}").format(variables=", ".join(missing))
+        _("configuration: set {variables}").format(variables=listing(missing))
         if missing
         else _("configuration")
     )
@@ -68,13 +68,13 @@ def env_file_line(settings: Settings) -> str:
         return _(
             "read from {path}; not taken from it: {variables} (a .env found by searching "
             "never sets them: name the file with LMREG_ENV_FILE)"
-        ).format(path=used, variables=", ".join(settings.env_ignored))
+        ).format(path=used, variables=listing(settings.env_ignored))
     if used is not None:
         return _("read from {path}").format(path=used)
     searched = settings.env_searched
     if not searched:
         return _("none found")
-    return _("none found; looked in {places}").format(places=", ".join(str(p) for p in searched))
+    return _("none found; looked in {places}").format(places=listing(str(p) for p in searched))
 
 
 def cached_token(settings: Settings) -> tuple[str, Token] | None:
