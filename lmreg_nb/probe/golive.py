@@ -236,7 +236,7 @@ def model_name_row(
         served = [n for n, ok, _s in states if ok]
     served_text = join_list(served[:10]) if served else None
     if all(ok for _n, ok, _s in states):
-        parts = [f'"{n}": {seen}' for n, _ok, seen in states]
+        parts = [_('"{name}": {seen}').format(name=n, seen=seen) for n, _ok, seen in states]
         return _row("model-name-served", True, "warning", clauses(parts))
     bad = [(n, seen) for n, ok, seen in states if not ok]
     detail = clauses(
