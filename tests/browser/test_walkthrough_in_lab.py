@@ -52,7 +52,9 @@ def _registered_in_05(root: Path, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(account: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+def server(
+    account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LabServer]:
     from lmreg_nb.runner.shipped import copy_notebooks
 
     root = tmp_path_factory.mktemp("lab-walk") / "notebooks"
