@@ -3,8 +3,8 @@
 The platform calls registryUrl exactly as registered (spec 4.5: the chat path
 is ``v1/chat/completions``). An address that answers 404 or 405 to a chat (the
 path stops at ``/v1``, or points at a web page) cannot serve the course apps,
-however green the registration looked; so the register and modify forms say
-so in red, with the address to register instead.
+however green the registration looked; so the register form says so in red,
+with the address to register instead.
 """
 
 from __future__ import annotations
@@ -51,8 +51,13 @@ def address_verdict(target: Target) -> tuple[bool, str]:
         reply = httpx.post(target.url, json=body, headers=headers, timeout=target.timeout)
     except httpx.HTTPError as exc:
         # Not reached from here is not proof the platform cannot: the checks say more.
+        reason = (
+            _("no answer in time")
+            if isinstance(exc, httpx.TimeoutException)
+            else _("could not connect")
+        )
         return True, _("no answer from here ({reason}); the checks (notebook 05) say more").format(
-            reason=type(exc).__name__
+            reason=reason
         )
     status = reply.status_code
     if status in (404, 405):

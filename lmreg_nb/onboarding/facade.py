@@ -280,8 +280,9 @@ class Onboarding:
         )
 
     def address_checked(self, outcome: Outcome) -> Outcome:
-        """A register or modify ``outcome``, red with the fix when the registered address
-        does not answer a chat (404/405: not the chat path of spec 4.5; 401/403: the key)."""
+        """A register ``outcome``, red with the fix when the registered address does not
+        answer a chat (404/405: not the chat path of spec 4.5; 401/403: the key). One
+        request to the address just typed: the register form calls it, nothing else."""
         from .address import with_address_verdict
 
         if self.model is None:

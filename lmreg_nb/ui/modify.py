@@ -154,6 +154,6 @@ class ModifyForm(Form):
             rows = [*changes(old, name, url, key or None), ("modelId", model.model_id)]
             if model.update_time is not None:
                 rows.append((pgettext("column", "updated"), format_local_time(model.update_time)))
-            return self.run_.address_checked(Outcome(done.title, rows, ok=done.ok, value=model))
+            return Outcome(done.title, rows, ok=done.ok, value=model)
 
         return self.run(action, step=StepName.MODIFY)
