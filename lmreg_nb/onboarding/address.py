@@ -39,8 +39,9 @@ def chat_path_fix(url: str) -> str:
     return urlunsplit(parts._replace(path=path))
 
 
-def address_verdict(target: Target) -> tuple[bool, str]:
-    """(ok, what happened) for one short chat to ``target`` as the platform will send it."""
+def address_verdict(target: Target) -> tuple[str, str]:
+    """(verdict, what happened) for one short chat to ``target`` as the platform sends it:
+    "ok", "path" (404/405: not the chat path) or "key" (401/403: the key refused)."""
     import httpx
 
     from ..probe.exchange import chat_body
@@ -56,31 +57,34 @@ def address_verdict(target: Target) -> tuple[bool, str]:
             if isinstance(exc, httpx.TimeoutException)
             else _("could not connect")
         )
-        return True, _("no answer from here ({reason}); the checks (notebook 05) say more").format(
+        return "ok", _("no answer from here ({reason}); the checks (notebook 05) say more").format(
             reason=reason
         )
     status = reply.status_code
     if status in (404, 405):
-        return False, _(
+        return "path", _(
             "the address answered HTTP {status} to a chat, so the platform's calls would fail: "
             "the platform calls registryUrl as it is and the chat path is v1/chat/completions "
             "(spec 4.5). Register {fixed}"
         ).format(status=status, fixed=chat_path_fix(target.url))
     if status in (401, 403):
-        return False, _(
+        return "key", _(
             "the address refused the registered apiKey (HTTP {status}): register the key "
             "the model server expects"
         ).format(status=status)
-    return True, _("answered a chat: HTTP {status}").format(status=status)
+    return "ok", _("answered a chat: HTTP {status}").format(status=status)
 
 
 def with_address_verdict(outcome: Outcome, target: Target) -> Outcome:
-    """``outcome`` of a register or modify, red with the fix when the address cannot chat."""
-    ok, said = address_verdict(target)
+    """``outcome`` of a register, red with the fix when the address cannot chat."""
+    verdict, said = address_verdict(target)
     outcome.rows = [*outcome.rows, (_("chat at this address"), said)]
-    if not ok:
+    if verdict != "ok":
         outcome.ok = False
-        outcome.title = _("{title}, but its address cannot answer a chat").format(
-            title=outcome.title
+        title = (
+            _("{title}, but its address refused the registered apiKey")
+            if verdict == "key"
+            else _("{title}, but its address cannot answer a chat")
         )
+        outcome.title = title.format(title=outcome.title)
     return outcome

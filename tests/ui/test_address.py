@@ -75,3 +75,16 @@ def test_the_chat_address_stays_green(sandbox: SandboxInfo) -> None:
 )
 def test_the_fix_is_the_chat_path(given: str, fixed: str) -> None:
     assert chat_path_fix(given) == fixed
+
+
+def test_a_key_the_model_refuses_is_red_and_names_the_key(sandbox: SandboxInfo) -> None:
+    app = sandbox.add_app("addr-key")
+    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"]}
+    form = RegisterForm(Onboarding("addr-key", settings=Settings.load(environ=env)))
+    form.model_name.value = "school-llm"
+    form.registry_url.value = sandbox.model_url
+    form.api_key.value = "sk-not-the-models-key-0123"
+    form.button.click()
+    outcome = form.last_result
+    assert outcome is not None and not outcome.ok
+    assert "apiKey" in outcome.title and "HTTP 401" in " ".join(v for _k, v in outcome.rows)
