@@ -17,6 +17,8 @@ from setuptools.command.build_py import build_py
 SOURCE = Path(__file__).resolve().parent / "notebooks"
 #: Documents every LMREG_* variable; `lmreg-nb notebooks DIR` copies it beside the notebooks.
 ENV_EXAMPLE = SOURCE.parent / ".env.example"
+#: The same in Chinese (comments only), copied by `lmreg-nb --lang zh-CN notebooks DIR`.
+ENV_EXAMPLE_ZH = SOURCE / "zh-CN" / ".env.example"
 
 
 class build_py_with_notebooks(build_py):
@@ -37,6 +39,9 @@ class build_py_with_notebooks(build_py):
         if ENV_EXAMPLE.is_file():
             target.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ENV_EXAMPLE, target / ENV_EXAMPLE.name)
+        if ENV_EXAMPLE_ZH.is_file():
+            (target / "zh-CN").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ENV_EXAMPLE_ZH, target / "zh-CN" / ENV_EXAMPLE_ZH.name)
 
 
 setup(cmdclass={"build_py": build_py_with_notebooks})

@@ -13,6 +13,7 @@ import contextlib
 import gettext
 import locale
 import os
+import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "sentences",
     "set_language",
     "speaking",
+    "zone_label",
 ]
 
 DOMAIN = "lmreg_nb"
@@ -147,8 +149,14 @@ def listing(items: Iterable[str]) -> str:
 
 
 def clauses(items: Iterable[str]) -> str:
-    """Clauses joined in the current language (``a; b`` / ``a；b``)."""
-    return pgettext("clause separator", "; ").join(items)
+    """Clauses joined in the current language (``a; b`` / ``a；b``).
+
+    A clause that is a whole sentence loses its full stop before the separator:
+    "…请先完成。；…" and "…Run them.; …" read as two marks in a row.
+    """
+    parts = list(items)
+    trimmed = [re.sub(r"(?<![.。])[.。]$", "", p) for p in parts[:-1]]
+    return pgettext("clause separator", "; ").join([*trimmed, *parts[-1:]])
 
 
 #: A sentence ending in one of these (Chinese punctuation) needs no space after it.
@@ -206,11 +214,15 @@ def format_local_time(dt: datetime, lang: str | None = None) -> str:
     """
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    zone = local_zone(lang)
-    local = dt.astimezone(zone)
+    local = dt.astimezone(local_zone(lang))
+    return f"{local:%Y-%m-%d %H:%M} {zone_label(local)}"
+
+
+def zone_label(local: datetime) -> str:
+    """The zone of an aware ``local`` time: ``Asia/Shanghai (UTC+08:00)``, or ``UTC``."""
     offset = local.strftime("%z")
     label = f"UTC{offset[:3]}:{offset[3:]}" if offset not in ("", "+0000") else "UTC"
-    name = getattr(zone, "key", None) or local.tzname() or label
+    name = getattr(local.tzinfo, "key", None) or local.tzname() or label
     if name in (label, "UTC", "Etc/UTC", "Etc/GMT", "GMT"):
-        return f"{local:%Y-%m-%d %H:%M} {label}"
-    return f"{local:%Y-%m-%d %H:%M} {name} ({label})"
+        return label
+    return f"{name} ({label})"

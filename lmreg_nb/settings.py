@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
 from .file_trust import others_can_write
-from .i18n import _, normalize_language
+from .i18n import _, listing, normalize_language
 from .secret import Secret, split_urls, url_secrets
 from .validate import is_header_value, looks_numeric, numeric_host_reason
 
@@ -187,10 +187,10 @@ class Settings:
             text = _("{variables} is not set: set it in the environment or in {file}")
         else:
             text = _("{variables} are not set: set them in the environment or in {file}")
-        text = text.format(variables=", ".join(missing), file=self.env_file or ".env")
+        text = text.format(variables=listing(missing), file=self.env_file or ".env")
         text = _("{message} (see .env.example)").format(message=text)
         if self.env_file is None and self.env_searched:
-            places = ", ".join(str(p.parent) for p in self.env_searched[:3])
+            places = listing(str(p.parent) for p in self.env_searched[:3])
             more = " …" if len(self.env_searched) > 3 else ""
             text = _("{message}; no .env found in {places}").format(
                 message=text, places=places + more

@@ -25,6 +25,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from .i18n import N_, _
 from .models import MAX_TIMESTAMP_MS, Token, now_ms
 from .secret import Secret
 from .validate import is_header_value
@@ -128,28 +129,34 @@ class TokenCache:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            self._warn_once("token cache %s is unreadable (%s); ignoring it", str(exc.strerror))
+            self._warn_once(
+                N_("token cache {path} is unreadable ({reason}); ignoring it"),
+                reason=str(exc.strerror),
+            )
             return []
         if raw is None:
             self._warn_once(
-                "token cache %s is not a file of at most %s bytes; it will be replaced",
-                str(MAX_CACHE_BYTES),
+                N_(
+                    "token cache {path} is not a file of at most {limit} bytes; it will be replaced"
+                ),
+                limit=str(MAX_CACHE_BYTES),
             )
             return []
         try:
             doc = json.loads(raw)
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            self._warn_once("token cache %s is not JSON; it will be rewritten")
+            self._warn_once(N_("token cache {path} is not JSON; it will be rewritten"))
             return []
         entries = doc.get("tokens") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             return []
         return [e for e in entries if isinstance(e, dict)]
 
-    def _warn_once(self, message: str, *args: str) -> None:
+    def _warn_once(self, message: str, **values: str) -> None:
+        # Translated when shown: a notebook's log says it in the reader's language.
         if message not in self._said:
             self._said.add(message)
-            log.warning(message, self.path, *args)
+            log.warning("%s", _(message).format(path=self.path, **values))
 
     # -- writing ---------------------------------------------------------------
 
@@ -198,9 +205,11 @@ class TokenCache:
         if mode & 0o077 and not self._warned:
             self._warned = True
             log.warning(
-                "token cache folder %s is readable by others (mode %o); the file itself is 0600",
-                folder,
-                mode,
+                "%s",
+                _(
+                    "token cache folder {folder} is readable by others (mode {mode}); the file "
+                    "itself is 0600"
+                ).format(folder=folder, mode=f"{mode:o}"),
             )
 
     def _write(self, entries: list[dict[str, Any]]) -> None:

@@ -276,10 +276,20 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
                 "`LMREG_MODEL_NAME` (the `model` field your server expects)."
             )
             + "\n\n"
+            + _(
+                "**Or check the model registered in step 2** as the platform will call it: set "
+                "`registered` below to its modelName. Its registryUrl and apiKey are read from "
+                "the platform (with the token of step 1), so nothing needs copying into `.env`."
+            )
+            + "\n\n"
             + config_help()
         ),
         code(setup()),
         params(
+            (
+                'registered: str = ""',
+                _("modelName of a registered model to check as the platform calls it"),
+            ),
             ('model_url: str = ""', _("the chat endpoint; empty: LMREG_MODEL_URL")),
             ('model: str = ""', _("the body field `model`; empty: LMREG_MODEL_NAME")),
             ("check_requests: int = 0", _("requests of the load test; 0 skips it")),
@@ -305,8 +315,8 @@ def chat_endpoint() -> list[nbformat.NotebookNode]:
                 "your server is down."
             )
         ),
+        code("run = ob.Onboarding('')\nrun.use_registered(registered) if registered else None"),
         code(
-            "run = ob.Onboarding('')\n"
             "run.check_endpoint(check_requests, check_concurrency, "
             "model_url=model_url, model=model)"
         ),
@@ -471,8 +481,8 @@ def onboarding() -> list[nbformat.NotebookNode]:
             "run.check_endpoint(load, check_concurrency, chat_prompt=chat_prompt) "
             "if run.headless else ui.ChecksPanel(run, load, check_concurrency)"
         ),
-        code("run.verdict()", CHECK),
-        code("run.figure()"),
+        code("run.live(run.verdict)", CHECK),
+        code("run.live(run.figure)"),
         code("run.reply() if run.headless else ui.ChatBox(run)"),
         md(
             _("## 6. Capacity for a class")

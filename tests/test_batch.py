@@ -163,7 +163,7 @@ def _plan(folder: Path, text: str) -> Path:
         ("run_id,notebook\na,missing.ipynb\n", "line 2 (run_id a), column notebook:"),
         ("run_id,notebook,colour\na,leaky.ipynb,red\n", "column colour: not a parameter of leaky"),
         ("run_id,notebook,fail\na,leaky.ipynb,\nb,leaky.ipynb,maybe\n",
-         "line 3 (run_id b), column fail: 'maybe' is not a bool"),
+         "line 3 (run_id b), column fail: 'maybe' is not a true/false value"),
         ("run_id,notebook,app_secret\na,leaky.ipynb,x\n", "column app_secret looks like a secret"),
         ("run_id,notebook,env_file\na,leaky.ipynb,nope.env\n", "column env_file: env file"),
         ("run_id,notebook,env_file,school\na,leaky.ipynb,a.env,CanaryAppSecret-7f3Q9x2LmZ81\n",

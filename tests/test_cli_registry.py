@@ -329,3 +329,31 @@ def test_check_with_a_key_no_header_can_carry_is_one_line_exit_2(
     assert result.exit_code == 2, result.output
     assert "LMREG_MODEL_API_KEY must be visible ASCII" in result.stderr
     assert "Traceback" not in result.output + result.stderr
+
+
+def _columns(line: str) -> int:
+    """How many terminal columns ``line`` takes: a Chinese character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def test_models_table_aligns_chinese_names_and_says_the_zone(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 8: local time with its zone, columns aligned for CJK names."""
+    monkeypatch.setenv("LMREG_MODEL_API_KEY", API_KEY)
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    for name in ("第一中学大模型", "qwen"):
+        assert run("register", "--name", name, "--url", URL).exit_code == 0
+    lines = run("models").output.splitlines()
+    table, note = lines[:-1], lines[-1]
+    assert len(table) == 3
+    assert len({_columns(line) for line in table}) == 1, table  # every line as wide
+    assert "Asia/Shanghai (UTC+08:00)" in note
+    created = json.loads(run("models", "--json").stdout)[0]["createTime"]
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    local = datetime.fromisoformat(created).astimezone(ZoneInfo("Asia/Shanghai"))
+    assert f"{local:%Y-%m-%d %H:%M}" in table[1]  # local time, not UTC

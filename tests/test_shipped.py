@@ -81,3 +81,22 @@ def test_cli_notebooks_copies_six_and_says_how_to_open_them(tmp_path: Path) -> N
     a_file.write_text("")
     bad = CliRunner().invoke(main, ["notebooks", str(a_file)])
     assert bad.exit_code == 2 and "give a folder" in bad.stderr
+
+
+def test_the_chinese_notebooks_come_with_a_chinese_env_example(tmp_path: Path) -> None:
+    """Issue 32 item 9: `.env.example`'s comments in the notebooks' language, same variables."""
+    import re
+
+    zh, en = tmp_path / "zh", tmp_path / "en"
+    result = CliRunner().invoke(main, ["--lang", "zh-CN", "notebooks", str(zh)])
+    assert result.exit_code == 0, result.output
+    CliRunner().invoke(main, ["--lang", "en", "notebooks", str(en)])
+    chinese, english = ((d / ".env.example").read_text(encoding="utf-8") for d in (zh, en))
+
+    def variables(text: str) -> list[str]:
+        return re.findall(r"^([A-Z_]+)=", text, re.MULTILINE)
+
+    assert variables(chinese) == variables(english)
+    comments = [line for line in chinese.splitlines() if line.startswith("#")]
+    assert comments and all(re.search(r"[\u4e00-\u9fff]", line) for line in comments[:5])
+    assert "# Platform base address" not in chinese

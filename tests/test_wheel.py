@@ -79,6 +79,7 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"lmreg_nb/notebooks/{n}.ipynb" for n in NOTEBOOKS} <= names
     assert "lmreg_nb/notebooks/.env.example" in names
+    assert "lmreg_nb/notebooks/zh-CN/.env.example" in names  # its comments in Chinese
     assert any(n.startswith("lmreg_nb/locale/") and n.endswith(".mo") for n in names)
 
     venv = tmp_path / "venv"

@@ -208,14 +208,18 @@ def _drive(
     """Submit every task (into ``futures``) and collect the results as they come."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(tasks), unit="run", desc="runs", disable=not progress or not tasks)
-    counts = {"ok": 0, "failed": 0}
+    # The bar's words in the batch's language: "runs: … ok=1, failed=0" read as English.
+    bar = tqdm(
+        total=len(tasks), unit=_("run"), desc=_("runs"),
+        disable=not progress or not tasks,
+    )  # fmt: skip
+    ok = failed = 0
     try:
         futures.update({pool.submit(execute_run, task): task for task in tasks})
         for future in as_completed(futures):
             result = results[futures[future].run_id] = _result(future, futures[future])
-            counts["ok" if result.get("status") == "ok" else "failed"] += 1
-            bar.set_postfix(counts, refresh=False)
+            ok, failed = (ok + 1, failed) if result.get("status") == "ok" else (ok, failed + 1)
+            bar.set_postfix_str(_("{ok} ok, {failed} failed").format(ok=ok, failed=failed))
             bar.update()
     finally:
         bar.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, ValidationError
-from ..i18n import _, normalize_language
+from ..i18n import N_, _, listing, normalize_language
 from ..runner import clean_environment
 from ..runner.parameters import convert, declared_types
 from ..runner.scrub import looks_secret, secret_values
@@ -118,7 +118,7 @@ def _header(plan: Path, cells: list[str]) -> list[str]:
     if "run_id" not in header:
         raise ConfigurationError(
             _("{where}: no run_id column (columns: {columns})").format(
-                where=where, columns=", ".join(header)
+                where=where, columns=listing(header)
             )
         )
     for i, name in enumerate(header):
@@ -180,7 +180,7 @@ def _parameters(
         if name not in types:
             raise ConfigurationError(
                 _("{column}: not a parameter of {notebook} (its parameters: {names})").format(
-                    column=column, notebook=notebook.name, names=", ".join(types) or "-"
+                    column=column, notebook=notebook.name, names=listing(types) or "-"
                 )
             )
         try:
@@ -188,7 +188,7 @@ def _parameters(
         except ValueError:
             raise ConfigurationError(
                 _("{column}: {value} is not a {kind}").format(
-                    column=column, value=repr(raw), kind=types[name]
+                    column=column, value=repr(raw), kind=_kind_words(types[name])
                 )
             ) from None
         if any(s == raw or (len(s) >= WINDOW and s in raw) for s in secrets.values()):
@@ -197,6 +197,12 @@ def _parameters(
                   "env_file, never in the plan").format(column=column)
             )  # fmt: skip
     return parameters
+
+
+def _kind_words(kind: str) -> str:
+    """A parameter's type as a person says it ("int" is no word in Chinese)."""
+    words = {"int": N_("whole number"), "float": N_("number"), "bool": N_("true/false value")}
+    return _(words[kind]) if kind in words else kind
 
 
 def _types(where: str, notebook: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]:

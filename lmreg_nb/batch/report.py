@@ -169,7 +169,9 @@ def _e(value: Any) -> str:
 def _readiness(run: Mapping[str, Any]) -> str:
     ready = run.get("ready")
     if ready is None:
-        return ""
+        # No summary to say why: the run's own error is the cause (one column, not two).
+        error = run.get("error")
+        return f"<span class='failed'>{_e(error)}</span>" if error else ""
     if ready:
         word = _e(_("ready"))
         return f"<span class='ok'>{word}</span>"
@@ -212,14 +214,14 @@ def _row(run: Mapping[str, Any]) -> str:
     )  # fmt: skip
     # Green only for a run ready for go-live: never a green "ok" beside "not ready".
     css = {"ok": "ok" if run.get("ready") else "warn", "failed": "failed"}.get(status, "none")
+    # The error column repeated the blockers: the go-live cell says the cause, once.
     cells = [
-        _e(rid), _e(run_status_label(status)), _e(run.get("school")), _readiness(run),
-        _checks(run),
-        _figures(run), _e(run.get("duration_s")), _e(run.get("error")), links,
+        (_e(rid), "nowrap"), (_e(run_status_label(status)), f"{css} nowrap"),
+        (_e(run.get("school")), "school"), (_readiness(run), "golive"),
+        (_checks(run), "nowrap"), (_figures(run), "nowrap"),
+        (_e(run.get("duration_s")), "nowrap"), (links, "nowrap"),
     ]  # fmt: skip
-    tds = "".join(
-        f"<td class='{css}'>{c}</td>" if i == 1 else f"<td>{c}</td>" for i, c in enumerate(cells)
-    )
+    tds = "".join(f"<td class='{cls}'>{c}</td>" for c, cls in cells)
     return f"<tr>{tds}</tr>"
 
 
@@ -229,6 +231,9 @@ _CSS = (
     "ul{margin:2px 0;padding-left:1.2em}span.ok{color:#176b2c}span.failed{color:#a11}"
     "td.ok{background:#d4f4dd}td.failed{background:#fde0e0}td.none{background:#eee}"
     "td.warn{background:#fff3cd}"
+    # Readable widths: short cells never wrap ("成功" one character a line); the school
+    # keeps a sensible width; the go-live cell (the causes) takes the rest.
+    "td.nowrap{white-space:nowrap}td.school{min-width:8em}td.golive{min-width:24em}"
 )
 
 
@@ -237,7 +242,7 @@ def write_index_html(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
     failed = sum(1 for r in runs if r.get("status") != "ok")
     ready = sum(1 for r in runs if r.get("ready"))
     heads = [_("run"), _("status"), _("school"), _("go-live"), _("checks"), _("key figures"),
-             _("seconds"), _("error"), _("records")]  # fmt: skip
+             _("seconds"), _("records")]  # fmt: skip
     counts = ngettext(
         "{n} run: {failed} not ok, {ready} ready for go-live.",
         "{n} runs: {failed} not ok, {ready} ready for go-live.",

@@ -63,8 +63,9 @@ def batch(
     ready = sum(1 for run in result.runs if run.get("ready"))
     click.echo(
         _("{ok} ok, {failed} failed, {skipped} skipped (already ok); {ready} ready for go-live.")
-        .format(ok=len(result.runs) - failed, failed=failed, skipped=len(result.skipped),
-                ready=ready)
+        # The skipped runs are ok too, but counted once: the three numbers add up to the rows.
+        .format(ok=len(result.runs) - failed - len(result.skipped), failed=failed,
+                skipped=len(result.skipped), ready=ready)
     )  # fmt: skip
     if result.kernel_retries:
         click.echo(

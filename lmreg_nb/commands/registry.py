@@ -149,15 +149,27 @@ def models_command(as_json: bool) -> None:
     if not models:
         click.echo(_("no models registered yet (register one with `lmreg-nb register`)"))
         return
+    from datetime import UTC, datetime
+
+    import pandas as pd
+
     from ..frames import models_frame
+    from ..i18n import local_zone, zone_label
 
     frame = models_frame(models)
+    zone = local_zone()
     for column in ("createTime", "updateTime"):
-        frame[column] = frame[column].dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+        # The school's local time; the zone is said once, under the table.
+        local = frame[column].dt.tz_convert(zone)
+        frame[column] = local.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
     for column in frame.columns:
         # Each cell made safe before the table is laid out, so its columns stay aligned.
         frame[column] = frame[column].map(terminal_text, na_action="ignore")
-    click.echo(frame.to_string(index=False))
+    # A Chinese character takes two columns of a terminal: pandas counts them so.
+    with pd.option_context("display.unicode.east_asian_width", True):
+        click.echo(frame.to_string(index=False))
+    now = datetime.now(UTC).astimezone(zone)
+    click.echo(_("Times are local: {zone}").format(zone=zone_label(now)))
     invalid = [m for m in models if m.invalid]
     if invalid:
         click.echo(
@@ -177,7 +189,7 @@ def models_command(as_json: bool) -> None:
 def register_command(name: str, url: str | None, as_json: bool) -> None:
     """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
     from ..errors import ConfigurationError
-    from ..i18n import _, ngettext
+    from ..i18n import _, listing, ngettext
     from ..models import ModelDraft
     from ..settings import Settings
     from ..validate import check_model_name, check_registry_url
@@ -193,7 +205,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
             "{variables} is not set: set it in the environment or in .env.",
             "{variables} are not set: set them in the environment or in .env.",
             len(missing),
-        ).format(variables=", ".join(missing))
+        ).format(variables=listing(missing))
         if url is None:
             text += " " + _("Instead of LMREG_MODEL_URL, --url works too.")
         raise ConfigurationError(text, variable=missing[0])

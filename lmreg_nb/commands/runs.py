@@ -15,6 +15,7 @@ __all__ = [
     "DEMO_PARAMETERS",
     "DEMO_SANDBOX_ARGS",
     "parse_parameters",
+    "report_lines",
 ]
 
 _REQUIRED = ("school", "contact_name", "contact_mobile", "contact_email", "model_name")
@@ -42,7 +43,7 @@ def parse_parameters(
     """``-p NAME VALUE`` pairs typed as the notebook declares them (default: the onboarding
     notebook); refuses secrets and names the notebook does not declare."""
     from ..errors import ValidationError
-    from ..i18n import _, normalize_language
+    from ..i18n import _, listing, normalize_language
     from ..runner.parameters import convert
     from ..runner.scrub import looks_secret
 
@@ -62,7 +63,7 @@ def parse_parameters(
             raise ValidationError(
                 name,
                 _("is not a parameter of onboarding; use one of {names}").format(
-                    names=", ".join(types)
+                    names=listing(types)
                 ),
             )
         if kind == "int":
@@ -137,46 +138,78 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
     return env
 
 
-def _report(result: Any) -> None:
-    """A short summary of a run on stdout (no secret: the summary record holds none)."""
+#: Warnings the go-live list already names in plain words (an address, plain http).
+_IN_BLOCKERS = frozenset({"url-https", "url-public-host"})
+
+
+def report_lines(result: Any) -> tuple[list[str], list[str]]:
+    """The run's summary for the terminal (stdout lines, stderr lines): each problem once.
+
+    Steps that passed say what they did; a failed step is only marked, because the
+    go-live list names its cause in plain words, once. Then the warnings the list
+    does not name, then the verdict. No secret: the summary record holds none.
+    """
     from ..i18n import _
+    from ..records.text import status_label
     from ..summary import step_label
 
     summary = result.summary
-    click.echo(
+    out = [
         _("status: {status} ({seconds} s)").format(
-            status=result.status, seconds=f"{result.duration_s:.1f}"
+            status=status_label(result.status), seconds=f"{result.duration_s:.1f}"
         )
-    )
+    ]
+    err: list[str] = []
     if summary is not None:
+        named = bool(summary.go_live.blockers)
         for step in summary.steps:
-            mark = "ok  " if step.passed else "FAIL"
-            click.echo(f"  {mark} {step_label(step.name)}: {step.detail}")
-        for check in summary.failed_checks:
-            click.echo(
-                "  "
-                + _("required, failed: {name}: {detail}").format(
-                    name=check.name, detail=check.detail
-                )
-            )
+            label = step_label(step.name)
+            said = _("{step}: {detail}").format(step=label, detail=step.detail)
+            out.append(f"  ok   {said}" if step.passed else f"  FAIL {label if named else said}")
         for check in summary.warnings:
-            click.echo(
-                "  "
-                + _("recommended: {name}: {detail}").format(name=check.name, detail=check.detail)
-            )
+            if check.name not in _IN_BLOCKERS:
+                out.append(
+                    "  "
+                    + _("recommended: {name}: {detail}").format(
+                        name=check.name, detail=check.detail
+                    )
+                )
         if summary.go_live.ready:
-            click.echo(_("go-live: ready"))
+            out.append(_("go-live: ready"))
         else:
-            click.echo(_("go-live: not ready"))
-            for blocker in summary.go_live.blockers:
-                click.echo(f"  - {blocker}")
+            out.append(_("go-live: not ready"))
+            out += [f"  - {blocker}" for blocker in summary.go_live.blockers]
     if result.kernel_retried:
-        click.echo(_("note: the kernel did not start at first; the run was retried once"))
-    if result.error:
-        click.echo(_("error: {message}").format(message=result.error), err=True)
-    click.echo(_("notebook: {path}").format(path=result.notebook))
-    click.echo(_("html: {path}").format(path=result.html))
-    click.echo(_("short html (for a principal): {path}").format(path=result.short_html))
+        out.append(_("note: the kernel did not start at first; the run was retried once"))
+    if result.error and not _said_above(result.error, summary):
+        err.append(_("error: {message}").format(message=result.error))
+    out.append(_("notebook: {path}").format(path=result.notebook))
+    out.append(_("html: {path}").format(path=result.html))
+    out.append(_("short html (for a principal): {path}").format(path=result.short_html))
+    return out, err
+
+
+def _said_above(error: str, summary: Any) -> bool:
+    """Whether ``error`` is only the summary's status, which the go-live list explains."""
+    from ..i18n import _
+
+    if summary is None or not summary.go_live.blockers:
+        return False
+    from ..records.text import status_label
+
+    head = _("summary status {status}: {reason}").format(
+        status=status_label(summary.status), reason=""
+    )
+    return error.startswith(head.strip())
+
+
+def _report(result: Any) -> None:
+    """Print :func:`report_lines`."""
+    out, err = report_lines(result)
+    for line in out:
+        click.echo(line)
+    for line in err:
+        click.echo(line, err=True)
 
 
 def _declared(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Headless runs stay fast and readable with these; widgets are for interactive use
 from __future__ import annotations
 
 import html
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +69,22 @@ class Table:
         return pd.DataFrame(self.rows, columns=self.columns)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in self.columns)
+        # Short columns never wrap ("必需" one character a line); the last one (a detail) does.
+        last = len(self.columns) - 1
+        styles = [
+            "text-align:left" if i == last else "text-align:left;white-space:nowrap"
+            for i in range(len(self.columns))
+        ]
+        head = "".join(
+            f"<th style='{style}'>{html.escape(c)}</th>"
+            for c, style in zip(self.columns, styles, strict=True)
+        )
         body = "".join(
             "<tr>"
-            + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row)
+            + "".join(
+                f"<td style='{style}'>{html.escape(v)}</td>"
+                for v, style in zip(row, styles, strict=True)
+            )
             + "</tr>"
             for row in self.rows
         )
@@ -83,10 +96,25 @@ class Table:
     def __repr__(self) -> str:
         if not self.rows:
             return _("(no rows)") + " " + " | ".join(self.columns)
-        widths = [max(len(c), *(len(r[i]) for r in self.rows)) for i, c in enumerate(self.columns)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=True))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in self.rows]
-        return "\n".join(line.rstrip() for line in lines)
+        widths = [
+            max(_columns(c), *(_columns(r[i]) for r in self.rows))
+            for i, c in enumerate(self.columns)
+        ]
+
+        def line(cells: list[str]) -> str:
+            # Padded by the columns a terminal gives each character (a CJK one takes two).
+            padded = (v + " " * (w - _columns(v)) for v, w in zip(cells, widths, strict=True))
+            return "  ".join(padded).rstrip()
+
+        return "\n".join([line(self.columns), *(line(r) for r in self.rows)])
+
+
+def _columns(text: str) -> int:
+    """How many columns ``text`` takes in a terminal or a fixed-width font."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
 
 
 class FigureView:

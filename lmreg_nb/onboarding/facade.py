@@ -27,6 +27,7 @@ from . import endpoint_steps as endpoint_
 from . import registry_steps as registry_
 from .contact import Contact, card_outcome, check_contact
 from .display import Outcome, Table
+from .live import StepView
 from .parameters import class_size_of, configured_language, context_need_of
 from .step import failure_line, step
 
@@ -78,6 +79,7 @@ class Onboarding:
         # The settings given (or None: the environment's), to go back to after use_credentials.
         self._given_settings = settings
         self._live_id: str | None = None  # the live summary's display id (interactive runs)
+        self._views: list[StepView] = []  # cells that follow the run (interactive runs)
         # -- the chat endpoint --
         #: The registered model as the platform will call it (resolved on first use).
         self.target: Target | None = None
@@ -164,6 +166,20 @@ class Onboarding:
         log.info("onboarding step %s: %s", done.name, "passed" if done.passed else "failed")
         if self._live_id is not None:
             self._record(update=True)
+        for view in self._views:
+            try:
+                view.refresh()
+            except Exception:  # a stale picture must never fail the step that was clicked
+                log.exception("redrawing a result after step %s failed", done.name)
+
+    def live(self, render: Callable[[], Any]) -> Any:
+        """``render()`` headless; interactive, a view of it redrawn after every step, so the
+        cells below the forms follow the latest run (verdict, figures) instead of going stale."""
+        if self.headless:
+            return render()
+        view = StepView(render)
+        self._views.append(view)
+        return view
 
     # -- contact and token ---------------------------------------------------
     def contact_card(self) -> Outcome:
@@ -262,6 +278,30 @@ class Onboarding:
             new_registry_url.strip() or current.registry_url,
             key,
         )
+
+    def address_checked(self, outcome: Outcome) -> Outcome:
+        """A register ``outcome``, red with the fix when the registered address does not
+        answer a chat (404/405: not the chat path of spec 4.5; 401/403: the key). One
+        request to the address just typed: the register form calls it, nothing else."""
+        from .address import with_address_verdict
+
+        if self.model is None:
+            return outcome
+        try:
+            target = endpoint_.registered(self.settings, self.client, self.model, self.target)
+        except LmregError:
+            return outcome  # no key returned, say: the checks of notebook 05 say why
+        return with_address_verdict(outcome, target)
+
+    def use_registered(self, model_name: str) -> Outcome:
+        """Check, chat with and measure the model registered as ``model_name`` from now on,
+        as the platform will call it: its registryUrl and apiKey (``check --registered``);
+        LMREG_MODEL_URL and LMREG_MODEL_API_KEY are not needed."""
+        found = self.find(model_name=model_name)
+        if found is None:
+            raise registry_.no_such_model(model_name)
+        self._use_model(found)
+        return registry_.model_outcome(_("checking the registered model"), found)
 
     def _use_model(self, model: RegisteredModel) -> None:
         # The checks, chat and capacity now call what is registered.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["LiveLine"]
+__all__ = ["LiveLine", "StepView"]
 
 
 class LiveLine:
@@ -43,3 +43,22 @@ class LiveLine:
         """Empty the line (the step is done)."""
         if self.handle is not None:
             self.handle.update({"text/plain": ""}, raw=True)
+
+
+class StepView:
+    """A cell's result that follows the run: shown with a display id, redrawn in place
+    after every step, so a cell below a form never keeps saying "not checked yet"."""
+
+    def __init__(self, render: Any) -> None:
+        self.render = render
+        self.handle: Any = None
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        self.handle = display(self.render(), display_id=True)
+
+    def refresh(self) -> None:
+        """Redraw with what the run knows now (nothing before it was shown)."""
+        if self.handle is not None:
+            self.handle.update(self.render())

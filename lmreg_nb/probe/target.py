@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import NotFoundError, ValidationError
-from ..i18n import _, ngettext
+from ..i18n import _, listing, ngettext
 from ..secret import Secret
 from ..validate import check_registry_url, is_header_value
 from .wire.reasons import snippet
@@ -203,7 +203,7 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
         )
     if len(found) > 1:
         # Names that differ only in Unicode form (NFC / NFD) look the same: never pick one.
-        ids = ", ".join(snippet(m.model_id, 64) for m in found)
+        ids = listing(snippet(m.model_id, 64) for m in found)
         raise ValidationError(
             "modelName",
             ngettext(

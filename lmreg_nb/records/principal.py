@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..i18n import _, format_local_time, ngettext, pgettext
-from ..summary import CAPACITY_STEP, EXPECTED_STEPS, CapacityRecord, ModelRecord, Summary
+from ..probe.checks.context_window import longest_answered
+from ..summary import (
+    CAPACITY_STEP,
+    EXPECTED_STEPS,
+    CapacityRecord,
+    Check,
+    ModelRecord,
+    StepName,
+    Summary,
+)
 from ..terminal import terminal_text
 from ..validate import url_warnings
 from .text import capacity_found
@@ -89,7 +98,10 @@ def _step_obstacles(summary: Summary) -> list[Obstacle]:
         found.append(Obstacle(_("The model could not be registered with the platform."), SCHOOL))
     expected = [*EXPECTED_STEPS, *([CAPACITY_STEP] if summary.class_size else [])]
     done = {s.name for s in summary.steps}
-    if any(name not in done for name in expected):
+    missing = {name for name in expected if name not in done}
+    if summary.failed_checks:
+        missing -= _ENDPOINT_STEPS  # waiting on a failed check, whose row names the cause
+    if missing:
         found.append(Obstacle(_("Some onboarding steps have not been done yet."), SCHOOL))
     return found
 
@@ -113,12 +125,56 @@ def _registry_url(model: ModelRecord) -> str:
     return model.registry_url or ""
 
 
+#: Steps that wait on the endpoint: not done because of a cause already named.
+_ENDPOINT_STEPS = frozenset({StepName.CHECKS, StepName.CHAT, StepName.CAPACITY})
+
+
+def _server_silent(summary: Summary) -> bool:
+    """Whether the model server does not answer at all (then every other check waits on it)."""
+    return any(c.name == "reachable" for c in summary.failed_checks)
+
+
+def _cause_obstacles(failed: list[Check]) -> tuple[list[Obstacle], list[Check]]:
+    """One row per cause a principal understands, and the failed checks left unnamed."""
+    found, rest = [], []
+    for check in failed:
+        if check.name == "reachable":
+            found.append(Obstacle(_("The school's model server does not answer."), SCHOOL))
+        elif check.name == "key-accepted":
+            found.append(
+                Obstacle(_("The model server refuses the key the platform will use."), SCHOOL)
+            )
+        elif check.name == "context-window":
+            longest = longest_answered(check.detail)
+            text = (
+                _("Lessons longer than {n} tokens are refused (the model's context window is "
+                  "too short).").format(n=longest)
+                if longest is not None
+                else _("Long lessons are refused (the model's context window is too short).")
+            )  # fmt: skip
+            found.append(Obstacle(text, SCHOOL))
+        elif check.name == "streams-not-cut":
+            found.append(Obstacle(_("Replies are cut off when two students ask at once."), SCHOOL))
+        elif check.name == "system-role":
+            found.append(
+                Obstacle(_("The model refuses the course apps' instructions (system messages)."),
+                         SCHOOL)
+            )  # fmt: skip
+        else:
+            rest.append(check)
+    return found, rest
+
+
 def _check_obstacles(summary: Summary) -> list[Obstacle]:
     failed = [c for c in summary.failed_checks if c.name not in ("url-public-host", "url-https")]
+    if _server_silent(summary):
+        # A server that does not answer fails every other check too: one row, its cause.
+        failed = [c for c in failed if c.name in ("reachable", "tls-certificate")]
     found = []
     if any(c.name == "tls-certificate" for c in failed):
         found.append(Obstacle(_("The model server's security certificate is not valid."), SCHOOL))
-    others = [c for c in failed if c.name != "tls-certificate"]
+    named, others = _cause_obstacles([c for c in failed if c.name != "tls-certificate"])
+    found += named
     if others:
         found.append(
             Obstacle(
@@ -139,7 +195,7 @@ def _capacity_obstacles(summary: Summary) -> list[Obstacle]:
         return []
     concurrency = capacity_found(summary.capacity)
     if concurrency is None:
-        return [] if summary.capacity is None else [
+        return [] if summary.capacity is None or _server_silent(summary) else [
             Obstacle(_("How many students the model serves at once is not known yet."), SCHOOL)
         ]  # fmt: skip
     if concurrency >= size:

@@ -20,6 +20,7 @@ from ..i18n import _
 from ..records import records_of
 from ..records.export import render_html
 from ..records.principal import render_principal_html
+from ..records.text import status_label
 from ..secret import assert_clean, mask_text
 from ..summary import Summary
 from .kernels import KERNEL_START_EXIT
@@ -151,7 +152,9 @@ def make_record(
     if error is None and summary is not None and summary.status != "ok":
         reason = summary.reason or _("a step has not run")
         error = _one_line(
-            _("summary status {status}: {reason}").format(status=summary.status, reason=reason)
+            _("summary status {status}: {reason}").format(
+                status=status_label(summary.status), reason=reason
+            )
         )
     return clean, records, summary, error
 

@@ -93,9 +93,13 @@ def notebook_path(stem: str, lang: str | None = None) -> Path:
     )
 
 
-def env_example_path() -> Path | None:
-    """The shipped ``.env.example`` (package data, else the checkout's), or None."""
-    for folder in (_HERE / "notebooks", _HERE.parent):
+def env_example_path(lang: str | None = None) -> Path | None:
+    """The shipped ``.env.example`` (package data, else the checkout's), or None; in
+    Chinese its comments are Chinese (``zh-CN/.env.example``), the variables the same."""
+    folders = [_HERE / "notebooks", _HERE.parent]
+    if normalize_language(lang) == "zh-CN":
+        folders = [_HERE / "notebooks" / "zh-CN", _HERE.parent / "notebooks" / "zh-CN", *folders]
+    for folder in folders:
         if (folder / ENV_EXAMPLE).is_file():
             return folder / ENV_EXAMPLE
     return None
@@ -189,7 +193,7 @@ def copy_notebooks(dest: Path, *, lang: str | None = None, force: bool = False) 
         target = dest / f"{stem}.ipynb"
         outcome = _copy(source, target, force)
         getattr(result, outcome).append(target.name)
-    example = env_example_path()
+    example = env_example_path(lang)
     if example is not None:
         result.env_example = _copy(example, dest / ENV_EXAMPLE, force)
         if result.env_example == "refused":

@@ -60,7 +60,11 @@ def decide(
                 step=step_label(step.name), detail=one_line(step.detail)
             )
         )
+    blockers += _url_blockers(model_urls, checks)
+    blockers += _check_blockers(failed_checks)
+    blockers += _capacity_blockers(capacity, class_size)
     if missing:
+        # Last: a step not done is often waiting on a cause named above (issue 32).
         blockers.append(
             ngettext(
                 "Step not done yet: {steps}. Run it.",
@@ -68,9 +72,6 @@ def decide(
                 len(missing),
             ).format(steps=listing(f"“{step_label(n)}”" for n in missing))
         )
-    blockers += _url_blockers(model_urls, checks)
-    blockers += _check_blockers(failed_checks)
-    blockers += _capacity_blockers(capacity, class_size)
     return status, GoLive(ready=not blockers, blockers=_unique(blockers))
 
 

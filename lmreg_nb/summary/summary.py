@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..i18n import _
 from ..models import RegisteredModel
 from .capacity import CapacityRecord
 from .fields import int_or_none, list_of, one_line, text_or_none, time_or_none
@@ -73,7 +74,10 @@ class Summary:
     def reason(self) -> str:
         """The first failed step or required check, in one line; "" when none failed."""
         for step in self.failed_steps:
-            return f"{step_label(step.name)}: {one_line(step.detail)}"
+            # A template: Chinese puts "：" after the step's name ("联系人信息：…").
+            return _("{step}: {detail}").format(
+                step=step_label(step.name), detail=one_line(step.detail)
+            )
         for check in self.failed_checks:
             return f"{check.name}: {one_line(check.detail)}"
         return ""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..i18n import _
+from ..i18n import _, format_local_time
 from ..onboarding import Onboarding
+from ..onboarding.configuration import cached_token
 from ..onboarding.display import Outcome
 from ..summary import StepName
 from ._common import Field, Form, password, required, text
@@ -27,13 +28,20 @@ class CredentialsForm(Form):
         settings = self.run_.settings
         # The environment's secret, kept apart from what is typed into the field.
         self._env_secret = settings.app_secret
-        self.app_id = text("appId", value=settings.app_id or "", wide=True)
-        self.app_secret = password(
-            "appSecret",
-            value="",
-            wide=True,
-            placeholder=_("empty: use LMREG_APP_SECRET") if self._env_secret else "",
-        )
+        # A token from an earlier Connect (notebook 01) serves without the secret.
+        cached = cached_token(settings) if self._env_secret is None else None
+        app_id = settings.app_id or (cached[0] if cached else "")
+        self.app_id = text("appId", value=app_id, wide=True)
+        if self._env_secret:
+            hint = _("empty: use LMREG_APP_SECRET")
+        elif cached is not None:
+            hint = _("empty: use the cached token, valid until {when}").format(
+                when=format_local_time(cached[1].expires_at)
+            )
+        else:
+            hint = ""
+        self.app_secret = password("appSecret", value="", wide=True, placeholder=hint)
+        self.cached = cached
         button = widgets.Button(description=_("Connect"), button_style="primary")
         button.add_class("lmreg-connect-button")
         super().__init__(
@@ -48,7 +56,7 @@ class CredentialsForm(Form):
                     "app-secret",
                     self.app_secret,
                     required("appSecret", _("enter the appSecret the provider gave you")),
-                    optional=self._env_secret is not None,
+                    optional=self._env_secret is not None or cached is not None,
                 ),
             ],
             button,

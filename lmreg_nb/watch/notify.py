@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -190,4 +191,21 @@ class Notifier:
         said = [e.message for e in result.logs() if e.level in ("WARNING", "ERROR", "CRITICAL")]
         if not said:
             return _("the service did not accept the notification")
-        return mask(snippet(said[-1], 200))
+        return plain_reason(mask(snippet(said[-1], 200)))
+
+
+#: Apprise's English reasons, in the reader's words (its text stays as the detail).
+_STATUS = re.compile(r"\b([1-5][0-9]{2})\b")
+
+
+def plain_reason(said: str) -> str:
+    """Apprise's reason for a failed send as a sentence in the current language."""
+    lowered = said.lower()
+    if "connection error" in lowered or "connection refused" in lowered:
+        return _("could not connect to the alert service")
+    if "timed out" in lowered or "timeout" in lowered:
+        return _("the alert service did not answer in time")
+    status = _STATUS.search(said)
+    if status is not None and ("response" in lowered or "failed to send" in lowered):
+        return _("the alert service answered HTTP {status}").format(status=status.group(1))
+    return _("the alert service refused the notification ({said})").format(said=said)

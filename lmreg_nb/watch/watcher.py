@@ -396,6 +396,20 @@ class Watcher:
 
     def _summary(self, report: RoundReport) -> str:
         up = sum(1 for s in report.states if s.status == "up")
+        # The counts add up: a model failing fewer rounds than fail_after is neither.
+        failing = len(report.states) - up - len(report.down)
+        if failing:
+            return ngettext(
+                "round {n}: {models} model, {up} up, {down} down, {failing} failing (down after "
+                "{fail_after} failed rounds in a row) ({seconds} s)",
+                "round {n}: {models} models, {up} up, {down} down, {failing} failing (down after "
+                "{fail_after} failed rounds in a row) ({seconds} s)",
+                len(report.states),
+            ).format(
+                n=report.number, models=len(report.states), up=up, down=len(report.down),
+                failing=failing, fail_after=self.config.fail_after,
+                seconds=f"{report.seconds:.1f}",
+            )  # fmt: skip
         return ngettext(
             "round {n}: {models} model, {up} up, {down} down ({seconds} s)",
             "round {n}: {models} models, {up} up, {down} down ({seconds} s)",

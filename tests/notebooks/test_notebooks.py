@@ -256,7 +256,7 @@ def test_demo_command_runs_the_onboarding_against_its_own_sandbox(tmp_path: Path
 
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
-    assert "status: ok" in result.output
+    assert "status: OK" in result.output
     summary = read_records(tmp_path / "demo" / "onboarding.ipynb")["summary"]
     assert summary["status"] == "ok" and summary["performance"]["requests"] > 0
     html = (tmp_path / "demo" / "onboarding.html").read_text(encoding="utf-8")
@@ -290,3 +290,62 @@ def test_chat_in_05_calls_the_model_url_parameter_not_the_environment(
     streamed = [o for c in nb.cells if "stream_reply" in c.source for o in c.outputs]
     assert len(streamed[0]["data"]["text/plain"]) > 10
     assert "every required check passed" in str(nb.cells)
+
+
+def test_05_checks_the_model_registered_in_02_by_its_name(
+    execute: Callable[..., Path], nb_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 3: no apiKey copied into .env; 05 picks the registered model by name."""
+    execute("02_register_model", {"model_name": "nb-picked-model"})
+    # 05 alone: no LMREG_MODEL_URL, no LMREG_MODEL_API_KEY (as after 02 with a typed key).
+    monkeypatch.delenv("LMREG_MODEL_URL")
+    monkeypatch.delenv("LMREG_MODEL_API_KEY")
+    out = execute("05_test_chat_endpoint", {"registered": "nb-picked-model", "prompt": "Hello"})
+    assert _errors(out) == []
+    nb = nbformat.read(out, as_version=4)
+    picked = [o for c in nb.cells if "use_registered" in c.source for o in c.outputs]
+    assert "nb-picked-model" in str(picked)
+    assert "every required check passed" in str(nb.cells)
+    assert "LMREG_MODEL_URL" not in str([c.get("outputs") for c in nb.cells])
+
+
+def test_a_wordy_api_key_leaves_every_check_name_whole_in_the_record(
+    nb_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 32 item 7: an apiKey made of the toolkit's words, registered and called for real.
+
+    Before, the masker cut "reachab" out of "reachable" everywhere ("…le"); the record
+    and its HTML copy now keep every check name whole and hold no piece of the key.
+    """
+    from click.testing import CliRunner
+    from lmreg_nb.sandbox.mock_serving import serving
+
+    from lmreg_nb.cli import main
+    from lmreg_nb.own_words import own_text
+    from lmreg_nb.sandbox.school_model import MockModelConfig
+    from lmreg_nb.secret import find_leaks
+
+    key = "sk-unreachable-0000000000"
+    config = MockModelConfig(api_key=key, ttft_ms=5, itl_ms=2, tokens=8)
+    with serving(config) as base:
+        monkeypatch.setenv("LMREG_MODEL_URL", f"{base}/v1/chat/completions")
+        monkeypatch.setenv("LMREG_MODEL_API_KEY", key)
+        args = ["onboard", "--out", str(tmp_path / "run")]
+        parameters = {**CONTACT, "model_name": "nb-wordy", "check_requests": "0", "class_size": "0"}
+        for name, value in parameters.items():
+            args += ["-p", name, value]
+        done = CliRunner().invoke(main, args)
+    notebook = tmp_path / "run" / "onboarding.ipynb"
+    summary = read_records(notebook)["summary"]
+    names = {c["name"] for c in summary["checks"]}
+    assert {"reachable", "streams-not-cut", "context-window"} <= names, (done.output, names)
+    assert all("…" not in n for n in names), names
+    html = (tmp_path / "run" / "onboarding.html").read_text(encoding="utf-8")
+    assert ">reachable<" in html or "reachable" in html.split("…le")[0]
+    assert "…le<" not in html and "…le " not in html
+    ours = own_text()
+    own_pieces = [key[i : i + 7] for i in range(len(key) - 6) if key[i : i + 7] not in ours]
+    for path in (notebook, tmp_path / "run" / "onboarding.html"):
+        text = path.read_text(encoding="utf-8")
+        assert find_leaks(text, {"LMREG_MODEL_API_KEY": key}) == [], path.name
+        assert not [p for p in own_pieces if p in text], path.name

@@ -138,7 +138,7 @@ def test_sigterm_finishes_the_round_writes_the_state_and_exits_0(
     assert proc.wait(timeout=60) == 0, rest
     assert time.monotonic() - began < 30
     assert "SIGTERM: finishing this round, then stopping" in rest
-    assert "round 1: 1 model, 0 up, 0 down" in rest
+    assert "round 1: 1 model, 0 up, 0 down, 1 failing" in rest  # the counts add up (issue 32)
     with StateStore(state) as store:
         assert store.last_round() == 1
         (hangs,) = store.models().values()

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...i18n import _
+from ...i18n import _, listing
 from ...summary import SEVERITIES, Check, Severity
 from ...validate import url_warnings
 from ..wire.exchange import Exchange, snippet
@@ -211,7 +211,7 @@ def chat_rows(ex: Exchange) -> list[CheckResult]:
             _(
                 "the reply lacks {missing}; answer in the OpenAI chat.completion "
                 "shape (id, object, choices[0].message.role/content, finish_reason, usage)"
-            ).format(missing=", ".join(missing)),
+            ).format(missing=listing(missing)),
         )
     else:
         shape = _row(
@@ -319,7 +319,7 @@ def errors_json_row(exchanges: list[Exchange]) -> CheckResult:
         return _row("errors-are-json", True, "info", _("no error reply was seen"))
     bad = [ex for ex in errors if not isinstance(ex.json_body, dict)]
     if not bad:
-        statuses = ", ".join(sorted({str(ex.status) for ex in errors}))
+        statuses = listing(sorted({str(ex.status) for ex in errors}))
         return _row(
             "errors-are-json",
             True,

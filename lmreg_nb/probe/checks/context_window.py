@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
 import httpx
 
 from ...errors import ValidationError
-from ...i18n import _, clauses, ngettext
+from ...i18n import N_, _, clauses, ngettext
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
 from .conformance import CheckResult
@@ -346,11 +347,7 @@ def context_row(found: ContextFinding) -> CheckResult:
         if found.stopped
         else ""
     )
-    refused = _(
-        "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
-        "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
-        "was refused{stopped}"
-    ).format(
+    refused = _(REFUSED).format(
         sent=found.sent,
         how=how,
         seen=server_said(long),
@@ -427,6 +424,28 @@ def _advice(found: ContextFinding, long: Exchange) -> str:
         need=need,
         here=_(" ({per_slot} here)").format(per_slot=per_slot) if per_slot is not None else "",
     )
+
+
+#: The detail of a refused long prompt; :func:`longest_answered` reads it back.
+REFUSED = N_(
+    "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
+    "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
+    "was refused{stopped}"
+)
+
+
+def longest_answered(detail: str) -> int | None:
+    """The longest prompt (tokens) a refused context-window row says was answered.
+
+    Read with the current language's form of :data:`REFUSED` (the advice follows it), so a
+    record keeps
+    one copy of the figure: its detail. None when the detail is another one.
+    """
+    pattern = re.escape(_(REFUSED))
+    pattern = re.sub(r"\\\{longest\\\}", r"(?P<longest>[0-9]+)", pattern)
+    pattern = re.sub(r"\\\{[a-z]+\\\}", ".*?", pattern)
+    found = re.search(pattern, detail, re.DOTALL)
+    return int(found["longest"]) if found else None
 
 
 def _fail(detail: str) -> CheckResult:

@@ -34,6 +34,7 @@ import httpx
 
 from ..._decode import DecodingError, ainflated
 from ...i18n import _, clauses, ngettext
+from ...i18n import listing as join_list
 from ...summary import Severity
 from ..target import Target
 from ..wire.exchange import Exchange
@@ -245,22 +246,25 @@ def model_name_row(
     served = listing.served if listing is not None else None
     if not served:  # no list: the names that answered are what is known to be served
         served = [n for n, ok, _s in states if ok]
-    served_text = ", ".join(served[:10]) if served else None
+    served_text = join_list(served[:10]) if served else None
     if all(ok for _n, ok, _s in states):
-        parts = [f'"{n}": {seen}' for n, _ok, seen in states]
+        parts = [_('"{name}": {seen}').format(name=n, seen=seen) for n, _ok, seen in states]
         return _row("model-name-served", True, "warning", clauses(parts))
     bad = [(n, seen) for n, ok, seen in states if not ok]
     detail = clauses(
         _('the platform will send model "{name}": {seen}').format(name=n, seen=seen)
         for n, seen in bad
     ).rstrip(".")
+    # Each join is a template: Chinese ends a sentence with "。", not ". " (issue 32).
     if served_text:
-        detail += ". " + _("The server serves: {names}").format(names=served_text)
-    detail += ". " + _(
+        served_said = _("The server serves: {names}").format(names=served_text)
+        detail = _("{text}. {hint}").format(text=detail, hint=served_said)
+    fix = _(
         "Register the modelName the server serves, or serve an alias "
         "(vLLM: --served-model-name {served} {name}; Ollama: ollama cp; a gateway: a model "
         "mapping)"
     ).format(served=(served[0] if served else "<served>"), name=bad[0][0])
+    detail = _("{text}. {hint}").format(text=detail, hint=fix)
     return _row("model-name-served", False, "warning", detail)
 
 
@@ -351,5 +355,5 @@ def resolve_row(row: CheckResult, url: str, addresses: list[str] | None) -> Chec
             "{host} resolves only to {addresses} from here (private or loopback): split-horizon "
             "DNS? The platform resolves it from outside and cannot reach these. Register a name "
             "with a public address"
-        ).format(host=host, addresses=", ".join(addresses[:4])),
+        ).format(host=host, addresses=join_list(addresses[:4])),
     )

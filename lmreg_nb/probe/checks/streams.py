@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ...i18n import _, clauses, ngettext
+from ...i18n import _, clauses, listing, ngettext
 from ..wire.exchange import Exchange
 from ..wire.reasons import snippet
 from .conformance import CheckResult
@@ -80,7 +80,7 @@ def _framing_notes(ex: Exchange) -> list[str]:
         if f.comments:
             notes.append(_("{n} comment (keep-alive) lines").format(n=f.comments))
         if f.unknown_fields:
-            fields = ", ".join(sorted(f.unknown_fields))[:80]
+            fields = listing(sorted(f.unknown_fields))[:80]
             notes.append(_("unknown fields ignored: {fields}").format(fields=fields))
         if f.unterminated:
             notes.append(_("the stream ended in the middle of an event (dropped)"))

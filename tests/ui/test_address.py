@@ -1,0 +1,90 @@
+"""Issue 32 item 4: a registryUrl that cannot answer a chat is red, with the fix.
+
+The register form against the sandbox: ``…/v1`` (the mock answers 404 there)
+is registered (the platform accepts it), but the outcome is red and names the
+address to register; the right address stays green and says it answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from lmreg_nb import i18n
+from lmreg_nb.onboarding import Onboarding
+from lmreg_nb.onboarding.address import chat_path_fix
+from lmreg_nb.settings import Settings
+from lmreg_nb.ui import RegisterForm
+
+if TYPE_CHECKING:
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+
+@pytest.fixture(params=["en", "zh-CN"])
+def lang(request: pytest.FixtureRequest) -> Iterator[str]:
+    i18n.set_language(request.param)
+    yield request.param
+    i18n.set_language("en")
+
+
+def _register(sandbox: SandboxInfo, name: str, url: str) -> RegisterForm:
+    app = sandbox.add_app(name)
+    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"]}
+    form = RegisterForm(Onboarding(name, settings=Settings.load(environ=env)))
+    form.model_name.value = "school-llm"
+    form.registry_url.value = url
+    form.button.click()
+    assert form.last_error is None, form.last_error
+    return form
+
+
+def test_an_address_answering_404_is_red_with_the_address_to_register(
+    sandbox: SandboxInfo, lang: str
+) -> None:
+    short = sandbox.model_url.removesuffix("/chat/completions")  # http://127.0.0.1:N/v1
+    form = _register(sandbox, f"addr-404-{lang}", short)
+    outcome = form.last_result
+    assert outcome is not None and not outcome.ok
+    html = outcome._repr_html_()
+    assert "✘" in html and "#cf222e" in html  # red, not a green tick
+    said = dict(outcome.rows)
+    fix = " ".join(said.values())
+    assert "404" in fix and sandbox.model_url in fix and "v1/chat/completions" in fix
+    if lang == "zh-CN":
+        assert "不能" in outcome.title or "无法" in outcome.title, outcome.title
+
+
+def test_the_chat_address_stays_green(sandbox: SandboxInfo) -> None:
+    form = _register(sandbox, "addr-ok", sandbox.model_url)
+    outcome = form.last_result
+    assert outcome is not None and outcome.ok, outcome.rows
+    assert any("HTTP 200" in value for _label, value in outcome.rows)
+
+
+@pytest.mark.parametrize(
+    ("given", "fixed"),
+    [
+        ("http://h:8000/v1", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/v1/", "http://h:8000/v1/chat/completions"),
+        ("https://h/chat/completions", "https://h/v1/chat/completions"),
+        ("https://h", "https://h/v1/chat/completions"),
+        ("https://h/v1/chat/completions", "https://h/v1/chat/completions"),
+    ],
+)
+def test_the_fix_is_the_chat_path(given: str, fixed: str) -> None:
+    assert chat_path_fix(given) == fixed
+
+
+def test_a_key_the_model_refuses_is_red_and_names_the_key(sandbox: SandboxInfo) -> None:
+    app = sandbox.add_app("addr-key")
+    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"]}
+    form = RegisterForm(Onboarding("addr-key", settings=Settings.load(environ=env)))
+    form.model_name.value = "school-llm"
+    form.registry_url.value = sandbox.model_url
+    form.api_key.value = "sk-not-the-models-key-0123"
+    form.button.click()
+    outcome = form.last_result
+    assert outcome is not None and not outcome.ok
+    assert "apiKey" in outcome.title and "HTTP 401" in " ".join(v for _k, v in outcome.rows)
