@@ -53,8 +53,9 @@ from dataclasses import dataclass
 
 from ..i18n import _
 from ..summary import SEVERITIES, Check, Severity
+from ..terminal import snippet
 from ..validate import url_warnings
-from .exchange import Exchange, snippet
+from .exchange import Exchange
 from .reasons import LOCAL_LIMIT
 from .shapes import completion_tokens, reply_shape, reply_text
 

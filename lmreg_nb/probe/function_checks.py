@@ -24,9 +24,9 @@ import re
 from collections.abc import Sequence
 
 from ..i18n import _, ngettext
+from ..terminal import snippet
 from .checks import CheckResult
 from .exchange import Exchange
-from .reasons import snippet
 from .shapes import error_message, reply_reasoning, reply_text
 
 __all__ = [

@@ -35,9 +35,9 @@ import httpx
 from .._decode import DecodingError, ainflated
 from ..i18n import _, clauses, ngettext
 from ..summary import Severity
+from ..terminal import snippet
 from .checks import CheckResult
 from .exchange import Exchange
-from .reasons import snippet
 from .shapes import error_message, model_ids
 from .target import Target
 from .tls import EXPIRY_WARNING_DAYS, Certificate

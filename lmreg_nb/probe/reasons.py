@@ -15,6 +15,10 @@ from urllib.parse import urlsplit
 
 from ..envelope import open_files_reason
 from ..i18n import N_, _, listing
+from ..terminal import snippet
+
+# snippet lives in lmreg_nb.terminal; it is re-exported here only while watch/notify.py and
+# watch/probe.py still import it from here (issue 29: they move to ..terminal, then this goes).
 
 __all__ = ["LOCAL_LIMIT", "kinds_text", "snippet", "transport_reason"]
 
@@ -42,13 +46,6 @@ def kinds_text(counts: Mapping[str, int]) -> str:
         return _(_KIND_LABELS[kind]) if kind in _KIND_LABELS else kind
 
     return listing(f"{label(kind)} ×{n}" for kind, n in counts.items())
-
-
-def snippet(text: str, limit: int = 120) -> str:
-    """Untrusted text made safe to show in one line: control characters out, capped."""
-    flat = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
-    flat = " ".join(flat.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 from ..i18n import _, clauses, ngettext
+from ..terminal import snippet
 from .checks import CheckResult
 from .checks import row as _row
 from .exchange import Exchange
-from .reasons import snippet
 
 __all__ = ["looks_buffered", "stream_rows"]
 

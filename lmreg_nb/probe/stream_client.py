@@ -36,7 +36,8 @@ from .._decode import BoundedDecoder, DecodingError
 from .._tls import tls_context
 from ..envelope import out_of_files
 from ..i18n import _, ngettext
-from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, snippet
+from ..terminal import snippet
+from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange
 from .reasons import LOCAL_LIMIT, transport_reason
 from .target import Target
 
