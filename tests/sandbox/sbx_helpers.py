@@ -4,18 +4,45 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 from lmreg_nb.sandbox.process import SandboxInfo
+from lmreg_nb.sandbox.store import Store
+
+
+@dataclass
+class LocalPlatform:
+    """The platform app in this process over its own Store: what a SandboxInfo gives a test
+    (addresses, demo credentials, the database, new accounts), without a process or a port."""
+
+    app: FastAPI
+    store: Store
+    base_url: str
+    token_path: str
+    app_id: str
+    app_secret: str
+    db: Path
+
+    def __repr__(self) -> str:
+        return f"LocalPlatform(base_url={self.base_url!r}, db={str(self.db)!r})"
+
+    def add_app(self, name: str) -> dict[str, str]:
+        """A new account, as `lmreg-nb sandbox add-app` makes and prints it."""
+        made = self.store.add_account(name)
+        assert made.app_secret is not None
+        return {"app_id": made.app_id, "app_secret": made.app_secret, "env": made.env}
 
 
 @dataclass
 class Platform:
-    """A running sandbox plus helpers that know its error style."""
+    """A platform (in this process, or a running sandbox) plus helpers that know its error
+    style. ``client`` reaches it: a TestClient for a LocalPlatform."""
 
-    info: SandboxInfo
+    info: LocalPlatform | SandboxInfo
     style: str
     client: httpx.Client
 
