@@ -22,29 +22,18 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from sbx_helpers import LocalPlatform, Platform
-from starlette.testclient import TestClient
+from app_platform import app_platform
+from sbx_helpers import Platform
 
-from lmreg_nb.sandbox.app import PlatformConfig, create_app
-from lmreg_nb.sandbox.store import Store
+from lmreg_nb.sandbox.app import PlatformConfig
 
 Style = Literal["http", "envelope"]
 STYLES: tuple[Style, ...] = ("http", "envelope")
 
 
 def local_platform(stack: ExitStack, db: Path, config: PlatformConfig) -> Platform:
-    """The platform app over ``db`` with ``config``, and a client that reaches it."""
-    store = Store(db)
-    stack.callback(store.close)
-    demo = store.demo()
-    app = create_app(store, config)
-    base_url = "http://127.0.0.1:8765"  # never dialled: the TestClient calls the app directly
-    # A server error is answered as a 500 (as uvicorn does), not raised into the test.
-    client = stack.enter_context(TestClient(app, base_url=base_url, raise_server_exceptions=False))
-    info = LocalPlatform(
-        app, store, base_url, config.token_path, demo.app_id, demo.app_secret, Path(db)
-    )
-    return Platform(info, config.error_style, client)
+    """The platform app over ``db`` with ``config``, open until ``stack`` closes."""
+    return Platform(stack.enter_context(app_platform(db, config)), config.error_style)
 
 
 @pytest.fixture(scope="session")

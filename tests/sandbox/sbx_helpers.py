@@ -4,47 +4,35 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
-from fastapi import FastAPI
+from app_platform import AppPlatform
+from starlette.testclient import TestClient
 
 from lmreg_nb.sandbox.process import SandboxInfo
-from lmreg_nb.sandbox.store import Store
-
-
-@dataclass
-class LocalPlatform:
-    """The platform app in this process over its own Store: what a SandboxInfo gives a test
-    (addresses, demo credentials, the database, new accounts), without a process or a port."""
-
-    app: FastAPI
-    store: Store
-    base_url: str
-    token_path: str
-    app_id: str
-    app_secret: str
-    db: Path
-
-    def __repr__(self) -> str:
-        return f"LocalPlatform(base_url={self.base_url!r}, db={str(self.db)!r})"
-
-    def add_app(self, name: str) -> dict[str, str]:
-        """A new account, as `lmreg-nb sandbox add-app` makes and prints it."""
-        made = self.store.add_account(name)
-        assert made.app_secret is not None
-        return {"app_id": made.app_id, "app_secret": made.app_secret, "env": made.env}
 
 
 @dataclass
 class Platform:
-    """A platform (in this process, or a running sandbox) plus helpers that know its error
-    style. ``client`` reaches it: a TestClient for a LocalPlatform."""
+    """The platform app in this process (tests/app_platform.py) plus helpers that know its
+    error style."""
 
-    info: LocalPlatform | SandboxInfo
+    local: AppPlatform
     style: str
-    client: httpx.Client
+
+    @property
+    def info(self) -> SandboxInfo:
+        """Its addresses, demo credentials and database, as a sandbox process announces them."""
+        return self.local.info
+
+    @property
+    def client(self) -> TestClient:
+        return self.local.client
+
+    def add_app(self, name: str) -> dict[str, str]:
+        """A new account, as `lmreg-nb sandbox add-app` makes it (in this process)."""
+        return self.local.add_app(name)
 
     def url(self, op: str) -> str:
         """Address of an operation (``token`` or a registration operation's name)."""
@@ -75,7 +63,7 @@ class Platform:
 
     def account(self) -> dict[str, str]:
         """Headers of a brand-new account (so tests do not see each other's models)."""
-        app = self.info.add_app("test-" + secrets.token_hex(3))
+        app = self.add_app("test-" + secrets.token_hex(3))
         return self.headers(app["app_id"], app["app_secret"])
 
     def expect_error(self, response: httpx.Response, status: int, code: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 from conftest import STYLES, local_platform
-from sbx_helpers import LocalPlatform, Platform, model
+from sbx_helpers import Platform, model
 
 from lmreg_nb.sandbox.app import PlatformConfig
 from lmreg_nb.sandbox.process import running_sandbox
@@ -55,8 +55,7 @@ def test_fifty_concurrent_registrations_of_one_name(platform: Platform) -> None:
 
     async def burst() -> list[httpx.Response]:
         # All 50 at once into the app, in this process (its routes run concurrently).
-        assert isinstance(platform.info, LocalPlatform)
-        transport = httpx.ASGITransport(app=platform.info.app)
+        transport = httpx.ASGITransport(app=platform.client.app)
         async with httpx.AsyncClient(timeout=30.0, transport=transport) as client:
             return await asyncio.gather(
                 *(
@@ -147,7 +146,7 @@ def test_restart_keeps_accounts_tokens_models_and_demo_secrets(tmp_path: Path) -
 
 
 def test_database_holds_no_usable_secret_of_added_accounts(platform: Platform) -> None:
-    app = platform.info.add_app("leak-check")
+    app = platform.add_app("leak-check")
     tok = platform.token(app["app_id"], app["app_secret"])["token"]
     blob = b"".join(
         p.read_bytes() for p in (platform.info.db, Path(f"{platform.info.db}-wal")) if p.exists()
