@@ -18,22 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
-from typing import Literal
 
 import pytest
-from app_platform import app_platform
-from sbx_helpers import Platform
+from sbx_helpers import STYLES, Platform, local_platform
 
 from lmreg_nb.sandbox.app import PlatformConfig
-
-Style = Literal["http", "envelope"]
-STYLES: tuple[Style, ...] = ("http", "envelope")
-
-
-def local_platform(stack: ExitStack, db: Path, config: PlatformConfig) -> Platform:
-    """The platform app over ``db`` with ``config``, open until ``stack`` closes."""
-    return Platform(stack.enter_context(app_platform(db, config)), config.error_style)
 
 
 @pytest.fixture(scope="session")

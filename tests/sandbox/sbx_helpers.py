@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import secrets
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import httpx
-from app_platform import AppPlatform
+from app_platform import AppPlatform, app_platform
 from starlette.testclient import TestClient
 
+from lmreg_nb.sandbox.app import PlatformConfig
 from lmreg_nb.sandbox.process import SandboxInfo
+
+Style = Literal["http", "envelope"]
+STYLES: tuple[Style, ...] = ("http", "envelope")
 
 
 @dataclass
@@ -77,6 +83,11 @@ class Platform:
         assert "\n" not in body["message"]
         assert response.headers.get("x-request-id"), "every answer carries X-Request-Id"
         return body
+
+
+def local_platform(stack: ExitStack, db: Path, config: PlatformConfig) -> Platform:
+    """The platform app over ``db`` with ``config``, open until ``stack`` closes."""
+    return Platform(stack.enter_context(app_platform(db, config)), config.error_style)
 
 
 def model(name: str, **extra: Any) -> dict[str, Any]:

@@ -9,8 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
-from conftest import STYLES, local_platform
-from sbx_helpers import Platform, model
+from sbx_helpers import STYLES, Platform, local_platform, model
 
 from lmreg_nb.sandbox.app import PlatformConfig
 from lmreg_nb.sandbox.process import running_sandbox
