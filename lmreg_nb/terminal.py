@@ -10,6 +10,8 @@ they only shape text), lone surrogate and line or paragraph separator is
 replaced by a visible U+FFFD.
 
 - :func:`terminal_text` applies it to one value (one line unless asked, bounded);
+- :func:`snippet` flattens a short piece of untrusted text (an error body, a
+  reason) to one line for a sentence: non-printable characters become spaces;
 - :func:`terminal_json` escapes the same characters in JSON (``\\u001b``), so a
   program reading the output still gets the exact data;
 - :class:`TerminalStream` applies it to everything a command writes, and
@@ -32,6 +34,7 @@ __all__ = [
     "MAX_SHOWN",
     "PLACEHOLDER",
     "TerminalStream",
+    "snippet",
     "terminal_json",
     "terminal_streams",
     "terminal_text",
@@ -67,6 +70,13 @@ def terminal_text(value: object, *, lines: bool = False, limit: int | None = MAX
     if limit is not None and len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
     return _replace(text, "\n\t" if lines else "", lambda _ch: PLACEHOLDER)
+
+
+def snippet(text: str, limit: int = 120) -> str:
+    """Untrusted text made safe to show in one line: control characters out, capped."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _json_escape(ch: str) -> str:

@@ -1,4 +1,11 @@
-"""RegistryClient against the real sandbox process (HTTP on loopback, SQLite behind it)."""
+"""RegistryClient against the sandbox platform, SQLite behind it.
+
+The first tests talk to the real sandbox process over loopback HTTP (the
+session's ``sandbox``); the others reach the same platform app in this process
+through an httpx transport (tests/app_platform.py): the client's behaviour is
+what they check, and each needs a platform of its own options (error style,
+faults, token lifetime), which a process would take seconds to start.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from app_platform import AppPlatform, app_platform
 
 from lmreg_nb import client as client_module
 from lmreg_nb.client import REGISTER_PATH, RegistryClient
@@ -21,7 +29,8 @@ from lmreg_nb.errors import (
     ValidationError,
 )
 from lmreg_nb.models import ModelDraft
-from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
+from lmreg_nb.sandbox.app import PlatformConfig
+from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.tokens import TokenCache, credential_id
@@ -40,6 +49,18 @@ def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 def account(sandbox: SandboxInfo) -> dict[str, str]:
     """An account of its own, so counts are not disturbed by other test modules."""
     return sandbox.add_app("client-e2e")
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppPlatform]:
+    """The platform app in this process (plain options), over its own SQLite file."""
+    with app_platform(tmp_path_factory.mktemp("client-e2e") / "platform.sqlite3") as plat:
+        yield plat
+
+
+@pytest.fixture(scope="module")
+def local_account(local: AppPlatform) -> dict[str, str]:
+    return local.add_app("client-e2e")
 
 
 def settings_for(
@@ -101,10 +122,10 @@ def test_register_or_update(client: RegistryClient, sandbox: SandboxInfo) -> Non
     assert second.api_key.reveal() == CANARY_KEY_2
 
 
-def test_wrong_secret_is_credentials_error(sandbox: SandboxInfo, tmp_path: Path) -> None:
-    app = {"app_id": sandbox.app_id, "app_secret": "wrong-secret-value-000"}
+def test_wrong_secret_is_credentials_error(local: AppPlatform, tmp_path: Path) -> None:
+    app = {"app_id": local.info.app_id, "app_secret": "wrong-secret-value-000"}
     with (
-        RegistryClient(settings_for(sandbox, tmp_path, app)) as c,
+        RegistryClient(settings_for(local.info, tmp_path, app), transport=local.transport()) as c,
         pytest.raises(CredentialsError) as info,
     ):
         c.token()
@@ -112,21 +133,21 @@ def test_wrong_secret_is_credentials_error(sandbox: SandboxInfo, tmp_path: Path)
 
 
 def test_tokens_are_shared_through_the_cache(
-    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path
+    local: AppPlatform, local_account: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = settings_for(sandbox, tmp_path, account)
-    with RegistryClient(settings) as first:
+    settings = settings_for(local.info, tmp_path, local_account)
+    with RegistryClient(settings, transport=local.transport()) as first:
         first.query_models()
-    with RegistryClient(settings) as second:
+    with RegistryClient(settings, transport=local.transport()) as second:
         second.query_models()
         assert second.token().source == "cache" and second.exchanges == 0
 
 
 class LoseAnswer(httpx.BaseTransport):
-    """Forwards to the real server, then loses the first register answer."""
+    """Forwards to the platform, then loses the first register answer."""
 
-    def __init__(self, error: type[httpx.TransportError]) -> None:
-        self.inner = httpx.HTTPTransport()
+    def __init__(self, inner: httpx.BaseTransport, error: type[httpx.TransportError]) -> None:
+        self.inner = inner
         self.error = error
         self.registers = 0
 
@@ -146,22 +167,28 @@ class LoseAnswer(httpx.BaseTransport):
 
 @pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.RemoteProtocolError])
 def test_register_whose_answer_is_lost_gives_one_model(
-    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path, error: type[httpx.TransportError]
+    local: AppPlatform,
+    local_account: dict[str, str],
+    tmp_path: Path,
+    error: type[httpx.TransportError],
 ) -> None:
     name = f"e2e-lost-{error.__name__}"
-    transport = LoseAnswer(error)
-    with RegistryClient(settings_for(sandbox, tmp_path, account), transport=transport) as c:
-        model = c.register_model(draft(sandbox, name))
+    transport = LoseAnswer(local.transport(), error)
+    settings = settings_for(local.info, tmp_path, local_account)
+    with RegistryClient(settings, transport=transport) as c:
+        model = c.register_model(draft(local.info, name))
         assert model.model_name == name and model.model_id
         assert transport.registers == 1  # not resent: the lookup found it
         assert [m.model_id for m in c.query_models() if m.model_name == name] == [model.model_id]
 
 
 def test_envelope_error_style(tmp_path: Path) -> None:
+    config = PlatformConfig(error_style="envelope")
     with (
-        running_sandbox(args=["--error-style", "envelope"]) as info,
-        RegistryClient(settings_for(info, tmp_path)) as c,
+        app_platform(tmp_path / "envelope.sqlite3", config) as plat,
+        RegistryClient(settings_for(plat.info, tmp_path), transport=plat.transport()) as c,
     ):
+        info = plat.info
         c.register_model(draft(info, "dup"))
         with pytest.raises(ConflictError) as conflict:
             c.register_model(draft(info, "dup"))
@@ -177,9 +204,12 @@ def test_fail_rate_queries_succeed_and_nothing_is_registered_twice(
     names = [f"flaky-{i}" for i in range(8)]
     # 0.3 ** 9: one call in 50 000 would exhaust its retries.
     with (
-        running_sandbox(args=["--fail-rate", "0.3"]) as info,
-        RegistryClient(settings_for(info, tmp_path), max_retries=8) as c,
+        app_platform(tmp_path / "flaky.sqlite3", PlatformConfig(fail_rate=0.3)) as plat,
+        RegistryClient(
+            settings_for(plat.info, tmp_path), max_retries=8, transport=plat.transport()
+        ) as c,
     ):
+        info = plat.info
         for name in names:
             assert c.register_model(draft(info, name)).model_name == name
         for _ in range(10):
@@ -195,9 +225,10 @@ def test_fail_rate_queries_succeed_and_nothing_is_registered_twice(
 
 
 def test_server_side_expiry_is_refreshed_once(tmp_path: Path) -> None:
-    with running_sandbox(args=["--token-ttl", "1"]) as info:
+    with app_platform(tmp_path / "ttl.sqlite3", PlatformConfig(token_ttl_s=1)) as plat:
+        info = plat.info
         settings = settings_for(info, tmp_path)
-        with RegistryClient(settings) as c:
+        with RegistryClient(settings, transport=plat.transport()) as c:
             first = c.token()
         # Pretend the clock says the token is still good (skew): only the server knows.
         lied = type(first)(first.token, first.env, first.expires_at_ms + 10**9, first.issued_at_ms)
@@ -206,19 +237,20 @@ def test_server_side_expiry_is_refreshed_once(tmp_path: Path) -> None:
             info.base_url, info.app_id, lied, credential=credential
         )
         time.sleep(1.2)
-        with RegistryClient(settings) as c:
+        with RegistryClient(settings, transport=plat.transport()) as c:
             assert c.query_models() == []
             assert c.exchanges == 1 and c.token().token != first.token
 
 
 def test_no_canary_leaks_from_client_logs_or_errors(
-    sandbox: SandboxInfo, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    local: AppPlatform, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = sandbox.add_app("canary-school")
+    sandbox = local.info
+    app = local.add_app("canary-school")
     settings = settings_for(sandbox, tmp_path, app)
     seen: list[str] = []
     caplog.set_level(logging.DEBUG)  # every logger, httpx and httpcore included
-    with RegistryClient(settings) as c:
+    with RegistryClient(settings, transport=local.transport()) as c:
         token = c.token().token.reveal()
         model = c.register_model(draft(sandbox, "canary-model"))
         seen += [repr(model), str(model), repr(c.query_models()), repr(c), repr(settings)]
@@ -235,7 +267,8 @@ def test_no_canary_leaks_from_client_logs_or_errors(
                 seen += [str(exc), repr(exc)]
                 exc = exc.__cause__ or exc.__context__
     with RegistryClient(
-        settings_for(sandbox, tmp_path, {**app, "app_secret": app["app_secret"] + "x"})
+        settings_for(sandbox, tmp_path, {**app, "app_secret": app["app_secret"] + "x"}),
+        transport=local.transport(),
     ) as bad:
         bad.settings.token_cache.unlink()  # type: ignore[union-attr]
         with pytest.raises(CredentialsError) as cred:

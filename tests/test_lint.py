@@ -1,27 +1,68 @@
-"""The code stays as pyproject.toml configures it: ruff (lint + format) and mypy."""
+"""The lint lane is wired: scripts/lint runs ruff and mypy, and CI runs it before pytest.
+
+The tools themselves run in their own lane (``bash scripts/lint``), not here: mypy
+alone takes over a minute on two cores. What this checks is that the lane cannot
+drop out of CI unnoticed, and that a failing tool fails the lane.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+LINT = ROOT / "scripts" / "lint"
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["ruff", "check", "--no-cache", "."],
-        ["ruff", "format", "--check", "--no-cache", "."],
-        ["mypy", "--no-incremental"],
-    ],
-    ids=["ruff-check", "ruff-format", "mypy"],
-)
-def test_tool_is_clean(command: list[str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, timeout=240
+def _command(text: str, pattern: str) -> str:
+    found = re.findall(pattern, text, flags=re.MULTILINE)
+    assert len(found) == 1, f"expected one test command, found {found}"
+    return found[0]
+
+
+def test_ci_runs_the_readme_command_with_the_lint_lane_first() -> None:
+    ci = _command((ROOT / ".ci" / "run").read_text(encoding="utf-8"), r"^python3 -m venv .*$")
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / readme).read_text(encoding="utf-8")
+        shown = _command(text, r"^python3 -m venv .*scripts/lint.*$")
+        # CI installs quietly (-q); otherwise the same command
+        assert ci == shown.replace("pip install -r", "pip install -q -r"), readme
+    steps = [s.strip() for s in ci.split("&&")]
+    assert steps[-2:] == ["bash scripts/lint", "pytest"]
+
+
+def test_the_lint_lane_runs_each_tool() -> None:
+    text = LINT.read_text(encoding="utf-8")
+    for tool in ("ruff check .", "ruff format --check .", "mypy"):
+        assert f'"{tool}"' in text, tool
+
+
+def _fake_tools(tmp_path: Path, failing: str) -> dict[str, str]:
+    """A python whose ``-m ruff``/``-m mypy`` print their arguments and fail for ``failing``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "ran $*" >> "{tmp_path}/ran"\n'
+        f'case "$*" in *"{failing}"*) exit 3;; esac\n'
+        "exit 0\n"
     )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize(("failing", "code"), [("nothing", 0), ("format", 1), ("mypy", 1)])
+def test_the_lint_lane_fails_when_a_tool_fails(tmp_path: Path, failing: str, code: int) -> None:
+    env = _fake_tools(tmp_path, failing)
+    done = subprocess.run(
+        ["bash", str(LINT)], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+    # every tool runs, also after one failed: the lane shows all the problems at once
+    ran = (tmp_path / "ran").read_text().splitlines()
+    assert ran == ["ran -m ruff check .", "ran -m ruff format --check .", "ran -m mypy"]

@@ -13,6 +13,7 @@ from lmreg_nb.terminal import (
     MAX_SHOWN,
     PLACEHOLDER,
     TerminalStream,
+    snippet,
     terminal_json,
     terminal_streams,
     terminal_text,
@@ -126,3 +127,18 @@ def test_terminal_streams_wraps_and_restores() -> None:
         with terminal_streams():  # nested: not wrapped twice
             assert not isinstance(sys.stdout._inner, TerminalStream)  # type: ignore[attr-defined]
     assert (sys.stdout, sys.stderr) == before
+
+
+def test_snippet_flattens_untrusted_text_to_one_capped_line() -> None:
+    shown = snippet("bad\x1b]52;c;aGk=\x07 gateway\r\n\n  error\u202e")
+    assert shown == "bad ]52;c;aGk= gateway error"
+    assert snippet("x" * 200, 10) == "x" * 9 + "…"
+    assert snippet("short", 10) == "short"
+
+
+def test_snippet_has_one_home() -> None:
+    """snippet lives in terminal.py; the probe's reasons no longer offer it as theirs."""
+    from lmreg_nb.probe.wire import reasons
+
+    assert snippet.__module__ == "lmreg_nb.terminal"
+    assert "snippet" not in reasons.__all__

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..errors import LmregError
 from ..i18n import _
@@ -13,19 +13,30 @@ from ..secret import Secrets, mask_text
 from ..summary import Step, StepName, step_label
 from .display import Outcome
 
-if TYPE_CHECKING:
-    from .facade import Onboarding
-
-__all__ = ["failure_line", "step"]
+__all__ = ["StepHost", "failure_line", "step"]
 
 log = logging.getLogger("lmreg_nb")
 
+
+class StepHost(Protocol):
+    """What a step needs of its object (the :class:`Onboarding`), named here so that
+    this module need not import the facade that imports it (no import circle)."""
+
+    headless: bool
+    stopped_by: StepName | None
+
+    def failure_text(self, exc: BaseException) -> str: ...
+
+    def note(self, done: Step) -> None: ...
+
+
+H = TypeVar("H", bound=StepHost)
 P = ParamSpec("P")
 R = TypeVar("R")
-Method = Callable[Concatenate["Onboarding", P], R]
+Method = Callable[Concatenate[H, P], R]
 
 
-def step(name: StepName) -> Callable[[Method[P, R]], Method[P, R | Outcome]]:
+def step(name: StepName) -> Callable[[Method[H, P, R]], Method[H, P, R | Outcome]]:
     """Make a method of :class:`Onboarding` one step: its failure is recorded (headless, shown).
 
     Headless, a failure becomes a failed :class:`Outcome`, so the notebook goes
@@ -35,9 +46,9 @@ def step(name: StepName) -> Callable[[Method[P, R]], Method[P, R | Outcome]]:
     success with :meth:`Onboarding.note`.
     """
 
-    def wrap(method: Method[P, R]) -> Method[P, R | Outcome]:
+    def wrap(method: Method[H, P, R]) -> Method[H, P, R | Outcome]:
         @functools.wraps(method)
-        def run(self: Onboarding, /, *args: P.args, **kwargs: P.kwargs) -> R | Outcome:
+        def run(self: H, /, *args: P.args, **kwargs: P.kwargs) -> R | Outcome:
             if self.headless and self.stopped_by is not None:
                 return Outcome(
                     _("{step}: skipped, because “{failed}” failed").format(

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from ..errors import NotFoundError, ValidationError
 from ..i18n import _, listing, ngettext
 from ..secret import Secret
+from ..terminal import snippet
 from ..validate import check_registry_url, is_header_value
-from .wire.reasons import snippet
 
 if TYPE_CHECKING:
     from ..client import RegistryClient

@@ -21,8 +21,8 @@ from ..errors import ValidationError
 from ..i18n import _
 from ..probe.target import Target
 from ..probe.wire.exchange import Exchange, chat_body, send
-from ..probe.wire.reasons import snippet
 from ..secret import Masker
+from ..terminal import snippet
 
 if TYPE_CHECKING:
     import httpx

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..i18n import _
-from ..probe.wire.reasons import snippet
 from ..secret import Masker, Secret, split_urls, url_secrets
+from ..terminal import snippet
 
 if TYPE_CHECKING:
     from ..settings import Settings

@@ -1,88 +1,69 @@
-"""Sandboxes for the platform tests: real processes on free loopback ports.
+"""Platforms for the platform tests: the FastAPI app in this process, over a real SQLite file.
+
+The platform's HTTP behaviour is what these tests check, so they talk to
+``create_app(...)`` through Starlette's TestClient (an httpx.Client): no
+process, no port. The process contract itself (start, announce, restart,
+stop, bad options) is tested with real processes in test_accounts.py,
+test_server.py and test_cli.py.
 
 ``platform`` is parametrised over both error styles, so every test that takes
-it runs once against ``--error-style http`` and once against ``envelope``.
-The ``faulty`` sandboxes share their database with the plain ones (WAL lets two
-processes use one file), so a token from the plain one works there even though
-``--fail-rate 1`` fails every request, the token exchange included.
+it runs once against ``error_style="http"`` and once against ``"envelope"``.
+The ``faulty`` platforms share their database with the plain ones (their own
+Store on the same file, as two processes would), so a token from the plain one
+works there even though ``fail_rate=1`` fails every request, the token
+exchange included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 
-import httpx
 import pytest
-from sbx_helpers import Platform
+from sbx_helpers import STYLES, Platform, local_platform
 
-from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
-
-STYLES = ("http", "envelope")
+from lmreg_nb.sandbox.app import PlatformConfig
 
 
 @pytest.fixture(scope="session")
-def sandboxes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, SandboxInfo]]:
-    """One plain sandbox per error style (started lazily, kept for the session)."""
-    from contextlib import ExitStack
-
+def platforms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Platform]]:
+    """One plain platform per error style (kept for the session)."""
     with ExitStack() as stack:
-        out: dict[str, SandboxInfo] = {}
-        for style in STYLES:
-            db = tmp_path_factory.mktemp(f"sbx-{style}") / "platform.sqlite3"
-            out[style] = stack.enter_context(running_sandbox(db=db, args=["--error-style", style]))
-        yield out
-
-
-@pytest.fixture(scope="session")
-def http_client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=20.0) as client:
-        yield client
+        yield {
+            style: local_platform(
+                stack,
+                tmp_path_factory.mktemp(f"sbx-{style}") / "platform.sqlite3",
+                PlatformConfig(error_style=style),
+            )
+            for style in STYLES
+        }
 
 
 @pytest.fixture(params=STYLES)
-def platform(
-    request: pytest.FixtureRequest, sandboxes: dict[str, SandboxInfo], http_client: httpx.Client
-) -> Platform:
-    """The plain sandbox of one error style."""
-    return Platform(sandboxes[request.param], request.param, http_client)
+def platform(request: pytest.FixtureRequest, platforms: dict[str, Platform]) -> Platform:
+    """The plain platform of one error style."""
+    return platforms[request.param]
 
 
 @pytest.fixture(scope="session")
-def faulty_sandboxes(sandboxes: dict[str, SandboxInfo]) -> Iterator[dict[str, SandboxInfo]]:
+def faulty_platforms(platforms: dict[str, Platform]) -> Iterator[dict[str, Platform]]:
     """Per style: every request fails (50300) unless over the rate limit (42900)."""
-    from contextlib import ExitStack
-
     with ExitStack() as stack:
         yield {
-            style: stack.enter_context(
-                running_sandbox(
-                    db=info.db,
-                    args=[
-                        "--error-style",
-                        style,
-                        "--fail-rate",
-                        "1",
-                        "--rate-limit",
-                        "2",
-                        "--latency-ms",
-                        "150",
-                    ],
-                )
+            style: local_platform(
+                stack,
+                plain.info.db,
+                PlatformConfig(error_style=style, fail_rate=1.0, rate_limit=2.0, latency_ms=150),
             )
-            for style, info in sandboxes.items()
+            for style, plain in platforms.items()
         }
 
 
 @pytest.fixture(params=STYLES)
 def faulty(
     request: pytest.FixtureRequest,
-    faulty_sandboxes: dict[str, SandboxInfo],
-    sandboxes: dict[str, SandboxInfo],
-    http_client: httpx.Client,
+    faulty_platforms: dict[str, Platform],
+    platforms: dict[str, Platform],
 ) -> tuple[Platform, Platform]:
-    """(the plain sandbox, the faulty one on the same database), one error style."""
-    style = request.param
-    return (
-        Platform(sandboxes[style], style, http_client),
-        Platform(faulty_sandboxes[style], style, http_client),
-    )
+    """(the plain platform, the faulty one on the same database), one error style."""
+    return platforms[request.param], faulty_platforms[request.param]

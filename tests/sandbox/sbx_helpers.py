@@ -3,21 +3,42 @@
 from __future__ import annotations
 
 import secrets
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import httpx
+from app_platform import AppPlatform, app_platform
+from starlette.testclient import TestClient
 
+from lmreg_nb.sandbox.app import PlatformConfig
 from lmreg_nb.sandbox.process import SandboxInfo
+
+Style = Literal["http", "envelope"]
+STYLES: tuple[Style, ...] = ("http", "envelope")
 
 
 @dataclass
 class Platform:
-    """A running sandbox plus helpers that know its error style."""
+    """The platform app in this process (tests/app_platform.py) plus helpers that know its
+    error style."""
 
-    info: SandboxInfo
+    local: AppPlatform
     style: str
-    client: httpx.Client
+
+    @property
+    def info(self) -> SandboxInfo:
+        """Its addresses, demo credentials and database, as a sandbox process announces them."""
+        return self.local.info
+
+    @property
+    def client(self) -> TestClient:
+        return self.local.client
+
+    def add_app(self, name: str) -> dict[str, str]:
+        """A new account, as `lmreg-nb sandbox add-app` makes it (in this process)."""
+        return self.local.add_app(name)
 
     def url(self, op: str) -> str:
         """Address of an operation (``token`` or a registration operation's name)."""
@@ -48,7 +69,7 @@ class Platform:
 
     def account(self) -> dict[str, str]:
         """Headers of a brand-new account (so tests do not see each other's models)."""
-        app = self.info.add_app("test-" + secrets.token_hex(3))
+        app = self.add_app("test-" + secrets.token_hex(3))
         return self.headers(app["app_id"], app["app_secret"])
 
     def expect_error(self, response: httpx.Response, status: int, code: int) -> dict[str, Any]:
@@ -62,6 +83,11 @@ class Platform:
         assert "\n" not in body["message"]
         assert response.headers.get("x-request-id"), "every answer carries X-Request-Id"
         return body
+
+
+def local_platform(stack: ExitStack, db: Path, config: PlatformConfig) -> Platform:
+    """The platform app over ``db`` with ``config``, open until ``stack`` closes."""
+    return Platform(stack.enter_context(app_platform(db, config)), config.error_style)
 
 
 def model(name: str, **extra: Any) -> dict[str, Any]:

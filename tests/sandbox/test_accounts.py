@@ -9,8 +9,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
-from sbx_helpers import Platform, model
+from sbx_helpers import STYLES, Platform, local_platform, model
 
+from lmreg_nb.sandbox.app import PlatformConfig
 from lmreg_nb.sandbox.process import running_sandbox
 
 
@@ -52,8 +53,9 @@ def test_fifty_concurrent_registrations_of_one_name(platform: Platform) -> None:
     body = model("contested-" + secrets.token_hex(3))
 
     async def burst() -> list[httpx.Response]:
-        limits = httpx.Limits(max_connections=50)
-        async with httpx.AsyncClient(timeout=30.0, limits=limits) as client:
+        # All 50 at once into the app, in this process (its routes run concurrently).
+        transport = httpx.ASGITransport(app=platform.client.app)
+        async with httpx.AsyncClient(timeout=30.0, transport=transport) as client:
             return await asyncio.gather(
                 *(
                     client.post(platform.url("registry-model"), json=body, headers=headers)
@@ -73,18 +75,17 @@ def test_fifty_concurrent_registrations_of_one_name(platform: Platform) -> None:
 
 def test_token_expires_40101_in_both_styles(tmp_path: Path) -> None:
     with ExitStack() as stack:
-        client = stack.enter_context(httpx.Client(timeout=10.0))
         sandboxes = {
-            style: stack.enter_context(
-                running_sandbox(
-                    db=tmp_path / f"ttl-{style}.sqlite3",
-                    args=["--token-ttl", "2", "--error-style", style],
-                )
+            style: local_platform(
+                stack,
+                tmp_path / f"ttl-{style}.sqlite3",
+                PlatformConfig(token_ttl_s=2, error_style=style),
             )
-            for style in ("http", "envelope")
+            for style in STYLES
         }
         checks = []
-        for style, info in sandboxes.items():
+        for style, plat in sandboxes.items():
+            info, client = plat.info, plat.client
             data = client.post(
                 info.base_url + info.token_path,
                 json={"appId": info.app_id, "appSecret": info.app_secret},
@@ -94,8 +95,8 @@ def test_token_expires_40101_in_both_styles(tmp_path: Path) -> None:
             headers = {"Authorization": f"Bearer {data['token']}", "X-ENV": data["env"]}
             query = info.base_url + "/openapi/v1/query-models"
             assert client.post(query, json={}, headers=headers).json()["code"] == 0
-            checks.append((style, query, headers, data["expireTime"]))
-        for style, query, headers, expire_ms in checks:
+            checks.append((style, client, query, headers, data["expireTime"]))
+        for style, client, query, headers, expire_ms in checks:
             deadline = time.monotonic() + 10
             while True:  # poll: the token stops working at its expireTime
                 r = client.post(query, json={}, headers=headers)
@@ -144,7 +145,7 @@ def test_restart_keeps_accounts_tokens_models_and_demo_secrets(tmp_path: Path) -
 
 
 def test_database_holds_no_usable_secret_of_added_accounts(platform: Platform) -> None:
-    app = platform.info.add_app("leak-check")
+    app = platform.add_app("leak-check")
     tok = platform.token(app["app_id"], app["app_secret"])["token"]
     blob = b"".join(
         p.read_bytes() for p in (platform.info.db, Path(f"{platform.info.db}-wal")) if p.exists()

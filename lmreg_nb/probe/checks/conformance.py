@@ -53,8 +53,9 @@ from dataclasses import dataclass
 
 from ...i18n import _, listing
 from ...summary import SEVERITIES, Check, Severity
+from ...terminal import snippet
 from ...validate import url_warnings
-from ..wire.exchange import Exchange, snippet
+from ..wire.exchange import Exchange
 from ..wire.reasons import LOCAL_LIMIT
 from ..wire.shapes import completion_tokens, reply_shape, reply_text
 

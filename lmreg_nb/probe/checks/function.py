@@ -24,8 +24,8 @@ import re
 from collections.abc import Sequence
 
 from ...i18n import _, ngettext
+from ...terminal import snippet
 from ..wire.exchange import Exchange
-from ..wire.reasons import snippet
 from ..wire.shapes import error_message, first_choice, reply_reasoning, reply_text
 from .conformance import CheckResult
 

@@ -36,9 +36,9 @@ from ..._decode import DecodingError, ainflated
 from ...i18n import _, clauses, ngettext
 from ...i18n import listing as join_list
 from ...summary import Severity
+from ...terminal import snippet
 from ..target import Target
 from ..wire.exchange import Exchange
-from ..wire.reasons import snippet
 from ..wire.shapes import error_message, model_ids
 from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate
 from .conformance import CheckResult

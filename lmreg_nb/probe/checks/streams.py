@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from ...i18n import _, clauses, listing, ngettext
+from ...terminal import snippet
 from ..wire.exchange import Exchange
-from ..wire.reasons import snippet
 from .conformance import CheckResult
 from .conformance import row as _row
 

@@ -35,9 +35,9 @@ from ..._tls import tls_context
 from ...errors import ConnectError, LmregError, RequestTimeout
 from ...i18n import _
 from ...secret import Masker, Secret
+from ...terminal import snippet as _snippet
 from ..target import Target
 from .exchange import MAX_BODY_BYTES, MAX_TEXT_CHARS, TOTAL_TIMEOUT_FACTOR, chat_body
-from .reasons import snippet as _snippet
 from .reasons import transport_reason
 from .reply import Reply
 from .shapes import error_message, reply_text

@@ -28,8 +28,9 @@ import httpx
 from ..._decode import DecodingError, ainflated
 from ...envelope import out_of_files
 from ...i18n import _, ngettext
+from ...terminal import snippet
 from ..target import Target
-from .reasons import LOCAL_LIMIT, snippet, transport_reason
+from .reasons import LOCAL_LIMIT, transport_reason
 from .reply import MAX_TEXT_CHARS, Reply
 from .shapes import error_message, reply_text
 from .sse import Framing, SSEDecoder
@@ -43,7 +44,6 @@ __all__ = [
     "completion_body",
     "completions_url",
     "send",
-    "snippet",
 ]
 
 #: The most of a reply the probe reads (a stream or a JSON body), after any decoding.

@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 
 from ...envelope import open_files_reason
 from ...i18n import N_, _, listing
+from ...terminal import snippet
 
-__all__ = ["LOCAL_LIMIT", "kinds_text", "snippet", "transport_reason"]
+__all__ = ["LOCAL_LIMIT", "kinds_text", "transport_reason"]
 
 #: The error kind of a request this computer could not even send (out of file descriptors).
 LOCAL_LIMIT = "local limit"
@@ -42,13 +43,6 @@ def kinds_text(counts: Mapping[str, int]) -> str:
         return _(_KIND_LABELS[kind]) if kind in _KIND_LABELS else kind
 
     return listing(f"{label(kind)} ×{n}" for kind, n in counts.items())
-
-
-def snippet(text: str, limit: int = 120) -> str:
-    """Untrusted text made safe to show in one line: control characters out, capped."""
-    flat = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
-    flat = " ".join(flat.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -46,8 +46,9 @@ from ..._decode import BoundedDecoder, DecodingError
 from ..._tls import tls_context
 from ...envelope import out_of_files
 from ...i18n import _, ngettext
+from ...terminal import snippet
 from ..target import Target
-from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange, snippet
+from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange
 from .keepalive import KeepAlive
 from .reasons import LOCAL_LIMIT, transport_reason
 
