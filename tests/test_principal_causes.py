@@ -15,12 +15,11 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from lmreg_nb.sandbox.mock_serving import serving
 
 from lmreg_nb import i18n
 from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.records.principal import _url_obstacles, obstacles, render_principal_html
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.summary import Step, build_summary
 
 pytestmark = pytest.mark.timeout(120)
