@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -111,22 +112,38 @@ ISSUE_FLAGS = (
 
 
 def _papermill_cli(notebook: Path, out: Path, env: dict[str, str], flags: tuple[str, ...]) -> float:
-    """Seconds one ``papermill`` command takes (the CLI next to this interpreter)."""
+    """Seconds one ``papermill`` command takes (the CLI next to this interpreter).
+
+    Its CPU seconds (papermill and its kernel, both reaped) go to :data:`CPU`: on a
+    shared machine they say what the wall time cannot.
+    """
     papermill = Path(sys.executable).with_name("papermill")
     command = [str(papermill), "--no-progress-bar", "-k", "python3", str(notebook), str(out)]
+    before = _children_cpu()
     start = time.perf_counter()
     subprocess.run(
         [*command, *flags], env=env, check=True, cwd=out.parent,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    CPU.append(_children_cpu() - before)
+    return took
+
+
+#: CPU seconds of each papermill run, in order.
+CPU: list[float] = []
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def issue_measure(rounds: int, tmp: Path, repeat: int = 1, baseline: Path | None = None) -> None:
     """Issue 34's measure: alternating rounds of A and B, the first dropped, median of A/B.
 
     With ``baseline`` (a tree holding lmreg_nb/ and notebooks/, e.g. ``git archive`` of
-    an earlier commit), each round also runs that tree's A, right after this one's.
+    an earlier commit), each round also runs that tree's A next to this one's (in turn first).
     """
     with running_sandbox(args=ISSUE_KNOBS) as sandbox:
         env = _env(sandbox, tmp)
@@ -140,16 +157,22 @@ def issue_measure(rounds: int, tmp: Path, repeat: int = 1, baseline: Path | None
             a_times: dict[str, list[float]] = {tree: [] for tree in trees}
             b_times: list[float] = []
             for number in range(1, rounds + 1):
-                took = {
-                    tree: _papermill_cli(notebook, tmp / "issue-a.ipynb", tree_env, ISSUE_FLAGS)
-                    for tree, (notebook, tree_env) in trees.items()
-                }
+                order = list(trees) if number % 2 else list(reversed(trees))  # neither always first
+                took, cpu = {}, {}
+                for tree in order:
+                    notebook, tree_env = trees[tree]
+                    took[tree] = _papermill_cli(
+                        notebook, tmp / "issue-a.ipynb", tree_env, ISSUE_FLAGS
+                    )
+                    cpu[tree] = CPU[-1]
                 b = _papermill_cli(chat, tmp / "issue-b.ipynb", env, ())
+                b_cpu = CPU[-1]
                 kept = number > 1
                 for tree, a in took.items():
                     line = {"bench": "issue34_round", "tree": tree, "measure": measure,
                             "round": number, "a_s": round(a, 3), "b_s": round(b, 3),
-                            "ratio": round(a / b, 3), "dropped": not kept}  # fmt: skip
+                            "ratio": round(a / b, 3), "a_cpu_s": round(cpu[tree], 3),
+                            "b_cpu_s": round(b_cpu, 3), "dropped": not kept}  # fmt: skip
                     print(json.dumps(line), flush=True)
                     if kept:
                         ratios[tree].append(a / b)
