@@ -47,21 +47,24 @@ Usage: python bench/bench_onboarding.py [--rounds 4] [--repeat 1]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nbformat
 import yaml
 from nbformat.v4 import new_code_cell, new_notebook
 
+import lmreg_nb
 from lmreg_nb.batch import run_notebook
 from lmreg_nb.runner.shipped import notebook_path
 from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
@@ -188,8 +191,40 @@ def issue_measure(rounds: int, tmp: Path, repeat: int = 1, baseline: Path | None
                         "median_a_s": round(statistics.median(a_times[tree]), 3),
                         "median_b_s": round(statistics.median(b_times), 3),
                         "goal": 1.3, "pass": ratio <= 1.3, "moonshot": ratio <= 1.15,
-                        "no_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))}  # fmt: skip
+                        "dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+                        "pyc_files": _pyc_count(trees[tree][0])}  # fmt: skip
                 print(json.dumps(line), flush=True)
+
+
+def _pyc_count(notebook: Path) -> int:
+    """Compiled modules of the lmreg_nb next to ``notebook``'s folder (else the one imported)."""
+    package = notebook.parent.parent / "lmreg_nb"
+    if not package.is_dir():
+        package = Path(lmreg_nb.__file__).parent
+    return sum(1 for _ in package.rglob("*.pyc"))
+
+
+@contextlib.contextmanager
+def _bytecode(packages: list[Path], state: str) -> Iterator[None]:
+    """lmreg_nb's bytecode while measuring: ``on`` compiled (as a wheel install has it:
+    pip compiles on install), ``off`` none (an editable install run with
+    PYTHONDONTWRITEBYTECODE=1 compiles every module in every kernel), ``as-is`` untouched.
+    Bytecode made here is removed after.
+    """
+    made = []
+    for package in packages:
+        if state == "off":
+            for cache in package.rglob("__pycache__"):
+                shutil.rmtree(cache, ignore_errors=True)
+        elif state == "on":
+            made.append(package)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+    try:
+        yield
+    finally:
+        for package in made:
+            for cache in package.rglob("__pycache__"):
+                shutil.rmtree(cache, ignore_errors=True)
 
 
 def _median_s(runs: int, action: Callable[[], None]) -> tuple[float, list[float]]:
@@ -279,6 +314,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="issue 34's rounds (first dropped)")
     parser.add_argument("--repeat", type=int, default=1, help="issue 34's measure, this many times")
     parser.add_argument("--full", action="store_true", help="also the older series (slow)")
+    parser.add_argument(
+        "--bytecode", choices=("as-is", "on", "off"), default="as-is",
+        help="lmreg_nb's bytecode: compiled first (on, removed after), removed (off), or as-is",
+    )  # fmt: skip
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--mock-latency", action="store_true", help="keep the mock's default latency"
@@ -289,7 +328,13 @@ def main() -> None:
     args = parser.parse_args()
     knobs = () if args.mock_latency else ("--ttft-ms", "0", "--itl-ms", "0")
     if not args.full:
-        with tempfile.TemporaryDirectory(prefix="lmreg-bench-") as tmp_name:
+        trees = [Path(lmreg_nb.__file__).parent]
+        if args.baseline is not None:
+            trees.append(args.baseline / "lmreg_nb")
+        with (
+            tempfile.TemporaryDirectory(prefix="lmreg-bench-") as tmp_name,
+            _bytecode(trees, args.bytecode),
+        ):
             issue_measure(args.rounds, Path(tmp_name), args.repeat, args.baseline)
         return
 
