@@ -14,7 +14,12 @@ one-cell one (the per-cell cost papermill and the kernel add). With
 ``--profile FILE`` also pyinstrument's text report of the cells (pip install
 pyinstrument) written to FILE.
 
-    python bench/profile_onboarding.py [--profile /tmp/onboarding.txt]
+    python bench/profile_onboarding.py [--profile /tmp/onboarding.txt] [--no-papermill]
+        [--real N [--baseline DIR]]
+
+``--real N``: N papermill runs of the onboarding as issue 34's A, each cell's time
+in the kernel and the gap before it (papermill's saves), from papermill's own
+cell metadata; with ``--baseline DIR`` an earlier tree's runs in turn.
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
+ISSUE_PARAMETERS = {
+    "school": "Bench", "contact_name": "Li", "contact_mobile": "13800000000",
+    "contact_email": "li@school.example", "model_name": "bench-model",
+    "check_requests": "0", "check_concurrency": "1", "class_size": "0",
+}  # fmt: skip
 PARAMETERS = """\
 school = "Bench"
 contact_name = "Li"
@@ -130,11 +140,61 @@ def papermill_side(tmp: Path, count: int, rounds: int = 3) -> None:
         print(json.dumps(line), flush=True)
 
 
+def real_run(tmp: Path, env: dict[str, str], trees: dict[str, Path], rounds: int) -> None:
+    """The onboarding through papermill, as issue 34's A: where each cell's wall time goes.
+
+    One ``papermill_cell`` line per code cell of the last round (``run_s``: the
+    cell in the kernel; ``gap_s``: from the previous cell's end, papermill's saves of
+    the notebook and the markdown cells between), then ``papermill_phases``: start
+    to first cell, the cells, the last cell to exit.
+    """
+    from datetime import datetime
+
+    flags = [str(f) for k, v in ISSUE_PARAMETERS.items() for f in ("-p", k, v)]
+    for number in range(rounds):
+        for tree, notebook in trees.items():
+            tree_env = env if tree == "this" else {**env, "PYTHONPATH": str(notebook.parents[1])}
+            out = tmp / f"real-{tree}.ipynb"
+            command = [str(Path(sys.executable).with_name("papermill")), "--no-progress-bar",
+                       "-k", "python3", str(notebook), str(out), *flags]  # fmt: skip
+            start = time.time()
+            subprocess.run(command, env=tree_env, check=True, capture_output=True)
+            end = time.time()
+            nb = json.loads(out.read_text(encoding="utf-8"))
+            cells = [(c, c["metadata"]["papermill"]) for c in nb["cells"]]
+            stamp = datetime.fromisoformat
+            first = stamp(cells[0][1]["start_time"]).timestamp()
+            last = stamp(cells[-1][1]["end_time"]).timestamp()
+            before = first
+            for index, (cell, meta) in enumerate(cells):
+                began, ended = (
+                    stamp(meta["start_time"]).timestamp(),
+                    stamp(meta["end_time"]).timestamp(),
+                )
+                if cell["cell_type"] == "code" and number == rounds - 1:
+                    source = "".join(cell["source"]).strip().splitlines()[0][:60]
+                    line = {"bench": "papermill_cell", "tree": tree, "cell": index,
+                            "run_s": round(ended - began, 3), "gap_s": round(began - before, 3),
+                            "source": source}  # fmt: skip
+                    print(json.dumps(line), flush=True)
+                if cell["cell_type"] == "code":
+                    before = ended
+            line = {"bench": "papermill_phases", "tree": tree, "round": number,
+                    "wall_s": round(end - start, 3), "to_first_cell_s": round(first - start, 3),
+                    "cells_s": round(last - first, 3),
+                    "after_last_s": round(end - last, 3)}  # fmt: skip
+            print(json.dumps(line), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", type=Path, help="write pyinstrument's report here")
     parser.add_argument("--no-papermill", action="store_true", help="only the kernel side")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # the cells, as JSON
+    parser.add_argument(
+        "--real", type=int, default=0, help="also this many papermill runs, cell by cell"
+    )
+    parser.add_argument("--baseline", type=Path, help="with --real: an earlier tree too")
     args = parser.parse_args()
     if args.child is not None:
         kernel_side(json.loads(args.child.read_text(encoding="utf-8")), args.profile)
@@ -154,6 +214,13 @@ def main() -> None:
         if args.profile is not None:
             child += ["--profile", str(args.profile)]
         subprocess.run(child, env=env, check=True)
+        if args.real:
+            from lmreg_nb.runner.shipped import notebook_path
+
+            trees = {"this": notebook_path("onboarding")}
+            if args.baseline is not None:
+                trees["baseline"] = args.baseline / "notebooks" / "onboarding.ipynb"
+            real_run(tmp, env, trees, args.real)
         if not args.no_papermill:
             papermill_side(tmp, len(cells))
 

@@ -27,18 +27,52 @@ __all__ = ["WARM_MODULES", "warm_up"]
 
 log = logging.getLogger("lmreg_nb")
 
-#: In the order the onboarding's cells need them (begin, connect, checks, finish).
+#: Leaves first, so each import is short (a cell that starts meanwhile waits for one);
+#: roughly in the order the onboarding's cells need them (begin, connect, checks, finish).
+#: A name that does not exist (any more) is skipped.
 WARM_MODULES = (
-    "httpx",
-    "lmreg_nb.probe",
     "lmreg_nb.settings",
-    "lmreg_nb.client",
+    "idna",
+    "h11",
+    "httpcore",
+    "click",  # httpx imports its command line when click is there
+    "httpx",
+    "lmreg_nb._decode",
+    "lmreg_nb.envelope",
+    "lmreg_nb.probe.reasons",
+    "lmreg_nb.probe.shapes",
+    "lmreg_nb.probe.reply",
+    "lmreg_nb.probe.sse",
+    "lmreg_nb.probe.target",
+    "lmreg_nb.probe.exchange",
+    "lmreg_nb.probe.checks",
+    "lmreg_nb.probe.function_checks",
+    "lmreg_nb.probe.context_window",
     "lmreg_nb._tls",  # then tls_context(): the CA bundle, loaded once
+    "lmreg_nb.retry",
+    "filelock",
+    "lmreg_nb.token_cache",
+    "lmreg_nb.tokens",
+    "lmreg_nb.client",
+    "sniffio",
     "anyio",  # the checks' async client: httpcore's anyio backend
     "httpcore._backends.anyio",
     "anyio._backends._asyncio",
-    "lmreg_nb.records",
+    "lmreg_nb.probe.blocking",
+    "lmreg_nb.probe.chat",
+    "lmreg_nb.probe.metrics",
+    "lmreg_nb.probe.tls",
+    "lmreg_nb.probe.golive",
+    "lmreg_nb.probe.stream_checks",
+    "lmreg_nb.probe.levels",
+    "lmreg_nb.probe.stream_client",
+    "lmreg_nb.probe.load",
+    "lmreg_nb.probe.suite",
+    "lmreg_nb.probe.report",
+    "lmreg_nb.probe.capacity_table",
+    "lmreg_nb.records.text",
     "lmreg_nb.records.html",
+    "lmreg_nb.records",
 )
 
 #: Held by the warm-up for one import, by the kernel's main thread for a whole cell.

@@ -24,12 +24,24 @@ and ``capacity``, ``plots``, ``blocking`` (blocking twins of the coroutines),
 
 from __future__ import annotations
 
-from .chat import ChatEndpointError, stream_chat
-from .checks import CheckResult
-from .reply import Reply
-from .report import EndpointReport, check_endpoint, check_endpoint_async, format_report
-from .sse import ServerSentEvent, SSEDecoder
-from .target import Target
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> module that defines it: imported on first use, so importing one
+# module of the package (the onboarding's first cells) does not import them all.
+_EXPORTS: dict[str, str] = {
+    "ChatEndpointError": "chat",
+    "CheckResult": "checks",
+    "EndpointReport": "report",
+    "Reply": "reply",
+    "SSEDecoder": "sse",
+    "ServerSentEvent": "sse",
+    "Target": "target",
+    "check_endpoint": "report",
+    "check_endpoint_async": "report",
+    "format_report": "report",
+    "stream_chat": "chat",
+}
 
 __all__ = [
     "ChatEndpointError",
@@ -44,3 +56,25 @@ __all__ = [
     "format_report",
     "stream_chat",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from .chat import ChatEndpointError, stream_chat
+    from .checks import CheckResult
+    from .reply import Reply
+    from .report import EndpointReport, check_endpoint, check_endpoint_async, format_report
+    from .sse import ServerSentEvent, SSEDecoder
+    from .target import Target
