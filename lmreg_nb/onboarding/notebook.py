@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import LmregError
 from ..i18n import _, set_language
+from .warm import warm_up
 
 __all__ = ["notebook_setup"]
 
@@ -17,7 +18,8 @@ log = logging.getLogger("lmreg_nb")
 def notebook_setup(lang: str | None = None) -> None:
     """Show toolkit errors as one line in this IPython kernel; others keep their traceback.
 
-    The cell still fails (papermill stops and marks it). ``lang``: the language the
+    The cell still fails (papermill stops and marks it). The later cells' modules
+    are imported between cells (:mod:`.warm`). ``lang``: the language the
     notebook was written in, the kernel's default unless LMREG_LANG names another.
     """
     if lang:
@@ -43,3 +45,4 @@ def notebook_setup(lang: str | None = None) -> None:
 
     shell.set_custom_exc((LmregError,), _one_line)
     log.debug("toolkit errors show as one line")
+    warm_up(shell)  # the later cells' imports, while the kernel waits for papermill
