@@ -35,10 +35,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import mask_text
+from ..summary.workload import PrefixCache, Workload
 from .blocking import current_interrupt, interruptible
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
 from .target import Target
+from .workload import WorkloadSpec, check_workload
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -51,6 +53,7 @@ __all__ = [
     "Level",
     "LevelPlan",
     "Progress",
+    "WorkloadSpec",
     "find_capacity",
     "find_capacity_async",
     "margin_level",
@@ -59,8 +62,10 @@ __all__ = [
 
 #: The search stops starting levels after this many seconds (well under 3 minutes).
 BUDGET_S = 120.0
-#: The default SLO: first token p90 under 2 s, at most 1 % errors.
-DEFAULT_SLO = SLO()
+#: A class's default SLO: first token p90 under 2 s, time between tokens p90 at most
+#: 150 ms (reading pace: about 7 Chinese characters a second), at most 1 % errors.
+DEFAULT_SLO = SLO(itl_ms=150.0)
+DEFAULT_WORKLOAD = WorkloadSpec()
 DEFAULT_PLAN = LevelPlan()
 #: Throughput that grows less than this (x) while concurrency grows by ``_STEP`` is flat.
 _FLAT = 1.1
@@ -99,6 +104,10 @@ class CapacityResult:
     stopped: str | None = None  # "time" or "interrupted" when the search did not finish
     #: Seconds the warm-up request waited without a reply (then no level was measured).
     no_reply_s: float | None = None
+    #: What each chat sent (DESIGN.md "the class workload"); None: not known (an old record).
+    workload: Workload | None = None
+    #: Whether the server reused the shared lesson (lesson workload only).
+    prefix_cache: PrefixCache | None = None
 
     @property
     def capacity(self) -> Capacity:
@@ -146,13 +155,18 @@ class CapacityResult:
         return self.capacity.concurrency >= class_size
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's object: ``{"slo", "levels", "capacity", "need"}``."""
+        """The contract's object: ``{"slo", "levels", "capacity", "need", "workload"}``.
+
+        Plus ``prefix_cache`` (``{"reused", "first_ms", "next_ms"}`` or None).
+        """
         levels = sorted(self.levels, key=lambda lv: lv.concurrency)
         return {
             "slo": self.slo.to_json(),
             "levels": [lv.to_json() for lv in levels],
             "capacity": self.capacity.to_json(),
             "need": self.need,
+            "workload": self.workload.to_json() if self.workload is not None else None,
+            "prefix_cache": self.prefix_cache.to_json() if self.prefix_cache else None,
         }
 
     @classmethod
@@ -174,6 +188,8 @@ class CapacityResult:
             levels,
             need=data.get("need"),
             stopped=stopped,
+            workload=Workload.from_json(data.get("workload")),
+            prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
         )
         return result
 
@@ -254,7 +270,7 @@ async def find_capacity_async(
     on_progress: Callable[[Progress], None] | None = None,
     plan: LevelPlan = DEFAULT_PLAN,
     budget_s: float = BUDGET_S,
-    max_tokens: int | None = 256,
+    workload: WorkloadSpec = DEFAULT_WORKLOAD,
 ) -> CapacityResult:
     """Find how many chats at once ``target`` serves within ``slo`` (see the module docstring).
 
@@ -268,9 +284,11 @@ async def find_capacity_async(
     at the warm-up, at each level's start, about twice a second while it runs
     and at its end, both from the search's thread (a progress display; the
     search prints nothing). ``plan`` sets when a level ends; ``budget_s``
-    bounds the whole search, the warm-up included.
+    bounds the whole search, the warm-up included. ``workload``: what each chat
+    sends (:mod:`lmreg_nb.probe.workload`; the lesson by default).
     """
     _check(slo, max_concurrency, need, budget_s)
+    check_workload(workload)
     search = Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level,
                     on_progress)  # fmt: skip
     interrupt = current_interrupt()  # Ctrl-C of the blocking twin (see .blocking)
@@ -278,7 +296,7 @@ async def find_capacity_async(
         interrupt.attach()
         search.interrupted = interrupt.fired
     try:
-        await run_search(search, target, plan, budget_s, max_tokens)
+        await run_search(search, target, plan, budget_s, workload)
     except asyncio.CancelledError:
         if not search.interrupted.is_set():
             raise

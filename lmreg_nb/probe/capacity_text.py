@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..i18n import _, ngettext
 from ..i18n import sentences as join_sentences
+from ..summary.workload import Workload, students_phrase
 from .levels import SLO, Level
 from .reasons import kinds_text
 
@@ -166,10 +167,39 @@ def _closeness(level: Level, slo: SLO) -> str | None:
     return text.format(n=n, share=round(100 * itl))
 
 
-def _for_class(capacity: int, class_size: int) -> str:
+def _for_class(capacity: int, class_size: int, workload: Workload | None) -> str:
+    """Enough for the class or not, naming what a class sends (the lesson)."""
+    students = students_phrase(class_size, workload)
     if capacity >= class_size:
-        return _("That is enough for a class of {size}.").format(size=class_size)
-    return _("A class of {size} needs more.").format(size=class_size)
+        return _("That is enough for a class of {size}: {students}.").format(
+            size=class_size, students=students
+        )
+    return _("A class of {size} needs more: {students} are not served.").format(
+        size=class_size, students=students
+    )
+
+
+def _cut_sentence(result: CapacityResult) -> str | None:
+    """What the cut streams say: the interrupt of a new request, or replies ending alone.
+
+    A reply cut while it was the only chat was not cut by another request: the
+    sentence says what was seen, never llama.cpp's interrupt_requests.
+    """
+    cut = [lv for lv in result.levels if lv.cut_streams]
+    if not cut and result.capacity.limited_by != "cut-streams":
+        return None
+    alone = next((lv for lv in cut if lv.concurrency == 1), None)
+    if alone is not None or not cut:
+        return _(
+            "Replies ended early even with one chat at a time ({seen}): the server cut them"
+            " without another request arriving; look at its log."
+        ).format(seen=(alone.first_error if alone else "") or _("no whole reply"))
+    return _(
+        "The server cuts a running reply when a new request arrives (llama.cpp"
+        " interrupt_requests), so it really serves only what is counted here;"
+        " start llama-cpp-python with --interrupt_requests False, or for Ollama"
+        " set OLLAMA_NUM_PARALLEL."
+    )
 
 
 def _none_served(result: CapacityResult) -> str:
@@ -229,16 +259,12 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         if close:
             sentences.append(close)
     if class_size is not None and (cap.concurrency or result.levels):
-        sentences.append(_for_class(cap.concurrency, class_size))
-    if result.cut_streams or result.capacity.limited_by == "cut-streams":
-        sentences.append(
-            _(
-                "The server cuts a running reply when a new request arrives (llama.cpp"
-                " interrupt_requests), so it really serves only what is counted here;"
-                " start llama-cpp-python with --interrupt_requests False, or for Ollama"
-                " set OLLAMA_NUM_PARALLEL."
-            )
-        )
+        sentences.append(_for_class(cap.concurrency, class_size, result.workload))
+    elif result.workload is not None and result.levels:
+        sentences.append(result.workload.sentence())
+    cut = _cut_sentence(result)
+    if cut:
+        sentences.append(cut)
     knee = result.saturation
     if knee is not None and cap.concurrency > 0:
         sentences.append(
@@ -261,7 +287,7 @@ def progress_text(progress: Progress) -> str:
     """One line: the warm-up, a level and its requests so far, or a level done and its figures."""
     c, n, level = progress.concurrency, progress.requests, progress.level
     if c == 0:
-        return _("Warming up: one request before the first level…")
+        return _("Warming up: sizing the prompts and sending first requests before the first level…")
     if level is None:
         return ngettext(
             "concurrency {c}: {n} request so far…", "concurrency {c}: {n} requests so far…", n

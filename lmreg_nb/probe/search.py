@@ -8,7 +8,6 @@ through a callback: it prints nothing.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -16,11 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .exchange import DEFAULT_PROMPT, chat_body
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
 from .target import Target
 from .warmup import warm_up
+from .exchange import DEFAULT_PROMPT
+from .workload import ClassWorkload, WorkloadSpec, prefix_probe, prepare_workload
 
 if TYPE_CHECKING:
     from .capacity import CapacityResult
@@ -92,18 +92,31 @@ Measure = Callable[[int], Awaitable[Level | None]]
 
 
 async def run_search(
-    search: Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
+    search: Search, target: Target, plan: LevelPlan, budget_s: float, spec: WorkloadSpec
 ) -> None:
-    """The warm-up, then the need's search (with ``need``) or the knee's."""
+    """The workload's lesson, the warm-up, then the need's search (with ``need``) or the knee's."""
     result = search.result
-    body = chat_body(target.model, DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
-    payload = json.dumps(body).encode()
     deadline = time.monotonic() + budget_s
-    finish_seen = False
     search.progress(Progress())
+    work = await prepare_workload(target, spec)
+    try:
+        await _run(search, target, plan, deadline, work)
+    finally:
+        result.workload = work.info()
+
+
+async def _run(
+    search: Search, target: Target, plan: LevelPlan, deadline: float, work: ClassWorkload
+) -> None:
+    result = search.result
+    finish_seen = False
     # The warm-up is inside the budget, and waits no longer than a request may for its answer.
-    bound = min(target.timeout, budget_s)
-    if not await warm_up(target, payload, bound):
+    bound = max(0.1, min(target.timeout, deadline - time.monotonic()))
+    if work.lesson_mode:  # two students' first questions: the warm-up, and the prefix cache
+        answered, result.prefix_cache = await prefix_probe(work, target, bound)
+    else:
+        answered = await warm_up(target, work.payload([], DEFAULT_PROMPT), bound)
+    if not answered:
         result.stopped, result.no_reply_s = "time", bound
         return
 
@@ -120,12 +133,13 @@ async def run_search(
         search.progress(Progress(c))
         level = await run_level(
             target,
-            payload,
+            b"",
             c,
             result.slo,
             level_plan,
             finish_seen=finish_seen,
             on_progress=lambda n: search.progress(Progress(c, n)),
+            connect=work.connect,  # each chat a student of this run's lesson
         )
         finish_seen = finish_seen or level.finish_seen
         search.add(level)
