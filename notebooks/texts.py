@@ -399,6 +399,10 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "context_need: int = 8000",
                 _("tokens of the longest prompt the course apps send (a long lesson)"),
             ),
+            (
+                "lesson_tokens: int = 1500",
+                _("tokens of the lesson the class shares in the load test and capacity test"),
+            ),
             ('lang: str = ""', _("zh-CN or en; empty: LMREG_LANG or the locale")),
         ),
         md(_("## Configuration")),
@@ -415,7 +419,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
         code(
             "run = ob.Onboarding.begin(school, contact_name, contact_mobile, contact_email,\n"
             "                          class_size=class_size, context_need=context_need,\n"
-            "                          lang=lang)\n"
+            "                          lesson_tokens=lesson_tokens, lang=lang)\n"
             "run.contact_card() if run.headless else ui.ContactForm(run)"
         ),
         md(

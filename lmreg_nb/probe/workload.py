@@ -176,15 +176,12 @@ class ClassWorkload:
         tokens = self.seen or self.counted
         p50 = round(statistics.median(tokens)) if tokens else None
         if not self.lesson_mode:
-            return Workload(SHORT, p50, 0, 1, self.spec.max_tokens)
+            return Workload(SHORT, p50, 0, 1, self.spec.max_tokens, None)
         system = self.tokens([{"role": "user", "content": SYSTEM_MESSAGE}]) - self.scale.tokens(0)
         shared = self.scale.tokens(len(self.lesson)) - self.scale.tokens(0)
-        return Workload(LESSON, p50, max(0, system) + shared, TURNS, self.spec.max_tokens)
-
-    @property
-    def lesson_tokens(self) -> int:
-        """The lesson's tokens as sized (the server's count when calibrated)."""
-        return self.scale.tokens(len(self.lesson)) - self.scale.tokens(0)
+        return Workload(
+            LESSON, p50, max(0, system) + shared, TURNS, self.spec.max_tokens, self.spec.lesson_tokens
+        )
 
 
 class StudentConnection(ChatConnection):

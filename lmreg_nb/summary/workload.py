@@ -34,20 +34,21 @@ class Workload:
     shared_prefix_tokens: int = 0
     turns: int = 1
     max_tokens: int | None = None
-
-    @property
-    def lesson_tokens(self) -> int | None:
-        """The lesson's length for a sentence (the shared prefix), or None for ``short``."""
-        return self.shared_prefix_tokens if self.name == LESSON else None
+    #: The lesson's tokens as asked (``--lesson-tokens``; the prefix adds the instructions).
+    lesson_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"name", "prompt_tokens", "shared_prefix_tokens", "turns", "max_tokens"}``."""
+        """``{"name", "prompt_tokens", "shared_prefix_tokens", "turns", "max_tokens"}``.
+
+        Plus ``lesson_tokens``, the lesson's length the sentences name.
+        """
         return {
             "name": self.name,
             "prompt_tokens": self.prompt_tokens,
             "shared_prefix_tokens": self.shared_prefix_tokens,
             "turns": self.turns,
             "max_tokens": self.max_tokens,
+            "lesson_tokens": self.lesson_tokens,
         }
 
     @classmethod
@@ -63,6 +64,7 @@ class Workload:
             shared_prefix_tokens=int_or_none(found.get("shared_prefix_tokens")) or 0,
             turns=int_or_none(found.get("turns")) or 1,
             max_tokens=int_or_none(found.get("max_tokens")),
+            lesson_tokens=int_or_none(found.get("lesson_tokens")),
         )
 
     def sentence(self) -> str:
@@ -77,10 +79,19 @@ class Workload:
             " by the class, then each student's own questions, {turns} turns per conversation,"
             " replies of up to {max_tokens} tokens."
         ).format(
-            lesson=f"{self.shared_prefix_tokens:,}",
+            lesson=_tokens(self),
             turns=self.turns,
             max_tokens=self.max_tokens if self.max_tokens is not None else "-",
         )
+
+    def plain_sentence(self) -> str:
+        """For a principal: what the students were doing while measured, without jargon."""
+        if self.name == SHORT:
+            return _("Each sent only one short question: a lesson's longer questions may be slower.")
+        return _(
+            "They were measured as a class in a lesson: every student asked {turns} questions"
+            " in a row about the same long lesson text."
+        ).format(turns=self.turns)
 
 
 def students_phrase(n: int, workload: Workload | None) -> str:
@@ -97,7 +108,13 @@ def students_phrase(n: int, workload: Workload | None) -> str:
         "{n} student asking at once about a {lesson}-token lesson",
         "{n} students asking at once about a {lesson}-token lesson",
         n,
-    ).format(n=n, lesson=f"{workload.shared_prefix_tokens:,}")
+    ).format(n=n, lesson=_tokens(workload))
+
+
+def _tokens(workload: Workload) -> str:
+    """The lesson's length, ``1,500`` (an old record without it: the shared prefix)."""
+    tokens = workload.lesson_tokens or workload.shared_prefix_tokens
+    return f"{tokens:,}"
 
 
 @dataclass(frozen=True)
