@@ -33,7 +33,8 @@ SUMMARY_COLUMNS = (
     "run_id", "status", "error", "school", "summary_status", "ready", "blockers",
     "checks_passed", "checks_failed", "warnings", "models", "requests", "errors",
     "ttft_p50_ms", "itl_p50_ms", "latency_p50_ms", "requests_per_s", "output_tokens_per_s",
-    "capacity", "class_size", "workload", "prompt_tokens", "kernel_retried", "duration_s", "finished_at",
+    "capacity", "class_size", "workload", "prompt_tokens",
+    "kernel_retried", "duration_s", "finished_at",
     "notebook", "html", "short_html",
 )  # fmt: skip
 _LINKS = ("notebook", "html", "short_html")

@@ -71,7 +71,9 @@ def workload_options(command: F, *, context_need: bool = True) -> F:
     return command
 
 
-def workload_spec(name: str, lesson_tokens: int, max_tokens: int, context_need: int) -> WorkloadSpec:
+def workload_spec(
+    name: str, lesson_tokens: int, max_tokens: int, context_need: int
+) -> WorkloadSpec:
     """The options as a checked spec; a lesson too long for the context is a usage error."""
     from ..errors import ValidationError
     from ..probe.workload import WorkloadSpec, check_workload

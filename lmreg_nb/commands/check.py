@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._types import FiniteRange
-from ._workload import workload_options, workload_spec
+from ._workload import F, workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "check"]
 
 
-def workload_options_no_context(command: click.Command) -> click.Command:
+def workload_options_no_context(command: F) -> F:
     """The workload options; --context-need is check's own (the context-window check)."""
     return workload_options(command, context_need=False)
 

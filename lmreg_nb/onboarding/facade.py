@@ -127,12 +127,19 @@ class Onboarding:
         need, bad_need = context_need_of(context_need)
         lesson, bad_lesson = lesson_tokens_of(lesson_tokens)
         bad_size = bad_size or bad_need or bad_lesson or bad_workload(need, lesson)
-        knobs = {"class_size": size, "context_need": need, "lesson_tokens": lesson}
-        if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
-            if bad_size is not None:
-                raise bad_size
-            return cls("", settings=settings, **knobs)
-        run = cls(school, settings=settings, **knobs)
+        given = (school, contact_name, contact_mobile, contact_email)
+        interactive = not any(str(x).strip() for x in given)
+        if interactive and bad_size is not None:
+            raise bad_size
+        run = cls(
+            "" if interactive else school,
+            settings=settings,
+            class_size=size,
+            context_need=need,
+            lesson_tokens=lesson,
+        )
+        if interactive:
+            return run
         run.headless = True
         if bad_size is not None:
             # A bad parameter stops the run before anything is sent, like a bad contact card.

@@ -287,7 +287,7 @@ def progress_text(progress: Progress) -> str:
     """One line: the warm-up, a level and its requests so far, or a level done and its figures."""
     c, n, level = progress.concurrency, progress.requests, progress.level
     if c == 0:
-        return _("Warming up: sizing the prompts and sending first requests before the first level…")
+        return _("Warming up: sizing the prompts, then first requests before the first level…")
     if level is None:
         return ngettext(
             "concurrency {c}: {n} request so far…", "concurrency {c}: {n} requests so far…", n

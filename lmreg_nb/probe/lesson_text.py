@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["SYSTEM_MESSAGE", "follow_up", "lesson_text", "question"]
+__all__ = ["SYSTEM_MESSAGE", "lesson_text", "question"]
 
 #: The course app's instructions (about 150 tokens).
 SYSTEM_MESSAGE = (

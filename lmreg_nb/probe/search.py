@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from .exchange import DEFAULT_PROMPT
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
 from .target import Target
 from .warmup import warm_up
-from .exchange import DEFAULT_PROMPT
 from .workload import ClassWorkload, WorkloadSpec, prefix_probe, prepare_workload
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ import random
 import statistics
 import time
 from dataclasses import dataclass, field
+
 from ..errors import ValidationError
 from ..i18n import _
 from ..summary.workload import LESSON, SHORT, PrefixCache, Workload, WorkloadName
@@ -180,7 +181,12 @@ class ClassWorkload:
         system = self.tokens([{"role": "user", "content": SYSTEM_MESSAGE}]) - self.scale.tokens(0)
         shared = self.scale.tokens(len(self.lesson)) - self.scale.tokens(0)
         return Workload(
-            LESSON, p50, max(0, system) + shared, TURNS, self.spec.max_tokens, self.spec.lesson_tokens
+            LESSON,
+            p50,
+            max(0, system) + shared,
+            TURNS,
+            self.spec.max_tokens,
+            self.spec.lesson_tokens,
         )
 
 
@@ -305,4 +311,3 @@ async def _first_token(conn: ChatConnection, bound_s: float) -> tuple[bool, floa
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         conn.close()
-

@@ -1,7 +1,8 @@
 """The summary's ``capacity``: the capacity search as recorded (DESIGN.md "Contract: capacity").
 
 The JSON is the capacity command's object (``slo``, ``levels``, ``capacity``,
-``need``, ``workload``, ``prefix_cache``) plus the verdict sentence and the class size it was judged against.
+``need``, ``workload``, ``prefix_cache``) plus the verdict sentence and the class
+size it was judged against.
 The probe's :class:`~lmreg_nb.probe.capacity.CapacityResult` makes it
 (:meth:`CapacityRecord.from_json` of its ``to_json``); the summary is core, so
 it keeps a typed copy of its own rather than the probe's objects.

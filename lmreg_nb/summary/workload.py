@@ -87,7 +87,9 @@ class Workload:
     def plain_sentence(self) -> str:
         """For a principal: what the students were doing while measured, without jargon."""
         if self.name == SHORT:
-            return _("Each sent only one short question: a lesson's longer questions may be slower.")
+            return _(
+                "Each sent only one short question: a lesson's longer questions may be slower."
+            )
         return _(
             "They were measured as a class in a lesson: every student asked {turns} questions"
             " in a row about the same long lesson text."
