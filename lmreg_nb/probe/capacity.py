@@ -157,7 +157,7 @@ class CapacityResult:
     def to_json(self) -> dict[str, Any]:
         """The contract's object: ``{"slo", "levels", "capacity", "need", "workload"}``.
 
-        Plus ``prefix_cache`` (``{"reused", "first_ms", "next_ms"}`` or None).
+        The prefix-cache finding is in the verdict and the record, not here.
         """
         levels = sorted(self.levels, key=lambda lv: lv.concurrency)
         return {
@@ -166,7 +166,6 @@ class CapacityResult:
             "capacity": self.capacity.to_json(),
             "need": self.need,
             "workload": self.workload.to_json() if self.workload is not None else None,
-            "prefix_cache": self.prefix_cache.to_json() if self.prefix_cache else None,
         }
 
     @classmethod

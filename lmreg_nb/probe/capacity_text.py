@@ -169,6 +169,10 @@ def _closeness(level: Level, slo: SLO) -> str | None:
 
 def _for_class(capacity: int, class_size: int, workload: Workload | None) -> str:
     """Enough for the class or not, naming what a class sends (the lesson)."""
+    if workload is None:  # a result made elsewhere, or an old record: not known what was sent
+        if capacity >= class_size:
+            return _("That is enough for a class of {size}.").format(size=class_size)
+        return _("A class of {size} needs more.").format(size=class_size)
     students = students_phrase(class_size, workload)
     if capacity >= class_size:
         return _("That is enough for a class of {size}: {students}.").format(
@@ -287,7 +291,7 @@ def progress_text(progress: Progress) -> str:
     """One line: the warm-up, a level and its requests so far, or a level done and its figures."""
     c, n, level = progress.concurrency, progress.requests, progress.level
     if c == 0:
-        return _("Warming up: sizing the prompts, then first requests before the first level…")
+        return _("Warming up: one request before the first level…")
     if level is None:
         return ngettext(
             "concurrency {c}: {n} request so far…", "concurrency {c}: {n} requests so far…", n
@@ -355,4 +359,8 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
         )
     )
     lines.append(_("verdict: {text}").format(text=verdict(result, class_size)))
+    if result.workload is not None:
+        lines.append(_("workload: {text}").format(text=result.workload.sentence()))
+    if result.prefix_cache is not None:
+        lines.append(_("prefix cache: {text}").format(text=result.prefix_cache.sentence()))
     return "\n".join(lines)

@@ -98,7 +98,13 @@ async def run_search(
     result = search.result
     deadline = time.monotonic() + budget_s
     search.progress(Progress())
-    work = await prepare_workload(target, spec)
+    # The warm-up (calibration included) waits no longer than a request may for its answer.
+    bound = min(target.timeout, budget_s)
+    work = await prepare_workload(target, spec, bound)
+    if work.silent:
+        result.stopped, result.no_reply_s = "time", bound
+        result.workload = work.info()
+        return
     try:
         await _run(search, target, plan, deadline, work)
     finally:
@@ -111,7 +117,7 @@ async def _run(
     result = search.result
     finish_seen = False
     # The warm-up is inside the budget, and waits no longer than a request may for its answer.
-    bound = max(0.1, min(target.timeout, deadline - time.monotonic()))
+    bound = max(0.1, min(target.timeout, deadline - time.monotonic()))  # what is left of it
     if work.lesson_mode:  # two students' first questions: the warm-up, and the prefix cache
         answered, result.prefix_cache = await prefix_probe(work, target, bound)
     else:

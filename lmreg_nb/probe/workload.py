@@ -118,6 +118,8 @@ class ClassWorkload:
     counted: list[int] = field(default_factory=list)
     turns_sent: int = 0  # requests that carried history (turn 2 or later)
     students: int = 0
+    #: The calibration had no answer at all within its bound (the server is silent).
+    silent: bool = False
 
     @property
     def lesson_mode(self) -> bool:
@@ -220,14 +222,22 @@ class StudentConnection(ChatConnection):
         self.request = fresh.request  # the same connection, the next body
 
 
-async def prepare_workload(target: Target, spec: WorkloadSpec) -> ClassWorkload:
-    """The run's workload: a new lesson, sized in the server's tokens (two short requests)."""
+async def prepare_workload(
+    target: Target, spec: WorkloadSpec, bound_s: float | None = None
+) -> ClassWorkload:
+    """The run's workload: a new lesson, sized in the server's tokens (two short requests).
+
+    The calibration waits at most ``bound_s`` (and the request timeout); with no
+    answer by then, ``silent`` is set and the lesson is sized by the estimate.
+    """
     spec = check_workload(spec)
     work = ClassWorkload(spec, target.model)
     if not work.lesson_mode:
         return work
     seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
-    await _calibrate(work, target, seed + 1)  # another text: the lesson's prefix stays cold
+    bound = min(target.timeout, 60.0, bound_s if bound_s is not None else 60.0)
+    # Another text than the lesson's: the lesson's prefix stays cold for the prefix probe.
+    work.silent = not await _calibrate(work, target, seed + 1, bound)
     scale = work.scale
     chars = scale.words(scale.tokens(0) + spec.lesson_tokens)
     # Within context_need with the first question and the reply (the scale may say otherwise
@@ -242,8 +252,11 @@ def _system_tokens(scale: ContextFinding) -> int:
     return max(0, scale.tokens(len(SYSTEM_MESSAGE)) - scale.tokens(0))
 
 
-async def _calibrate(work: ClassWorkload, target: Target, seed: int) -> None:
-    """Two prompts of known length, answered with one token: the server's count of them."""
+async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: float) -> bool:
+    """Two prompts of known length, answered with one token: the server's count of them.
+
+    False when neither was answered at all within ``bound_s``.
+    """
     text = lesson_text(max(_CALIBRATION), seed)
 
     async def ask(chars: int) -> tuple[int, int | None]:
@@ -259,13 +272,14 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int) -> None:
         return chars, tokens if good else None
 
     try:
-        async with asyncio.timeout(min(target.timeout, 60.0)):
+        async with asyncio.timeout(bound_s):
             found = await asyncio.gather(*(ask(n) for n in _CALIBRATION))
     except TimeoutError:
-        return  # the estimate: one token per character
+        return False  # no answer: the estimate, one token per character
     for chars, tokens in found:
         if tokens is not None:
             work.scale.counts[chars] = tokens
+    return True
 
 
 async def prefix_probe(

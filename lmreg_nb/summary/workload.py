@@ -37,19 +37,22 @@ class Workload:
     #: The lesson's tokens as asked (``--lesson-tokens``; the prefix adds the instructions).
     lesson_tokens: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, record: bool = False) -> dict[str, Any]:
         """``{"name", "prompt_tokens", "shared_prefix_tokens", "turns", "max_tokens"}``.
 
-        Plus ``lesson_tokens``, the lesson's length the sentences name.
+        ``record``: plus ``lesson_tokens``, the lesson's length the sentences name
+        (the record keeps it; the CLI's JSON is exactly the contract's).
         """
-        return {
+        found: dict[str, Any] = {
             "name": self.name,
             "prompt_tokens": self.prompt_tokens,
             "shared_prefix_tokens": self.shared_prefix_tokens,
             "turns": self.turns,
             "max_tokens": self.max_tokens,
-            "lesson_tokens": self.lesson_tokens,
         }
+        if record:
+            found["lesson_tokens"] = self.lesson_tokens
+        return found
 
     @classmethod
     def from_json(cls, data: Any) -> Workload | None:
@@ -96,10 +99,8 @@ class Workload:
         ).format(turns=self.turns)
 
 
-def students_phrase(n: int, workload: Workload | None) -> str:
+def students_phrase(n: int, workload: Workload) -> str:
     """``"40 students asking at once about a 1,500-token lesson"`` (or a short question)."""
-    if workload is None:
-        return ngettext("{n} student at once", "{n} students at once", n).format(n=n)
     if workload.name == SHORT:
         return ngettext(
             "{n} student asking one short question at once",

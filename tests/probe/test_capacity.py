@@ -88,7 +88,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert seen == [lv.concurrency for lv in result.levels]
     assert result.meets(cap.concurrency) and not result.meets(2 * slots)
     out = result.to_json()
-    assert set(out) == {"slo", "levels", "capacity", "need"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
     assert set(out["capacity"]) == {
         "concurrency",
         "requests_per_s",
@@ -318,7 +318,7 @@ def test_cli_json_and_exit_codes(plain: str) -> None:
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)
     assert out["need"] == 2 and out["capacity"]["concurrency"] == 2
-    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": None, "max_error_rate": 0.01}
+    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": 150.0, "max_error_rate": 0.01}
     assert KEY not in ok.output
 
     failed = CliRunner().invoke(
