@@ -179,7 +179,7 @@ class ClassWorkload:
         tokens = self.seen or self.counted
         p50 = round(statistics.median(tokens)) if tokens else None
         if not self.lesson_mode:
-            return Workload(SHORT, p50, 0, 1, self.spec.max_tokens, None)
+            return Workload(SHORT, p50, 0, 1, self.spec.max_tokens)
         system = self.tokens([{"role": "user", "content": SYSTEM_MESSAGE}]) - self.scale.tokens(0)
         shared = self.scale.tokens(len(self.lesson)) - self.scale.tokens(0)
         return Workload(
@@ -188,7 +188,6 @@ class ClassWorkload:
             max(0, system) + shared,
             TURNS,
             self.spec.max_tokens,
-            self.spec.lesson_tokens,
         )
 
 

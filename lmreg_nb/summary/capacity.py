@@ -138,7 +138,7 @@ class CapacityRecord:
                 "limited_by": self.limited_by,
             },
             "need": self.need,
-            "workload": self.workload.to_json(record=True) if self.workload is not None else None,
+            "workload": self.workload.to_json() if self.workload is not None else None,
             "prefix_cache": self.prefix_cache.to_json() if self.prefix_cache else None,
             "verdict": self.verdict,
             "class_size": self.class_size,

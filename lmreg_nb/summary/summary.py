@@ -95,7 +95,7 @@ class Summary:
             "models": [m.to_json() for m in self.models],
             "checks": [c.to_json() for c in self.checks],
             "performance": dict(self.performance) if self.performance is not None else None,
-            "workload": self.workload.to_json(record=True) if self.workload is not None else None,
+            "workload": self.workload.to_json() if self.workload is not None else None,
             "capacity": self.capacity.to_json() if self.capacity is not None else None,
             "class_size": self.class_size,
             "status": self.status,

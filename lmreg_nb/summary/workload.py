@@ -34,25 +34,16 @@ class Workload:
     shared_prefix_tokens: int = 0
     turns: int = 1
     max_tokens: int | None = None
-    #: The lesson's tokens as asked (``--lesson-tokens``; the prefix adds the instructions).
-    lesson_tokens: int | None = None
 
-    def to_json(self, *, record: bool = False) -> dict[str, Any]:
-        """``{"name", "prompt_tokens", "shared_prefix_tokens", "turns", "max_tokens"}``.
-
-        ``record``: plus ``lesson_tokens``, the lesson's length the sentences name
-        (the record keeps it; the CLI's JSON is exactly the contract's).
-        """
-        found: dict[str, Any] = {
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "prompt_tokens", "shared_prefix_tokens", "turns", "max_tokens"}``."""
+        return {
             "name": self.name,
             "prompt_tokens": self.prompt_tokens,
             "shared_prefix_tokens": self.shared_prefix_tokens,
             "turns": self.turns,
             "max_tokens": self.max_tokens,
         }
-        if record:
-            found["lesson_tokens"] = self.lesson_tokens
-        return found
 
     @classmethod
     def from_json(cls, data: Any) -> Workload | None:
@@ -67,7 +58,6 @@ class Workload:
             shared_prefix_tokens=int_or_none(found.get("shared_prefix_tokens")) or 0,
             turns=int_or_none(found.get("turns")) or 1,
             max_tokens=int_or_none(found.get("max_tokens")),
-            lesson_tokens=int_or_none(found.get("lesson_tokens")),
         )
 
     def sentence(self) -> str:
@@ -115,9 +105,8 @@ def students_phrase(n: int, workload: Workload) -> str:
 
 
 def _tokens(workload: Workload) -> str:
-    """The lesson's length, ``1,500`` (an old record without it: the shared prefix)."""
-    tokens = workload.lesson_tokens or workload.shared_prefix_tokens
-    return f"{tokens:,}"
+    """The shared lesson's length as the server counts it (its instructions included)."""
+    return f"{workload.shared_prefix_tokens:,}"
 
 
 @dataclass(frozen=True)
