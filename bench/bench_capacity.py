@@ -57,8 +57,7 @@ from lmreg_nb.probe.exchange import chat_body
 from lmreg_nb.probe.level_run import run_level
 from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.probe.target import Target
-from lmreg_nb.sandbox.mock_serving import serving_process
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 KEY = "sk-bench-capacity-0123456789"
 TOKENS = 64

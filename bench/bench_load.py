@@ -27,8 +27,7 @@ from openai import AsyncOpenAI
 
 from lmreg_nb.probe.load import make_client, run_load
 from lmreg_nb.probe.target import Target
-from lmreg_nb.sandbox.mock_serving import serving_process
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 KEY = "sk-bench-load-0123456789"
 TOKENS = 64

@@ -26,8 +26,7 @@ from openai import AsyncOpenAI
 
 from lmreg_nb.probe.load import make_client, run_load
 from lmreg_nb.probe.target import Target
-from lmreg_nb.sandbox.mock_serving import serving_process
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 KEY = "sk-bench-accuracy-0123456789"
 TTFT_MS, ITL_MS, TOKENS = 200.0, 20.0, 64

@@ -174,8 +174,7 @@ def test_a_figure_in_a_missing_folder_is_a_usage_error_before_measuring(
 )
 @pytest.mark.parametrize("figure", ["/dev/full", "/proc/lmreg-nb-fig.png"])
 def test_a_figure_that_cannot_be_written_is_one_line(args: list[str], figure: str) -> None:
-    from lmreg_nb.sandbox.mock_serving import serving
-    from lmreg_nb.sandbox.school_model import MockModelConfig
+    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
     key = "sk-figure-0123456789"
     with serving(MockModelConfig(api_key=key, ttft_ms=5, itl_ms=2, tokens=4)) as base:

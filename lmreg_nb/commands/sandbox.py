@@ -131,6 +131,30 @@ _DB_HELP = "SQLite database file [default: $XDG_DATA_HOME/lmreg_nb/sandbox.sqlit
     "vLLM's 400 (with --quirk truncate-prompt: cut silently, as Ollama does). 0: no limit.",
 )
 @click.option(
+    "--prefill-tokens-per-s",
+    default=0.0,
+    show_default=True,
+    type=FiniteRange(min=0),
+    metavar="R",
+    help="Mock model: new prompt tokens go through one first-come-first-served prefill "
+    "queue at R tokens a second before the first token (0: free).",
+)
+@click.option(
+    "--prefix-cache",
+    is_flag=True,
+    help="Mock model: the part of a prompt that starts like an earlier prompt costs no "
+    "prefill (a prefix cache).",
+)
+@click.option(
+    "--kv-tokens",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Mock model: tokens of prompts and replies in flight at once; a request that "
+    "would pass N waits for room (0: no limit).",
+)
+@click.option(
     "--quirk",
     "quirks",
     multiple=True,
@@ -169,6 +193,9 @@ def sandbox(
     slots: int,
     slowdown: float,
     context_window: int,
+    prefill_tokens_per_s: float,
+    prefix_cache: bool,
+    kv_tokens: int,
     quirks: tuple[str, ...],
     served: tuple[str, ...],
     allow_remote: bool,
@@ -200,6 +227,9 @@ def sandbox(
         served=tuple(name.strip() for name in served if name.strip()),
         parent_pid=parent_pid,
         context_window=context_window,
+        prefill_tokens_per_s=prefill_tokens_per_s,
+        prefix_cache=prefix_cache,
+        kv_tokens=kv_tokens,
     )
     _serve(options)
 

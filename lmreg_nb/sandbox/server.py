@@ -51,6 +51,9 @@ class SandboxOptions:
     served: tuple[str, ...] = ()  # mock model: the model names served (empty: any)
     parent_pid: int | None = None  # stop when this process dies (a demo, a test run)
     context_window: int = 0  # mock model: prompt + max_tokens accepted (0: no limit)
+    prefill_tokens_per_s: float = 0.0  # mock model: one FCFS prefill queue (0: free)
+    prefix_cache: bool = False  # mock model: a prompt's start seen before costs no prefill
+    kv_tokens: int = 0  # mock model: prompt + reply tokens in flight at once (0: no limit)
 
 
 def is_loopback(host: str) -> bool:
@@ -165,6 +168,9 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
                 slowdown=options.slowdown,
                 served=options.served,
                 context_window=options.context_window,
+                prefill_tokens_per_s=options.prefill_tokens_per_s,
+                prefix_cache=options.prefix_cache,
+                kv_tokens=options.kv_tokens,
             )
         )
         base_url = _url(options.host, platform_sock.getsockname()[1])

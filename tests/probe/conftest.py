@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity
 from lmreg_nb.probe.load import run_load
-from lmreg_nb.sandbox.mock_serving import serving, serving_process
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 
 pytestmark = pytest.mark.timeout(90)
 

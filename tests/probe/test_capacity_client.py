@@ -10,8 +10,7 @@ import pytest
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.capacity import LevelPlan, find_capacity
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -25,8 +25,7 @@ from lmreg_nb.probe.level_run import run_level
 from lmreg_nb.probe.levels import SLO, LevelPlan
 from lmreg_nb.probe.load import run_load
 from lmreg_nb.probe.metrics import decode_itl_ms
-from lmreg_nb.sandbox.mock_serving import serving_process
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 pytestmark = pytest.mark.timeout(120)
 

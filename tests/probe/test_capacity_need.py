@@ -20,8 +20,7 @@ from lmreg_nb.cli import main
 from lmreg_nb.probe.capacity import SLO, CapacityResult, LevelPlan, find_capacity, margin_level
 from lmreg_nb.probe.levels import Level
 from lmreg_nb.probe.target import Target
-from lmreg_nb.sandbox.mock_serving import serving, serving_process
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -46,8 +46,7 @@ def test_ctrl_c_in_the_cli_prints_what_was_measured_so_far(tmp_path) -> None:
     import subprocess
     import sys
 
-    from lmreg_nb.sandbox.mock_serving import serving
-    from lmreg_nb.sandbox.school_model import MockModelConfig
+    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
     key = "sk-ctrl-c-0123456789abcdef"
     config = MockModelConfig(api_key=key, ttft_ms=10, itl_ms=5, tokens=20)

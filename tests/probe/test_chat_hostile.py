@@ -181,8 +181,7 @@ def test_stream_masker_holds_back_a_split_key() -> None:
 
 
 def test_chat_reply_runs_beside_the_checks() -> None:
-    from lmreg_nb.sandbox.mock_serving import serving
-    from lmreg_nb.sandbox.school_model import MockModelConfig, reply_tokens
+    from lmreg_nb.sandbox.school_model import MockModelConfig, reply_tokens, serving
 
     config = MockModelConfig(api_key=KEY, ttft_ms=400, itl_ms=10, tokens=8)
     with serving(config) as base:

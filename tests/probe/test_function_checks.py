@@ -25,9 +25,7 @@ from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint, format_report
 from lmreg_nb.probe.context_window import MAX_CONTEXT_NEED, filler_prompt
-from lmreg_nb.sandbox.mock_reply import THINKING_TOKENS
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import THINKING_TOKENS, MockModelConfig, serving
 
 if TYPE_CHECKING:
     from tests.probe.conftest import Mock

@@ -17,8 +17,7 @@ from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
 from lmreg_nb.probe.checks import CheckResult as Row
 from lmreg_nb.probe.golive import private_only, resolve_row
 from lmreg_nb.probe.shapes import chunk_text, completion_tokens, error_message, model_ids
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
 if TYPE_CHECKING:
     from tests.probe.conftest import Mock

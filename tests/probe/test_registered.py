@@ -22,8 +22,7 @@ from lmreg_nb.client import RegistryClient
 from lmreg_nb.errors import NotFoundError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.probe import Target
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.secret import Secret, find_leaks
 from lmreg_nb.settings import Settings
 

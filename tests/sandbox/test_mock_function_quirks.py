@@ -14,9 +14,8 @@ import httpx
 import openai
 import pytest
 
-from lmreg_nb.sandbox.mock_reply import THINKING_TOKENS
-from lmreg_nb.sandbox.mock_serving import _config_env, serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import THINKING_TOKENS, MockModelConfig, serving
+from lmreg_nb.sandbox.school_model.serve import config_env
 
 KEY = "sk-mock-quirks-0123456789"
 WINDOW = 100
@@ -122,7 +121,7 @@ def test_interrupt_a_plain_request_cuts_the_running_stream() -> None:
 
 
 def test_the_context_window_goes_through_the_environment() -> None:
-    env = _config_env(MockModelConfig(api_key=KEY, context_window=4096))
+    env = config_env(MockModelConfig(api_key=KEY, context_window=4096))
     assert env["LMREG_MOCK_CONTEXT_WINDOW"] == "4096"
     with pytest.raises(ValueError, match="context_window"):
         MockModelConfig(api_key=KEY, context_window=-1)

@@ -11,12 +11,12 @@ import httpx
 import openai
 import pytest
 
-from lmreg_nb.sandbox.mock_serving import serving
 from lmreg_nb.sandbox.school_model import (
     QUIRKS,
     MockModelConfig,
     parse_quirks,
     reply_tokens,
+    serving,
 )
 
 KEY = "sk-mock-0123456789"

@@ -16,8 +16,7 @@ from watch_helpers import MODEL_KEY, SchoolModel
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.models import RegisteredModel
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.alerts import ModelState, step

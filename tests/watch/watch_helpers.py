@@ -26,8 +26,7 @@ import pytest
 
 from lmreg_nb.client import RegistryClient
 from lmreg_nb.models import ModelDraft
-from lmreg_nb.sandbox.mock_serving import serving
-from lmreg_nb.sandbox.school_model import MockModelConfig
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 

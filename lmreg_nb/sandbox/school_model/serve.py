@@ -13,9 +13,10 @@ from collections.abc import Iterator
 
 from starlette.applications import Starlette
 
-from .school_model import MockModelConfig, create_app, parse_quirks
+from .app import create_app
+from .config import MockModelConfig, parse_quirks
 
-__all__ = ["app_from_env", "serving", "serving_process"]
+__all__ = ["app_from_env", "config_env", "serving", "serving_process"]
 
 
 def app_from_env() -> Starlette:
@@ -23,7 +24,9 @@ def app_from_env() -> Starlette:
 
     ``LMREG_MOCK_API_KEY`` (required), ``LMREG_MOCK_TTFT_MS``, ``LMREG_MOCK_ITL_MS``,
     ``LMREG_MOCK_TOKENS``, ``LMREG_MOCK_QUIRKS`` (comma-separated), ``LMREG_MOCK_SLOTS``,
-    ``LMREG_MOCK_SLOWDOWN``, ``LMREG_MOCK_SERVED``, ``LMREG_MOCK_CONTEXT_WINDOW``.
+    ``LMREG_MOCK_SLOWDOWN``, ``LMREG_MOCK_SERVED``, ``LMREG_MOCK_CONTEXT_WINDOW``,
+    ``LMREG_MOCK_PREFILL_TOKENS_PER_S``, ``LMREG_MOCK_PREFIX_CACHE`` (1 or 0),
+    ``LMREG_MOCK_KV_TOKENS``.
     """
     env = os.environ
     return create_app(
@@ -37,6 +40,9 @@ def app_from_env() -> Starlette:
             slowdown=float(env.get("LMREG_MOCK_SLOWDOWN", 0)),
             served=tuple(n for n in env.get("LMREG_MOCK_SERVED", "").split(",") if n),
             context_window=int(env.get("LMREG_MOCK_CONTEXT_WINDOW", 0)),
+            prefill_tokens_per_s=float(env.get("LMREG_MOCK_PREFILL_TOKENS_PER_S", 0)),
+            prefix_cache=env.get("LMREG_MOCK_PREFIX_CACHE", "0") == "1",
+            kv_tokens=int(env.get("LMREG_MOCK_KV_TOKENS", 0)),
         )
     )
 
@@ -89,7 +95,7 @@ def serving(
         sock.close()
 
 
-def _config_env(config: MockModelConfig) -> dict[str, str]:
+def config_env(config: MockModelConfig) -> dict[str, str]:
     return {
         "LMREG_MOCK_API_KEY": config.api_key,
         "LMREG_MOCK_TTFT_MS": repr(config.ttft_ms),
@@ -100,6 +106,9 @@ def _config_env(config: MockModelConfig) -> dict[str, str]:
         "LMREG_MOCK_SLOWDOWN": repr(config.slowdown),
         "LMREG_MOCK_SERVED": ",".join(config.served),
         "LMREG_MOCK_CONTEXT_WINDOW": str(config.context_window),
+        "LMREG_MOCK_PREFILL_TOKENS_PER_S": repr(config.prefill_tokens_per_s),
+        "LMREG_MOCK_PREFIX_CACHE": "1" if config.prefix_cache else "0",
+        "LMREG_MOCK_KV_TOKENS": str(config.kv_tokens),
     }
 
 
@@ -122,7 +131,7 @@ def serving_process(
         "--host", host, "--port", str(port), "--workers", str(workers),
         "--log-level", "warning", "--backlog", "2048", "--timeout-graceful-shutdown", "2",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, **_config_env(config)})
+    proc = subprocess.Popen(cmd, env={**os.environ, **config_env(config)})
     base = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + timeout

@@ -1,6 +1,7 @@
 """One reply of the mock school model: its tokens, its timing, its SSE frames and error pages.
 
-See :mod:`lmreg_nb.sandbox.school_model` for the timing rule and the quirks.
+See :mod:`lmreg_nb.sandbox.school_model` for the timing rule and
+:mod:`~lmreg_nb.sandbox.school_model.config` for the quirks.
 """
 
 from __future__ import annotations
@@ -10,12 +11,25 @@ import json
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
-if TYPE_CHECKING:
-    from .school_model import MockModelConfig
+from .compute import prompt_tokens
+from .config import MockModelConfig
+
+__all__ = [
+    "THINKING_TOKENS",
+    "Reply",
+    "asks_chinese",
+    "chinese_tokens",
+    "error_body",
+    "error_reply",
+    "reply_tokens",
+    "sleep_until",
+    "split_utf8",
+    "sse_stream",
+]
 
 _SENTENCE = (
     "The quick brown fox jumps over the lazy dog while the school model "
@@ -38,19 +52,19 @@ THINKING_TOKENS = 16
 _CHINESE = "图书馆每天早上八点开门，同学们可以在这里安静地读书、查资料和讨论问题。"
 
 
-def _chinese_tokens(count: int, garble: bool) -> list[str]:
+def chinese_tokens(count: int, garble: bool) -> list[str]:
     """A Chinese reply, one character per token; ``garble``: U+FFFD for every fifth."""
     return [
         "\ufffd" if garble and k % 5 == 2 else _CHINESE[k % len(_CHINESE)] for k in range(count)
     ]
 
 
-def _asks_chinese(body: dict[str, Any]) -> bool:
+def asks_chinese(body: dict[str, Any]) -> bool:
     text = json.dumps(body.get("messages") or body.get("prompt") or "", ensure_ascii=False)
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
-async def _split_utf8(stream: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
+async def split_utf8(stream: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
     """Each write cut inside its first multi-byte character (a read boundary mid-character)."""
     async for block in stream:
         cut = next((i + 1 for i, b in enumerate(block) if b >= 0xC0), 0)
@@ -64,11 +78,11 @@ async def _split_utf8(stream: AsyncGenerator[bytes, None]) -> AsyncGenerator[byt
 _MARK = "\x00token\x00"  # a placeholder no token contains
 
 
-def _error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict:
+def error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-def _error(
+def error_reply(
     status: int,
     message: str,
     type_: str,
@@ -85,7 +99,7 @@ def _error(
         return Response(page, status, headers=headers, media_type="text/html")
     if "text-errors" in quirks:
         return Response(f"{status} {message}", status, headers=headers, media_type="text/plain")
-    return JSONResponse(_error_body(message, type_, code), status, headers=headers)
+    return JSONResponse(error_body(message, type_, code), status, headers=headers)
 
 
 class _Frames:
@@ -104,7 +118,7 @@ class _Frames:
         return self.data(json.dumps(obj, separators=(",", ":")))
 
 
-class _Reply:
+class Reply:
     """One request's reply: its ids, its tokens and when each one is due."""
 
     def __init__(
@@ -126,7 +140,8 @@ class _Reply:
         self.id = ("chatcmpl-" if chat else "cmpl-") + secrets.token_hex(12)
         self.created = int(time.time())
         self.object = "chat.completion" if chat else "text_completion"
-        self.prompt_tokens = _count_prompt(body, chat)
+        self.prompt = _prompt(body, chat)  # its tokens, for the prefill and the prefix cache
+        self.prompt_tokens = len(self.prompt)
         self.pace: Callable[[int], float] | None = None  # set under a decode slowdown
 
     def think(self, quirks: frozenset[str]) -> None:
@@ -204,24 +219,33 @@ class _Reply:
         return {"content": text} if self.chat else text
 
 
-def _count_prompt(body: dict[str, Any], chat: bool) -> int:
+def _prompt(body: dict[str, Any], chat: bool) -> list[str]:
+    """The prompt's tokens as :func:`~.compute.tokenize` counts them (at least one)."""
     if chat:
         messages = body.get("messages") or []
-        text = " ".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
+        texts = [_text(m.get("content")) for m in messages if isinstance(m, dict)]
     else:
         prompt = body.get("prompt")
-        text = " ".join(prompt) if isinstance(prompt, list) else str(prompt or "")
-    return max(1, len(text.split()))
+        texts = [str(p) for p in prompt] if isinstance(prompt, list) else [str(prompt or "")]
+    return prompt_tokens(texts) or [""]
 
 
-async def _sleep_until(deadline: float) -> None:
+def _text(content: object) -> str:
+    """A message's text: a string, or the text parts of a list of parts."""
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return " ".join(p for p in parts if isinstance(p, str))
+    return str(content or "")
+
+
+async def sleep_until(deadline: float) -> None:
     delay = deadline - time.monotonic()
     if delay > 0:
         await asyncio.sleep(delay)
 
 
-async def _stream(
-    reply: _Reply, quirks: frozenset[str], include_usage: bool
+async def sse_stream(
+    reply: Reply, quirks: frozenset[str], include_usage: bool
 ) -> AsyncGenerator[bytes, None]:
     frames = _Frames(quirks)
     null = "null-content" in quirks
@@ -242,19 +266,19 @@ async def _stream(
             yield "".join(pieces).encode()
             pieces.clear()
         if not burst:
-            await _sleep_until(due)
+            await sleep_until(due)
         text = _TOKEN_JSON.get(token) or json.dumps(token, ensure_ascii=False)  # raw UTF-8
         pieces.append(head + text + tail if k >= reply.thinking else thought[0] + text + thought[1])
         if k == n // 2 and "non-json-chunk" in quirks:
             pieces.append(frames.data("this is not json"))
         if k == n // 2 and "error-in-stream" in quirks:
-            err = _error_body("the model failed mid-stream", "server_error", "internal_error")
+            err = error_body("the model failed mid-stream", "server_error", "internal_error")
             pieces.append(frames.event(err))
             pieces.append(frames.data("[DONE]"))
             yield "".join(pieces).encode()
             return
     if burst:
-        await _sleep_until(reply.done_at)
+        await sleep_until(reply.done_at)
     last: dict[str, Any] | str | None = {} if reply.chat else ""
     if null:
         last = reply.content(None)

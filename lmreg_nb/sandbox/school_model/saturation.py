@@ -17,6 +17,10 @@
   depend on when its reply began. The cut stream sends
   ``data: [DONE]`` right after its last content chunk, with no
   ``finish_reason``, and ends.
+- **Compute** (``prefill_tokens_per_s``, ``prefix_cache``, ``kv_tokens``): a
+  request first waits for KV room, then for a slot; its first token is then
+  due ``ttft_ms`` after its prefill ends in the one prefill queue. See
+  :mod:`lmreg_nb.sandbox.school_model.compute`.
 """
 
 from __future__ import annotations
@@ -27,16 +31,20 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Protocol
 
+from .compute import KvRoom, Prefill
+
 __all__ = ["Load", "Paced"]
 
 
 class Paced(Protocol):
-    """What the load model needs of a reply (``mock_reply._Reply``)."""
+    """What the load model needs of a reply (:class:`~.reply.Reply`)."""
 
     t0: float
     ttft: float
     itl: float
     pace: Callable[[int], float] | None
+    prompt: list[str]  # the prompt's tokens
+    tokens: list[str]  # the reply's tokens
 
 
 class Pace:
@@ -65,10 +73,21 @@ class Pace:
 class Load:
     """One mock's shared state: its slots, the streams in progress, the slowdown."""
 
-    def __init__(self, slots: int = 0, slowdown: float = 0.0) -> None:
+    def __init__(
+        self,
+        slots: int = 0,
+        slowdown: float = 0.0,
+        *,
+        prefill_tokens_per_s: float = 0.0,
+        prefix_cache: bool = False,
+        kv_tokens: int = 0,
+    ) -> None:
         self.slots = slots
         self.slowdown = slowdown
         self._gate = asyncio.Semaphore(slots) if slots > 0 else None
+        self._kv = KvRoom(kv_tokens) if kv_tokens > 0 else None
+        computes = prefill_tokens_per_s > 0 or prefix_cache
+        self._prefill = Prefill(prefill_tokens_per_s, prefix_cache) if computes else None
         self._cut: set[asyncio.Event] = set()  # one event per stream that a newcomer cuts
         self.active = 0
 
@@ -78,14 +97,32 @@ class Load:
 
     @contextlib.asynccontextmanager
     async def slot(self, reply: Paced) -> AsyncIterator[None]:
-        """Hold a slot while a reply is produced; its clock starts when the slot is got."""
+        """Hold KV room and a slot while a reply is produced; its clock starts when it has both.
+
+        With a prefill queue the clock starts when the prompt's prefill ends.
+        """
+        kv, need = self._kv, len(reply.prompt) + len(reply.tokens)
+        if kv is not None:
+            await kv.acquire(need)
+        try:
+            async with self._slot(reply):
+                yield
+        finally:
+            if kv is not None:
+                kv.release(need)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, reply: Paced) -> AsyncIterator[None]:
         gate = self._gate
         if gate is not None:
             await gate.acquire()
         self.active += 1
         try:
-            if gate is not None:
+            if gate is not None or self._kv is not None:
                 reply.t0 = time.monotonic()  # the queue wait counts before the first token
+            if self._prefill is not None:
+                text = "".join(reply.tokens)  # what a next turn sends back as history
+                reply.t0 = self._prefill.schedule(reply.prompt, reply.t0, text)
             if self.slowdown:
                 reply.pace = Pace(reply, self)
             yield
