@@ -19,7 +19,7 @@ from .exchange import DEFAULT_PROMPT
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
 from .target import Target
-from .warmup import warm_up
+from .warmup import drain, warm_up
 from .workload import ClassWorkload, WorkloadSpec, prefix_probe, prepare_workload
 
 if TYPE_CHECKING:
@@ -126,8 +126,10 @@ async def _run(
         result.stopped, result.no_reply_s = "time", bound
         return
 
+    last: Level | None = None
+
     async def measure(c: int) -> Level | None:
-        nonlocal finish_seen
+        nonlocal finish_seen, last
         if search.interrupted.is_set():  # Ctrl-C before the loop could be told
             result.stopped = "interrupted"
             return None
@@ -135,6 +137,14 @@ async def _run(
         if left < max(plan.min_seconds, _MIN_LEVEL_S):
             result.stopped = "time"
             return None
+        if last is not None and last.unfinished:
+            # Requests cut at the last level's end may still hold the server (a prefill
+            # queue): a level starts once a short request is answered again, within budget.
+            await drain(target, work.payload([], DEFAULT_PROMPT), left - _MIN_LEVEL_S)
+            left = deadline - time.monotonic()
+            if left < max(plan.min_seconds, _MIN_LEVEL_S):
+                result.stopped = "time"
+                return None
         level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
         search.progress(Progress(c))
         level = await run_level(
@@ -149,6 +159,7 @@ async def _run(
         )
         finish_seen = finish_seen or level.finish_seen
         search.add(level)
+        last = level
         return level
 
     if result.need is None:
