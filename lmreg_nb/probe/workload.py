@@ -318,8 +318,9 @@ async def _first_token(conn: ChatConnection, bound_s: float) -> tuple[bool, floa
             if left <= 0:
                 return False, None
             await asyncio.wait([task], timeout=min(0.01, left))
-        task.result()  # ended before any token: an error (or an empty reply)
-        return True, None
+        ex = task.result()  # done between two looks, or before any token (an error)
+        first = ex.first_token_at
+        return True, (first - ex.t_start if first is not None else None)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
