@@ -32,6 +32,7 @@ def workload_options(command: F, *, context_need: bool = True) -> F:
         click.option(
             "--workload",
             type=click.Choice(["lesson", "short"]),
+            metavar="NAME",
             default="lesson",
             show_default=True,
             help="What each chat sends: lesson (the app's instructions, a lesson shared by the "

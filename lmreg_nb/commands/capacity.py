@@ -97,8 +97,8 @@ def capacity(
     above N for the margin (or, when N is not served, a bisection below it).
     Without it: 1, 2, 4, ... chats, then a bisection. Each chat is a student
     in a lesson (--workload lesson): the app's instructions, a shared lesson
-    of --lesson-tokens, the student's own questions over 3 turns. Each level ends as soon
-    as its verdict is settled; a few minutes at most. Progress goes to stderr.
+    of --lesson-tokens, the student's own questions over 3 turns. Each level
+    ends as soon as its verdict is settled; a few minutes at most. Progress goes to stderr.
     Exit 0 when the capacity is at least --need (without it: when one chat
     meets the SLO), 1 otherwise, 2 for a usage or setting error. Ctrl-C
     prints what was measured so far.
