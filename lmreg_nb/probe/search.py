@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .exchange import DEFAULT_PROMPT
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
 from .target import Target
@@ -121,7 +120,7 @@ async def _run(
     if work.lesson_mode:  # two students' first questions: the warm-up, and the prefix cache
         answered, result.prefix_cache = await prefix_probe(work, target, bound)
     else:
-        answered = await warm_up(target, work.payload([], DEFAULT_PROMPT), bound)
+        answered = await warm_up(target, work.short_payload(), bound)
     if not answered:
         result.stopped, result.no_reply_s = "time", bound
         return
@@ -140,7 +139,7 @@ async def _run(
         if last is not None and last.unfinished:
             # Requests cut at the last level's end may still hold the server (a prefill
             # queue): a level starts once a short request is answered again, within budget.
-            await drain(target, work.payload([], DEFAULT_PROMPT), left - _MIN_LEVEL_S)
+            await drain(target, work.short_payload(1), left - _MIN_LEVEL_S)
             left = deadline - time.monotonic()
             if left < max(plan.min_seconds, _MIN_LEVEL_S):
                 result.stopped = "time"

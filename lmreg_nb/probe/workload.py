@@ -164,7 +164,15 @@ class ClassWorkload:
             self.turns_sent += 1
         return json.dumps(body, ensure_ascii=False).encode()
 
+    def short_payload(self, max_tokens: int | None = None) -> bytes:
+        """One short question, no lesson (the warm-up of ``short``, a look whether the server
+        answers again): ``max_tokens`` or the workload's."""
+        tokens = max_tokens if max_tokens is not None else self.spec.max_tokens
+        body = chat_body(self.model, DEFAULT_PROMPT, stream=True, max_tokens=tokens)
+        return json.dumps(body).encode()
+
     def connect(self, target: Target, _payload: bytes = b"") -> StudentConnection:
+
         """A new chat: a student of this run (``connect`` of the level and the load test)."""
         return StudentConnection(self, target)
 
