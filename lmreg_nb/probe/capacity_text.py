@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..i18n import _, ngettext
 from ..i18n import sentences as join_sentences
@@ -13,10 +13,24 @@ from .reasons import kinds_text
 if TYPE_CHECKING:
     from pandas import DataFrame
 
-    from .capacity import CapacityResult
-    from .search import Progress
+    from .capacity_result import CapacityFindings as CapacityResult
 
 __all__ = ["format_capacity", "progress_text", "slo_phrase", "table", "verdict"]
+
+
+class Progress(Protocol):
+    """Where a search is (:class:`lmreg_nb.probe.search.Progress`; typed here, not imported:
+    the search imports its words, never the reverse)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def level(self) -> Level | None: ...
+    @property
+    def slo(self) -> SLO | None: ...
+
 
 #: Columns of the levels table (identifiers, as in the JSON; never translated).
 COLUMNS = (

@@ -22,7 +22,7 @@ from .warmup import drain, warm_up
 from .workload import ClassWorkload, WorkloadSpec, prefix_probe, prepare_workload
 
 if TYPE_CHECKING:
-    from .capacity import CapacityResult
+    from .capacity_result import CapacityFindings as CapacityResult
 
 __all__ = ["Progress", "Search", "margin_level", "run_search"]
 

@@ -172,7 +172,6 @@ class ClassWorkload:
         return json.dumps(body).encode()
 
     def connect(self, target: Target, _payload: bytes = b"") -> StudentConnection:
-
         """A new chat: a student of this run (``connect`` of the level and the load test)."""
         return StudentConnection(self, target)
 

@@ -157,9 +157,7 @@ LESSON = Workload("lesson", 1720, 1500, 3, 300)
 
 
 def test_the_verdict_names_the_lesson_in_both_languages() -> None:
-    assert "40 students asking at once about a 1,500-token lesson." in verdict(
-        _served(LESSON), 40
-    )
+    assert "40 students asking at once about a 1,500-token lesson." in verdict(_served(LESSON), 40)
     short = verdict(_served(Workload("short", 11, 0, 1, 300)), 40)
     assert "40 students asking one short question at once" in short
     i18n.set_language("zh-CN")
