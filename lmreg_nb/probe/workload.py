@@ -151,7 +151,7 @@ class ClassWorkload:
 
     def tokens(self, messages: list[dict[str, str]]) -> int:
         """The prompt's tokens as the server counts them (the calibrated scale)."""
-        chars = sum(len(m["content"]) for m in messages if m["role"] != "system")
+        chars = sum(len(m["content"]) for m in messages)
         return self.scale.tokens(chars) + _PER_MESSAGE * max(0, len(messages) - 2)
 
     def payload(self, history: list[tuple[str, str]], asked: str) -> bytes:
@@ -187,12 +187,12 @@ class ClassWorkload:
         p50 = round(statistics.median(tokens)) if tokens else None
         if not self.lesson_mode:
             return Workload(SHORT, p50, 0, 1, self.spec.max_tokens)
-        system = self.tokens([{"role": "user", "content": SYSTEM_MESSAGE}]) - self.scale.tokens(0)
-        shared = self.scale.tokens(len(self.lesson)) - self.scale.tokens(0)
+        # The instructions and the lesson, as the server counts them (no template overhead).
+        shared = self.scale.tokens(len(SYSTEM_MESSAGE) + len(self.lesson)) - self.scale.tokens(0)
         return Workload(
             LESSON,
             p50,
-            max(0, system) + shared,
+            max(0, shared),
             TURNS,
             self.spec.max_tokens,
         )
@@ -209,7 +209,13 @@ class StudentConnection(ChatConnection):
         super().__init__(target, workload.payload(self.history, self.asked))
 
     async def send(self) -> Exchange:
+        reused = self.reader is not None and not self.reader.closed
         ex = await super().send()
+        if reused and _stale(ex):
+            # A kept-alive connection the server had just closed (llama-server closes after a
+            # stream): nothing was answered, so the request goes again on a new connection,
+            # as browsers and urllib3 do; the time lost still counts from when it was due.
+            ex = await super().send()
         self.workload.saw(ex)
         self._next(ex.text if ex.ok and ex.text else None)
         return ex
@@ -226,6 +232,11 @@ class StudentConnection(ChatConnection):
             self.asked = question(self.student, len(self.history))
         fresh = ChatConnection(self.target, self.workload.payload(self.history, self.asked))
         self.request = fresh.request  # the same connection, the next body
+
+
+def _stale(ex: Exchange) -> bool:
+    """The connection was closed before any byte of an answer (no status, nothing read)."""
+    return ex.failure == "transport" and ex.status is None and ex.size == 0 and not ex.pieces
 
 
 async def prepare_workload(
@@ -246,16 +257,12 @@ async def prepare_workload(
     work.silent = not await _calibrate(work, target, seed + 1, bound)
     scale = work.scale
     chars = scale.words(scale.tokens(0) + spec.lesson_tokens)
-    # Within context_need with the first question and the reply (the scale may say otherwise
-    # than the estimate checked up front).
-    first = len(question(0, 0)) + 8
-    most = scale.words(spec.context_need - spec.max_tokens - _system_tokens(scale)) - first
+    # Within context_need with the instructions, the first question and the reply (the
+    # scale may say otherwise than the estimate checked up front).
+    first = len(SYSTEM_MESSAGE) + len(question(0, 0)) + 8
+    most = scale.words(spec.context_need - spec.max_tokens) - first
     work.lesson = lesson_text(max(1, min(chars, most)), seed)
     return work
-
-
-def _system_tokens(scale: ContextFinding) -> int:
-    return max(0, scale.tokens(len(SYSTEM_MESSAGE)) - scale.tokens(0))
 
 
 async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: float) -> bool:
@@ -268,6 +275,7 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
     async def ask(chars: int) -> tuple[int, int | None]:
         user = text[:chars]
         body = chat_body(target.model, user, stream=True, max_tokens=1, system=SYSTEM_MESSAGE)
+        chars += len(SYSTEM_MESSAGE)  # the scale's unit: a character of any message
         conn = ChatConnection(target, json.dumps(body, ensure_ascii=False).encode())
         try:
             ex = await conn.send()
@@ -278,8 +286,8 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
         return chars, tokens if good else None
 
     try:
-        async with asyncio.timeout(bound_s):
-            found = await asyncio.gather(*(ask(n) for n in _CALIBRATION))
+        async with asyncio.timeout(bound_s):  # one after the other: one slot is enough
+            found = [await ask(n) for n in _CALIBRATION]
     except TimeoutError:
         return False  # no answer: the estimate, one token per character
     for chars, tokens in found:
