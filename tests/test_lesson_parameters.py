@@ -41,9 +41,10 @@ def test_lesson_tokens_goes_to_the_load_test_and_capacity() -> None:
     assert spec.lesson_tokens == 900 and spec.context_need == 4000 and spec.name == "lesson"
 
 
-def test_a_lesson_too_long_for_the_context_stops_the_run_at_its_parameters() -> None:
-    run = Onboarding.begin(*CARD, lesson_tokens=7900, lang="en")
-    assert run.stopped_by == "parameters" and "lesson_tokens" in run.summary().reason
+def test_a_context_without_room_for_a_lesson_stops_the_run_at_its_parameters() -> None:
+    run = Onboarding.begin(*CARD, context_need=400, lang="en")
+    assert run.stopped_by == "parameters" and "context_need" in run.summary().reason
+    assert Onboarding.begin(*CARD, context_need=2048, lang="en").stopped_by is None
 
 
 @pytest.mark.parametrize(

@@ -99,7 +99,8 @@ def check(
     from ..probe import check_endpoint
     from ._paths import check_figure_path
 
-    spec = workload_spec(workload, lesson_tokens, max_tokens, context_need)
+    # What the load test sends: checked only when there is one.
+    spec = workload_spec(workload, lesson_tokens, max_tokens, context_need) if requests else None
     if not as_json:
         check_figure_path(figure_path)  # before any request, not after the load test
     report = check_endpoint(

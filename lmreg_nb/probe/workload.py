@@ -59,6 +59,8 @@ MAX_LESSON_TOKENS = 100_000
 TURNS = 3
 #: Tokens kept for the system message, a question and the chat template (before calibration).
 _ROOM = 250
+#: The shortest lesson worth the name: a longer one is shortened to fit ``context_need``.
+_LEAST_LESSON = 100
 #: Characters of the user's text of the two calibration prompts.
 _CALIBRATION = (200, 800)
 #: A chat template's tokens per message beyond the first two (a margin for the history).
@@ -80,7 +82,12 @@ class WorkloadSpec:
 
 
 def check_workload(spec: WorkloadSpec) -> WorkloadSpec:
-    """``spec`` if it can be sent; else a ValidationError naming what to change."""
+    """``spec`` if it can be sent; else a ValidationError naming what to change.
+
+    A lesson longer than ``context_need`` leaves room for (with the instructions,
+    a question and a reply) is shortened to fit when it is sized, not refused:
+    the workload then says how long it was.
+    """
     if spec.name not in WORKLOADS:
         raise ValidationError("workload", _("must be lesson or short"))
     if not 1 <= spec.max_tokens <= 32_768:
@@ -94,13 +101,13 @@ def check_workload(spec: WorkloadSpec) -> WorkloadSpec:
             raise ValidationError(
                 "lesson_tokens", _("must be between 1 and {n}").format(n=MAX_LESSON_TOKENS)
             )
-        if spec.lesson_tokens + _ROOM + spec.max_tokens > spec.context_need:
+        if _ROOM + _LEAST_LESSON + spec.max_tokens > spec.context_need:
             raise ValidationError(
-                "lesson_tokens",
+                "context_need",
                 _(
-                    "a {lesson}-token lesson, the instructions and a {reply}-token reply do not"
-                    " fit in context_need {need}: shorten the lesson or raise context_need"
-                ).format(lesson=spec.lesson_tokens, reply=spec.max_tokens, need=spec.context_need),
+                    "{need} tokens leave no room for a lesson, the instructions and a"
+                    " {reply}-token reply: raise context_need or lower max_tokens"
+                ).format(reply=spec.max_tokens, need=spec.context_need),
             )
     return spec
 

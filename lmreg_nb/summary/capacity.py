@@ -127,8 +127,9 @@ class CapacityRecord:
     prefix_cache: PrefixCache | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The capacity command's object plus ``verdict`` and ``class_size``."""
-        return {
+        """The capacity command's object plus ``verdict`` and ``class_size`` (and
+        ``prefix_cache`` when the search measured it)."""
+        found = {
             "slo": self.slo.to_json(),
             "levels": [lv.to_json() for lv in self.levels],
             "capacity": {
@@ -139,10 +140,12 @@ class CapacityRecord:
             },
             "need": self.need,
             "workload": self.workload.to_json() if self.workload is not None else None,
-            "prefix_cache": self.prefix_cache.to_json() if self.prefix_cache else None,
             "verdict": self.verdict,
             "class_size": self.class_size,
         }
+        if self.prefix_cache is not None:
+            found["prefix_cache"] = self.prefix_cache.to_json()
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CapacityRecord:

@@ -75,14 +75,15 @@ def test_a_prompt_with_history_stays_within_the_context_need() -> None:
     assert len(messages) < 6
 
 
-def test_a_lesson_too_long_for_the_context_need_is_refused_up_front() -> None:
+def test_a_context_need_without_room_for_a_lesson_is_refused_up_front() -> None:
     with pytest.raises(ValidationError) as info:
-        check_workload(WorkloadSpec(lesson_tokens=8000))
-    assert info.value.field == "lesson_tokens" and "context_need 8000" in info.value.reason
+        check_workload(WorkloadSpec(context_need=500))
+    assert info.value.field == "context_need" and "500" in info.value.reason
+    assert check_workload(WorkloadSpec(context_need=2000)).lesson_tokens == 1500  # shortened later
 
 
 @pytest.mark.parametrize(
-    ("lang", "words"), [("en", "shorten the lesson"), ("zh-CN", "缩短课文")]
+    ("lang", "words"), [("en", "raise context_need"), ("zh-CN", "调大 context_need")]
 )  # fmt: skip
 def test_the_cli_refuses_it_in_one_line_before_any_request(lang: str, words: str) -> None:
     env = {
@@ -91,11 +92,21 @@ def test_the_cli_refuses_it_in_one_line_before_any_request(lang: str, words: str
         "LMREG_MODEL_NAME": "m",
         "LMREG_LANG": lang,
     }
-    result = CliRunner().invoke(main, ["capacity", "--lesson-tokens", "7900"], env=env)
+    result = CliRunner().invoke(main, ["capacity", "--context-need", "500"], env=env)
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--lesson-tokens" in lines[0] and words in lines[0], lines
+    assert len(lines) == 1 and "--context-need" in lines[0] and words in lines[0], lines
     assert "Traceback" not in result.output and KEY not in result.output
+
+
+def test_a_lesson_longer_than_the_context_allows_is_shortened_to_fit() -> None:
+    config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
+    with serving(config) as base:
+        target = Target(base + "/v1/chat/completions", KEY, "m")
+        spec = WorkloadSpec(lesson_tokens=1500, context_need=1200, max_tokens=300)
+        work = asyncio.run(prepare_workload(target, spec))
+    first = work.messages([], question(0, 0))
+    assert work.tokens(first) + 300 <= 1200 and len(work.lesson) >= 100
 
 
 def test_students_ask_three_turns_then_start_anew_and_the_server_count_is_kept() -> None:
