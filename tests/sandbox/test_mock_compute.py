@@ -158,14 +158,14 @@ def test_kv_room_admits_in_arrival_order() -> None:
 
 
 def test_ttft_grows_with_prompt_tokens_and_with_the_prompts_before() -> None:
-    config = _config(prefill_tokens_per_s=4000)
+    config = _config(prefill_tokens_per_s=2000)
+    one = len(tokenize(LESSON)) / 2000  # 0.52 s of prefill
     short, long_ = _run(config, [_body("你好"), _body(LESSON)], together=False)
-    assert long_ >= len(tokenize(LESSON)) / 4000  # 0.26 s of prefill, never less
-    assert long_ > short + 0.2
+    assert long_ >= one  # a sleep is never shorter than asked
+    assert long_ > short + one / 2
     done = sorted(_run(config, [_body(LESSON)] * 3, together=True))
-    one = len(tokenize(LESSON)) / 4000
     assert done[2] >= 3 * one * 0.99  # the third waited for two prefills
-    assert done[2] - done[0] >= 1.5 * one  # first come, first served
+    assert done[2] - done[0] >= 1.5 * one  # first come, first served (2 * one without noise)
 
 
 def test_the_prefix_cache_makes_a_second_prompt_on_the_same_lesson_start_much_faster() -> None:
@@ -181,12 +181,12 @@ def test_the_prefix_cache_makes_a_second_prompt_on_the_same_lesson_start_much_fa
 
 def test_kv_tokens_make_a_request_wait_for_room() -> None:
     body = _body("word " * 60, max_tokens=10)  # 60 prompt + 1 reply token
-    slow = MockModelConfig(api_key=KEY, ttft_ms=300, itl_ms=0, tokens=1)
+    slow = MockModelConfig(api_key=KEY, ttft_ms=500, itl_ms=0, tokens=1)
     free = sorted(_run(slow, [body, body], together=True))
     bounded = sorted(_run(replace(slow, kv_tokens=100), [body, body], together=True))
-    assert bounded[1] >= 0.6  # the second began when the first gave its room back
-    assert bounded[1] - free[1] >= 0.2
-    assert bounded[0] < bounded[1] - 0.2
+    assert bounded[1] >= 1.0  # the second began when the first gave its room back
+    assert bounded[1] - free[1] >= 0.3  # 0.5 s later than without the budget, less noise
+    assert bounded[0] < bounded[1] - 0.3
 
 
 def test_the_new_knobs_go_through_the_environment_and_are_checked(

@@ -120,6 +120,8 @@ def serving_process(
 
     For benchmarks: the mock then shares no GIL with the load generator. The
     configuration (the key included) goes through the environment, not argv.
+    Each worker has its own slots, prefill queue, prefix cache and KV room, as
+    ``workers`` GPUs behind one address would: use one worker to model one GPU.
     """
     import httpx
 
