@@ -326,6 +326,8 @@ def format_report(report: EndpointReport) -> str:
             rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
         )
     )
+    if report.workload is not None:  # what the load test sent
+        lines.append(_("workload: {text}").format(text=report.workload.sentence()))
     lines.append(
         _("verdict: OK") if report.ok else _("verdict: FAILED (a check of severity error failed)")
     )

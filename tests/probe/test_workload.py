@@ -206,3 +206,24 @@ def test_a_load_test_with_one_request_at_a_time_does_not_blame_the_interrupt() -
     rows = [{"error": "cut stream", "ok": False}]
     assert "interrupt_requests" not in LoadResult(rows=rows, concurrency=1).advice()
     assert "interrupt_requests" in LoadResult(rows=rows, concurrency=2).advice()
+
+
+def test_check_json_names_the_load_tests_workload_and_the_prefix_cache_row() -> None:
+    config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
+    with serving(config) as base:
+        env = {
+            "LMREG_MODEL_URL": base + "/v1/chat/completions",
+            "LMREG_MODEL_API_KEY": KEY,
+            "LMREG_MODEL_NAME": "m",
+            "LMREG_LANG": "en",
+        }
+        loaded = CliRunner().invoke(main, ["check", "--json", "-n", "4", "-c", "2"], env=env)
+        alone = CliRunner().invoke(main, ["check", "--json"], env=env)
+    assert loaded.exit_code == 0, loaded.output
+    out = json.loads(loaded.stdout)
+    assert out["workload"]["name"] == "lesson" and out["workload"]["max_tokens"] == 300
+    assert out["workload"]["prompt_tokens"] >= 1500  # the mock's count of what was sent
+    row = next(c for c in out["checks"] if c["name"] == "prefix-cache")
+    assert row["severity"] == "info"
+    assert json.loads(alone.stdout)["workload"] is None  # no load test, no workload
+    assert KEY not in loaded.output
