@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
@@ -130,6 +130,7 @@ async def find_capacity_async(
     plan: LevelPlan = DEFAULT_PLAN,
     budget_s: float = BUDGET_S,
     workload: WorkloadSpec = DEFAULT_WORKLOAD,
+    max_tokens: int | None = None,
 ) -> CapacityResult:
     """Find how many chats at once ``target`` serves within ``slo`` (see the module docstring).
 
@@ -144,9 +145,12 @@ async def find_capacity_async(
     and at its end, both from the search's thread (a progress display; the
     search prints nothing). ``plan`` sets when a level ends; ``budget_s``
     bounds the whole search, the warm-up included. ``workload``: what each chat
-    sends (:mod:`lmreg_nb.probe.workload`; the lesson by default).
+    sends (:mod:`lmreg_nb.probe.workload`; the lesson by default); ``max_tokens``,
+    when given, replaces its replies' length.
     """
     _check(slo, max_concurrency, need, budget_s)
+    if max_tokens is not None:
+        workload = replace(workload, max_tokens=max_tokens)
     check_workload(workload)
     result = CapacityResult(slo, need=need, max_concurrency=max_concurrency)
     search = Search(result, on_level, on_progress)
