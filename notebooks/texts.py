@@ -488,6 +488,14 @@ def onboarding() -> list[nbformat.NotebookNode]:
             )
             + "\n\n"
             + _(
+                "Each chat is measured as a student in a lesson: the app's instructions, a "
+                "lesson of `lesson_tokens` tokens shared by the class, then three questions in "
+                "a row; the reply must also stream at reading pace (under 150 ms between "
+                "tokens for 9 in 10). A one-line question would hide what a long lesson costs "
+                "the server."
+            )
+            + "\n\n"
+            + _(
                 "So does a capacity not measured: `class_size` 0 skips the test, and go-live "
                 "then lacks the evidence that the model serves a class."
             )
