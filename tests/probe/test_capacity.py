@@ -103,7 +103,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
         rf" [0-9.]+ ms of 150 ms\); at {above} it did not \(first token p90 [0-9.]+ ms\)\.",
         sentence,
     ), sentence
-    assert "A class of 40 needs more." in sentence
+    assert "A class of 40 needs more: 40 students asking at once about a " in sentence
     again = CapacityResult.from_json(json.loads(json.dumps(out)))
     assert again.capacity == cap and again.verdict(40) == sentence
 
