@@ -227,3 +227,19 @@ def test_check_json_names_the_load_tests_workload_and_the_prefix_cache_row() -> 
     assert row["severity"] == "info"
     assert json.loads(alone.stdout)["workload"] is None  # no load test, no workload
     assert KEY not in loaded.output
+
+
+def test_reading_pace_is_in_the_class_slo_by_default_and_0_drops_it() -> None:
+    config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
+    args = ["capacity", "--json", "--need", "1", "--workload", "short", "--level-seconds", "0.2"]
+    with serving(config) as base:
+        env = {
+            "LMREG_MODEL_URL": base + "/v1/chat/completions",
+            "LMREG_MODEL_API_KEY": KEY,
+            "LMREG_MODEL_NAME": "m",
+        }
+        default = CliRunner().invoke(main, args, env=env)
+        dropped = CliRunner().invoke(main, [*args, "--slo-itl-ms", "0"], env=env)
+    assert default.exit_code == 0 and dropped.exit_code == 0, default.output + dropped.output
+    assert json.loads(default.stdout)["slo"]["itl_ms"] == 150.0
+    assert json.loads(dropped.stdout)["slo"]["itl_ms"] is None
