@@ -217,6 +217,7 @@ def _capacity_command(env: dict[str, str], args: list[str], tree: str | None) ->
         "exit": done.returncode,
         "capacity": out["capacity"]["concurrency"],
         "limited_by": out["capacity"]["limited_by"],
+        "workload": out.get("workload"),
         # concurrency, requests, first-token p90 (ms) of each level measured
         "levels": [
             [lv["concurrency"], lv["requests"], lv["ttft_ms"].get("p90")] for lv in out["levels"]
@@ -234,9 +235,17 @@ def search_phase(baseline: str | None) -> None:
     with running_sandbox(args=["--slots", "64"]) as sandbox:
         env = {**os.environ, **sandbox.env(), "LMREG_LANG": "en"}
         for name, tree in trees:
+            seconds: dict[str, float] = {}
             for search, args in (("need-40", ["--need", "40"]), ("knee", [])):
                 figures = _capacity_command(env, args, tree)
+                seconds[search] = figures["seconds"]
                 emit(phase="search", tree=name, search=search, **figures)
+            # The class's question answers in a third or less of the knee search's time.
+            ratio = seconds["need-40"] / seconds["knee"] if seconds["knee"] else None
+            emit(
+                phase="search", tree=name, need_over_knee=ratio and round(ratio, 3),
+                goal=round(1 / 3, 3), **{"pass": ratio is not None and ratio <= 1 / 3},
+            )  # fmt: skip
 
 
 def main() -> None:

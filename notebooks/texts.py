@@ -409,6 +409,10 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "context_need: int = 8000",
                 _("tokens of the longest prompt the course apps send (a long lesson)"),
             ),
+            (
+                "lesson_tokens: int = 1500",
+                _("tokens of the lesson the class shares in the load test and capacity test"),
+            ),
             ('lang: str = ""', _("zh-CN or en; empty: LMREG_LANG or the locale")),
         ),
         md(_("## Configuration")),
@@ -425,7 +429,7 @@ def onboarding() -> list[nbformat.NotebookNode]:
         code(
             "run = ob.Onboarding.begin(school, contact_name, contact_mobile, contact_email,\n"
             "                          class_size=class_size, context_need=context_need,\n"
-            "                          lang=lang)\n"
+            "                          lesson_tokens=lesson_tokens, lang=lang)\n"
             "run.contact_card() if run.headless else ui.ContactForm(run)"
         ),
         md(
@@ -491,6 +495,14 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "How many students can chat at once while the reply still starts within 2 "
                 "seconds (for 9 in 10 replies). A capacity below the class size stands in the "
                 "way of go-live."
+            )
+            + "\n\n"
+            + _(
+                "Each chat is measured as a student in a lesson: the app's instructions, a "
+                "lesson of `lesson_tokens` tokens shared by the class, then three questions in "
+                "a row; the reply must also stream at reading pace (under 150 ms between "
+                "tokens for 9 in 10). A one-line question would hide what a long lesson costs "
+                "the server."
             )
             + "\n\n"
             + _(

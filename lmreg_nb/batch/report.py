@@ -33,7 +33,8 @@ SUMMARY_COLUMNS = (
     "run_id", "status", "error", "school", "summary_status", "ready", "blockers",
     "checks_passed", "checks_failed", "warnings", "models", "requests", "errors",
     "ttft_p50_ms", "itl_p50_ms", "latency_p50_ms", "requests_per_s", "output_tokens_per_s",
-    "capacity", "class_size", "kernel_retried", "duration_s", "finished_at",
+    "capacity", "class_size", "workload", "prompt_tokens",
+    "kernel_retried", "duration_s", "finished_at",
     "notebook", "html", "short_html",
 )  # fmt: skip
 _LINKS = ("notebook", "html", "short_html")
@@ -50,6 +51,9 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
         return value.get("p50") if isinstance(value, Mapping) else None
 
     capacity = summary.capacity.concurrency if summary.capacity is not None else None
+    # What the capacity (else the load test) was measured with: "lesson" or "short".
+    found = summary.capacity.workload if summary.capacity is not None else None
+    workload = found or summary.workload
     return {
         "school": summary.school or None,
         "summary_status": summary.status,
@@ -68,6 +72,8 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
         "output_tokens_per_s": perf.get("output_tokens_per_s"),
         "capacity": capacity,
         "class_size": summary.class_size,
+        "workload": workload.name if workload is not None else None,
+        "prompt_tokens": workload.prompt_tokens if workload is not None else None,
     }
 
 
@@ -94,6 +100,8 @@ def _csv_headers() -> list[str]:
         "output_tokens_per_s": pgettext("summary.csv column", "output_tokens_per_s"),
         "capacity": pgettext("summary.csv column", "capacity"),
         "class_size": pgettext("summary.csv column", "class_size"),
+        "workload": pgettext("summary.csv column", "workload"),
+        "prompt_tokens": pgettext("summary.csv column", "prompt_tokens"),
         "kernel_retried": pgettext("summary.csv column", "kernel_retried"),
         "duration_s": pgettext("summary.csv column", "duration_s"),
         "finished_at": pgettext("summary.csv column", "finished_at"),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._types import FiniteRange
+from ._workload import workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.load.capacity import CapacityResult, Progress
@@ -25,9 +26,11 @@ __all__ = ["COMMANDS", "capacity"]
 )
 @click.option(
     "--slo-itl-ms",
-    type=FiniteRange(min=0.1, max=60_000),
-    default=None,
-    help="Time between tokens (p90) a chat may take, in milliseconds [default: no limit].",
+    type=FiniteRange(min=0, max=60_000),
+    default=150.0,
+    show_default=True,
+    help="Time between tokens (p90) a chat may take, in milliseconds: a student's reading "
+    "pace (0: no limit).",
 )
 @click.option(
     "--max-error-rate",
@@ -63,6 +66,7 @@ __all__ = ["COMMANDS", "capacity"]
     help="Each level runs at least this long (0: until its verdict is settled, at least "
     "two requests per chat).",
 )
+@workload_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
 @click.option(
     "--figure",
@@ -80,6 +84,10 @@ def capacity(
     need: int | None,
     registered: str | None,
     level_seconds: float,
+    workload: str,
+    lesson_tokens: int,
+    max_tokens: int,
+    context_need: int,
     as_json: bool,
     figure_path: str,
 ) -> None:
@@ -87,8 +95,10 @@ def capacity(
 
     With --need N: N chats at once in a closed loop first, then one level
     above N for the margin (or, when N is not served, a bisection below it).
-    Without it: 1, 2, 4, ... chats, then a bisection. Each level ends as soon
-    as its verdict is settled; a few minutes at most. Progress goes to stderr.
+    Without it: 1, 2, 4, ... chats, then a bisection. Each chat is a student
+    in a lesson (--workload lesson): the app's instructions, a shared lesson
+    of --lesson-tokens, the student's own questions over 3 turns. Each level
+    ends as soon as its verdict is settled; a few minutes at most. Progress goes to stderr.
     Exit 0 when the capacity is at least --need (without it: when one chat
     meets the SLO), 1 otherwise, 2 for a usage or setting error. Ctrl-C
     prints what was measured so far.
@@ -99,15 +109,17 @@ def capacity(
     from ._paths import check_figure_path
 
     _check_need(need, max_concurrency)
+    spec = workload_spec(workload, lesson_tokens, max_tokens, context_need)
     if not as_json:
         check_figure_path(figure_path)  # before the search, not minutes after it
     result = find_capacity(
         _target(registered),
-        slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, max_error_rate=max_error_rate),
+        slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms or None, max_error_rate=max_error_rate),
         max_concurrency=max_concurrency,
         need=need,
         on_progress=None if as_json else _ProgressLine(sys.stderr.isatty()),
         plan=LevelPlan(min_seconds=level_seconds, max_seconds=max(15.0, 5 * level_seconds)),
+        workload=spec,
     )
     _show(result, need, as_json, figure_path)
     got = result.capacity.concurrency

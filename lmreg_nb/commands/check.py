@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING
 import click
 
 from ._types import FiniteRange
+from ._workload import F, workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
     from ..probe.target import Target
 
 __all__ = ["COMMANDS", "check"]
+
+
+def workload_options_no_context(command: F) -> F:
+    """The workload options; --context-need is check's own (the context-window check)."""
+    return workload_options(command, context_need=False)
 
 
 @click.command("check")
@@ -59,6 +65,7 @@ __all__ = ["COMMANDS", "check"]
     help="Tokens of the longest prompt the course apps send (a long lesson), 1 to 131072: "
     "the context-window check sends a prompt this long.",
 )
+@workload_options_no_context
 @click.option(
     "--figure",
     "figure_path",
@@ -75,10 +82,14 @@ def check(
     figure_path: str,
     registered: str | None,
     context_need: int,
+    workload: str,
+    lesson_tokens: int,
+    max_tokens: int,
 ) -> None:
     """Check the chat endpoint in LMREG_MODEL_URL with LMREG_MODEL_API_KEY and LMREG_MODEL_NAME.
 
-    With --registered NAME, check what is registered under NAME instead. Exit 0
+    With --registered NAME, check what is registered under NAME instead. The
+    load test sends the lesson workload (--workload). Exit 0
     when every check of severity error passed, 1 otherwise, 2 when a setting is
     missing.
     """
@@ -88,6 +99,8 @@ def check(
     from ..probe import check_endpoint
     from ._paths import check_figure_path
 
+    # What the load test sends: checked only when there is one.
+    spec = workload_spec(workload, lesson_tokens, max_tokens, context_need) if requests else None
     if not as_json:
         check_figure_path(figure_path)  # before any request, not after the load test
     report = check_endpoint(
@@ -97,6 +110,7 @@ def check(
         progress=not as_json and sys.stderr.isatty(),
         max_duration=max_duration,
         context_need=context_need,
+        workload=spec,
     )
     _show(report, as_json, figure_path)
     if not report.ok:

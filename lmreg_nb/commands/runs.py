@@ -79,6 +79,7 @@ def parse_parameters(
                 from ..probe.checks.context_window import check_context_need
 
                 check_context_need(raw)
+            _check_int(name, out[name])  # before the run, not after the whole onboarding
         elif name == "lang":
             if normalize_language(raw) is None:
                 raise ValidationError(name, _("must be zh-CN or en"))
@@ -92,6 +93,20 @@ def parse_parameters(
                     _("must be of type {kind}, got {value}").format(kind=kind, value=repr(raw)),
                 ) from None
     return out
+
+
+def _check_int(name: str, value: int) -> None:
+    """class_size within what the capacity test measures; lesson_tokens within its range."""
+    from ..onboarding.parameters import class_size_of, lesson_tokens_of
+
+    if name == "class_size":
+        bad = class_size_of(value)[1]
+    elif name == "lesson_tokens":
+        bad = lesson_tokens_of(value)[1]
+    else:
+        return
+    if bad is not None:
+        raise bad
 
 
 def _parameter_types(notebook: Path | None) -> dict[str, str]:

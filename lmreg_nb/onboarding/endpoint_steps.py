@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..models import RegisteredModel
     from ..probe import EndpointReport, Target
     from ..probe.load.capacity import CapacityResult, Progress
+    from ..probe.load.workload import WorkloadSpec
     from ..settings import Settings
 
 __all__ = [
@@ -89,6 +90,7 @@ def run_checks(
     concurrency: int = 1,
     chat_prompt: str | None = None,
     context_need: int | None = None,
+    workload: WorkloadSpec | None = None,
 ) -> EndpointReport:
     """The chat-endpoint checks (a load test when ``requests`` > 0; a chat reply with a prompt).
 
@@ -102,6 +104,8 @@ def run_checks(
     extra: dict[str, Any] = {"chat_prompt": chat_prompt} if chat_prompt else {}
     if context_need is not None:
         extra["context_need"] = context_need
+    if workload is not None:
+        extra["workload"] = workload
     return check_endpoint(
         target,
         requests=max(0, int(requests or 0)),
@@ -208,23 +212,28 @@ def measure_capacity(
     size: int,
     slo_ttft_ms: float,
     on_progress: Callable[[Progress], None] | None = None,
+    *,
+    workload: WorkloadSpec | None = None,
 ) -> CapacityResult:
     """Whether the model serves ``size`` chats at once within the SLO, and with what margin.
 
     ``on_progress(progress)``: where the search is (the form's message line);
     without it, in a notebook, one line of output shows it, updated in place.
     """
-    from ..probe.load.capacity import SLO, find_capacity, margin_level
+    from ..probe.load.capacity import DEFAULT_SLO, DEFAULT_WORKLOAD, find_capacity, margin_level
+    from .parameters import check_class_size
 
+    check_class_size(size)  # never a search's limit named after the onboarding
     line = LiveLine() if on_progress is None else None
     try:
         return find_capacity(
             target,
-            slo=SLO(ttft_ms=float(slo_ttft_ms)),
+            slo=replace(DEFAULT_SLO, ttft_ms=float(slo_ttft_ms)),  # reading pace kept
             # Room for the level above the class (the margin), never below the class.
             max_concurrency=max(size, margin_level(size, _MAX_CONCURRENCY)),
             need=size,
             on_progress=on_progress or (line.show if line else None),
+            workload=workload or DEFAULT_WORKLOAD,
         )
     finally:
         if line is not None:
@@ -244,7 +253,13 @@ def capacity_outcome(result: CapacityResult, size: int) -> Outcome:
 def capacity_record(result: CapacityResult, size: int | None) -> CapacityRecord:
     """The summary's ``capacity``: the contract JSON, the verdict and the class size."""
     found = CapacityRecord.from_json(result.to_json())
-    return replace(found, verdict=result.verdict(size), class_size=size)
+    return replace(
+        found,
+        verdict=result.verdict(size),
+        class_size=size,
+        workload=result.workload,  # typed, with what the JSON of the CLI leaves out
+        prefix_cache=result.prefix_cache,
+    )
 
 
 def capacity_figure(result: CapacityResult | None) -> Any:

@@ -28,7 +28,14 @@ from . import registry_steps as registry_
 from .contact import Contact, card_outcome, check_contact
 from .display import Outcome, Table
 from .live import StepView
-from .parameters import class_size_of, configured_language, context_need_of
+from .parameters import (
+    bad_workload,
+    class_size_of,
+    configured_language,
+    context_need_of,
+    lesson_tokens_of,
+    workload_of,
+)
 from .step import failure_line, step
 
 if TYPE_CHECKING:
@@ -36,6 +43,7 @@ if TYPE_CHECKING:
     from ..models import RegisteredModel, Token
     from ..probe import EndpointReport, Target
     from ..probe.load.capacity import CapacityResult, Progress
+    from ..probe.load.workload import WorkloadSpec
     from ..settings import Settings
 
 __all__ = ["Onboarding"]
@@ -58,6 +66,7 @@ class Onboarding:
         client: RegistryClient | None = None,
         class_size: int = 0,
         context_need: int | None = None,
+        lesson_tokens: int | None = None,
     ) -> None:
         self.school = school.strip()
         self.contact = contact
@@ -72,6 +81,8 @@ class Onboarding:
         self.class_size = max(0, int(class_size or 0))
         #: Tokens of the longest prompt the course apps send (None: the check's default).
         self.context_need = context_need
+        #: Tokens of the lesson the load test and capacity send (None: the default, 1500).
+        self.lesson_tokens = lesson_tokens
         #: True when the notebook's parameters drive the run (no forms); set by :meth:`begin`.
         self.headless = False
         #: The first step that failed in a headless run (later steps are skipped).
@@ -103,6 +114,7 @@ class Onboarding:
         *,
         class_size: int = 0,
         context_need: int | None = None,
+        lesson_tokens: int | None = None,
         lang: str = "",
         settings: Settings | None = None,
     ) -> Onboarding:
@@ -110,16 +122,26 @@ class Onboarding:
         the locale). All contact parameters empty: an interactive run (the notebook shows
         forms); else a headless run whose first step checks the school and contact.
         ``context_need``: tokens of the longest prompt the course apps send (None: 8000,
-        the context-window check's default)."""
+        the context-window check's default); ``lesson_tokens``: the lesson shared by the class
+        in the load test and capacity (None: 1500)."""
         set_language(lang.strip() or configured_language(settings))
         size, bad_size = class_size_of(class_size)
         need, bad_need = context_need_of(context_need)
-        bad_size = bad_size or bad_need
-        if not any(str(x).strip() for x in (school, contact_name, contact_mobile, contact_email)):
-            if bad_size is not None:
-                raise bad_size
-            return cls("", settings=settings, class_size=size, context_need=need)
-        run = cls(school, settings=settings, class_size=size, context_need=need)
+        lesson, bad_lesson = lesson_tokens_of(lesson_tokens)
+        bad_size = bad_size or bad_need or bad_lesson or bad_workload(need, lesson)
+        given = (school, contact_name, contact_mobile, contact_email)
+        interactive = not any(str(x).strip() for x in given)
+        if interactive and bad_size is not None:
+            raise bad_size
+        run = cls(
+            "" if interactive else school,
+            settings=settings,
+            class_size=size,
+            context_need=need,
+            lesson_tokens=lesson,
+        )
+        if interactive:
+            return run
         run.headless = True
         if bad_size is not None:
             # A bad parameter stops the run before anything is sent, like a bad contact card.
@@ -357,7 +379,7 @@ class Onboarding:
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         report = self.report = endpoint_.run_checks(
             target, requests=requests, concurrency=concurrency, chat_prompt=self.chat_prompt,
-            context_need=self.context_need,
+            context_need=self.context_need, workload=self.workload(),
         )  # fmt: skip
         self.checks = list(report.checks)
         self.note(endpoint_.checks_step(self.checks))
@@ -406,10 +428,16 @@ class Onboarding:
             return Outcome(_("capacity test skipped: class_size is 0"))
         self.class_size = size
         target = self.endpoint(model_url, model)
-        result = endpoint_.measure_capacity(target, size, slo_ttft_ms, on_progress)
+        result = endpoint_.measure_capacity(
+            target, size, slo_ttft_ms, on_progress, workload=self.workload()
+        )
         self.capacity_result, self._capacity_size = result, size
         self.note(Step(StepName.CAPACITY, True, result.verdict(size)))
         return endpoint_.capacity_outcome(result, size)
+
+    def workload(self) -> WorkloadSpec:
+        """What the load test and capacity send: the lesson, sized by the parameters."""
+        return workload_of(self.context_need, self.lesson_tokens)
 
     def capacity_figure(self) -> Any:
         """The capacity charts, or a note when capacity was not measured."""
@@ -438,6 +466,7 @@ class Onboarding:
             capacity=self.capacity_record(), class_size=self.class_size or None,
             lang=current_language(), generated_at=generated_at,
             target_urls=[self.model.registry_url] if self.model else [],
+            workload=report.workload if report is not None else None,
         )  # fmt: skip
 
     def finish(self) -> None:

@@ -8,9 +8,22 @@ from ..errors import LmregError, ValidationError
 from ..i18n import _
 
 if TYPE_CHECKING:
+    from ..probe.load.workload import WorkloadSpec
     from ..settings import Settings
 
-__all__ = ["class_size_of", "configured_language", "context_need_of"]
+__all__ = [
+    "MAX_CLASS_SIZE",
+    "bad_workload",
+    "check_class_size",
+    "class_size_of",
+    "configured_language",
+    "context_need_of",
+    "lesson_tokens_of",
+    "workload_of",
+]
+
+#: The most students at once the capacity test measures (its search's limit).
+MAX_CLASS_SIZE = 1024
 
 
 def configured_language(settings: Settings | None) -> str | None:
@@ -33,7 +46,42 @@ def class_size_of(value: object) -> tuple[int, ValidationError | None]:
         return 0, ValidationError("class_size", message)
     if size < 0:
         return 0, ValidationError("class_size", _("must be 0 or more"))
-    return size, None
+    try:
+        return check_class_size(size), None
+    except ValidationError as exc:
+        return 0, exc
+
+
+def check_class_size(size: int) -> int:
+    """``size`` when the capacity test can measure that many students at once, else the error.
+
+    Refused up front, before any step runs, not after the whole onboarding.
+    """
+    if size > MAX_CLASS_SIZE:
+        raise ValidationError(
+            "class_size",
+            _("must be at most {n} students chatting at once (the most the capacity test"
+              " measures)").format(n=MAX_CLASS_SIZE),
+        )  # fmt: skip
+    return size
+
+
+def lesson_tokens_of(value: object) -> tuple[int | None, ValidationError | None]:
+    """The ``lesson_tokens`` parameter (None: the workload's default), or None and the error."""
+    if value is None:
+        return None, None
+    from ..probe.load.workload import MAX_LESSON_TOKENS
+
+    try:
+        tokens = int(str(value).strip())
+    except ValueError:
+        tokens = 0
+    if not 1 <= tokens <= MAX_LESSON_TOKENS:
+        message = _("must be a whole number of tokens from 1 to {n}, e.g. 1500").format(
+            n=MAX_LESSON_TOKENS
+        )
+        return None, ValidationError("lesson_tokens", message)
+    return tokens, None
 
 
 def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
@@ -46,3 +94,25 @@ def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
         return check_context_need(value), None
     except ValidationError as exc:
         return None, exc
+
+
+def workload_of(context_need: int | None, lesson_tokens: int | None) -> WorkloadSpec:
+    """The lesson workload of the load test and capacity, sized by the parameters."""
+    from ..probe.checks.context_window import DEFAULT_CONTEXT_NEED
+    from ..probe.load.workload import DEFAULT_LESSON_TOKENS, WorkloadSpec
+
+    return WorkloadSpec(
+        lesson_tokens=lesson_tokens or DEFAULT_LESSON_TOKENS,
+        context_need=context_need or DEFAULT_CONTEXT_NEED,
+    )
+
+
+def bad_workload(context_need: int | None, lesson_tokens: int | None) -> ValidationError | None:
+    """The error when the lesson, the instructions and a reply do not fit in ``context_need``."""
+    from ..probe.load.workload import check_workload
+
+    try:
+        check_workload(workload_of(context_need, lesson_tokens))
+    except ValidationError as exc:
+        return exc
+    return None

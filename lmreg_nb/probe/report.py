@@ -20,12 +20,14 @@ from ..i18n import _
 from ..secret import Masker
 from ..severity import severity_label
 from ..summary import Severity
+from ..summary.workload import PrefixCache, Workload
 from .blocking import blocking
 from .checks.conformance import SEVERITIES, CheckResult, Conformance
 from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
 from .checks.suite import ChatOutcome, make_client, run_checks
 from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .load.metrics import answer_wait_sentence, request_metrics
+from .load.workload import WorkloadSpec, check_workload, prefix_probe, prepare_workload
 from .target import Target
 from .wire.chat import ChatEndpointError
 from .wire.exchange import Exchange
@@ -60,6 +62,8 @@ class EndpointReport:
     reply_text: str = ""  # the streamed check reply (untrusted: escape before showing)
     chat_reply: str | None = None  # the reply to ``chat_prompt`` (masked; untrusted)
     chat_error: str | None = None  # why that reply failed (one line, masked)
+    #: What the load test sent (None: no load test ran).
+    workload: Workload | None = None
 
     @property
     def ok(self) -> bool:
@@ -72,8 +76,12 @@ class EndpointReport:
         return [c for c in _sorted(self.checks) if not c.passed]
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly ``{"checks": [...], "summary": {...}}`` (DESIGN.md)."""
-        return {"checks": [c.to_json() for c in self.checks], "summary": dict(self.summary)}
+        """``{"checks": [...], "summary": {...}, "workload": {...} | None}`` (DESIGN.md)."""
+        return {
+            "checks": [c.to_json() for c in self.checks],
+            "summary": dict(self.summary),
+            "workload": self.workload.to_json() if self.workload is not None else None,
+        }
 
     def checks_frame(self) -> pd.DataFrame:
         """The checks as a table: errors first, then warnings, then info; failed first."""
@@ -165,6 +173,7 @@ async def check_endpoint_async(
     max_tokens: int = 256,
     chat_prompt: str | None = None,
     context_need: int = DEFAULT_CONTEXT_NEED,
+    workload: WorkloadSpec | None = None,
 ) -> EndpointReport:
     """Check a chat endpoint (spec 4.5 and go-live), measure one streamed reply, load-test it.
 
@@ -181,6 +190,10 @@ async def check_endpoint_async(
     """
     _check_load_args(requests, concurrency, max_duration)
     context_need = check_context_need(context_need)
+    # The load test's workload (the lesson by default), within the context need.
+    spec = dataclasses.replace(workload or WorkloadSpec(), context_need=context_need)
+    if requests > 0:
+        check_workload(spec)
     async with make_client(target.timeout) as client:
         conf, chat = await run_checks(
             client,
@@ -191,8 +204,14 @@ async def check_endpoint_async(
         )
     checks = list(conf.checks)
     load: LoadResult | None = None
+    used: Workload | None = None
     if requests > 0 and conf.answered_stream:
         log.info("load test: %d requests at concurrency %d", requests, concurrency)
+        work = await prepare_workload(target, spec)
+        if work.lesson_mode:  # before the load, two students alone: the prefix cache
+            _answered, found = await prefix_probe(work, target, target.timeout)
+            if found is not None:
+                checks.append(_prefix_row(found))
         load = await run_load(
             target,
             requests,
@@ -200,8 +219,10 @@ async def check_endpoint_async(
             max_duration=max_duration,
             max_tokens=max_tokens,
             progress=progress,
+            workload=work,
         )
         checks.append(_load_row(load, requests, max_duration))
+        used = work.info()
     elif requests > 0:
         checks.append(
             CheckResult(
@@ -211,7 +232,14 @@ async def check_endpoint_async(
                 _("not run: the streamed check request failed (see the rows above)"),
             )
         )
-    return _report(target, checks, conf, chat, load)
+    report = _report(target, checks, conf, chat, load)
+    report.workload = used
+    return report
+
+
+def _prefix_row(found: PrefixCache) -> CheckResult:
+    """The prefix-cache finding as an info row (passed when the lesson is reused)."""
+    return CheckResult("prefix-cache", found.reused is not False, "info", found.sentence())
 
 
 #: The blocking twin of :func:`check_endpoint_async` (same parameters).
@@ -298,6 +326,8 @@ def format_report(report: EndpointReport) -> str:
             rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
         )
     )
+    if report.workload is not None:  # what the load test sent
+        lines.append(_("workload: {text}").format(text=report.workload.sentence()))
     lines.append(
         _("verdict: OK") if report.ok else _("verdict: FAILED (a check of severity error failed)")
     )

@@ -187,6 +187,11 @@ def _capacity(capacity: CapacityRecord | None) -> list[str]:
         _h3(_("Capacity")),
         f'<p class="lmreg-capacity-verdict">{_e(capacity.verdict)}</p>',
     ]
+    # What the chats sent, and whether the server reused the lesson (older records: neither).
+    if capacity.workload is not None:
+        parts.append(f'<p class="lmreg-capacity-workload">{_e(capacity.workload.sentence())}</p>')
+    if capacity.prefix_cache is not None:
+        parts.append(f'<p class="lmreg-prefix-cache">{_e(capacity.prefix_cache.sentence())}</p>')
     levels = capacity.levels
     if levels:
         header = level_headers()

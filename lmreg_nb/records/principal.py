@@ -229,6 +229,9 @@ def _capacity_sentence(summary: Summary) -> str:
         "The model serves {n} students chatting at once, 9 replies in 10 starting within {s} s.",
         found,
     ).format(n=found, s=f"{wait:g}" if wait else "2")
+    workload = summary.capacity.workload if summary.capacity is not None else None
+    if workload is not None:  # what "at once" means: one plain sentence
+        served = _("{served} {how}").format(served=served, how=workload.plain_sentence())
     size = summary.class_size
     if not size:
         return served

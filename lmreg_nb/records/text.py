@@ -201,6 +201,10 @@ def render_summary_text(s: Summary) -> str:
             lines.append(f"  {ok_word} {c.name} [{severity_label(c.severity)}] {c.detail}")
     if s.capacity:
         lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.verdict)))
+        if s.capacity.workload is not None:
+            lines.append("  " + s.capacity.workload.sentence())
+        if s.capacity.prefix_cache is not None:
+            lines.append("  " + s.capacity.prefix_cache.sentence())
     if s.performance:
         lines += _performance_lines(s.performance)
     return "\n".join(lines)

@@ -32,6 +32,7 @@ from .model import (
 )
 from .rules import decide
 from .summary import Summary, build_summary
+from .workload import PrefixCache, Workload
 
 __all__ = [
     "CAPACITY_STEP",
@@ -48,11 +49,13 @@ __all__ = [
     "ModelRecord",
     "Percentiles",
     "Phase",
+    "PrefixCache",
     "Severity",
     "Status",
     "Step",
     "StepName",
     "Summary",
+    "Workload",
     "build_summary",
     "decide",
     "step_label",

@@ -1,7 +1,8 @@
 """The summary's ``capacity``: the capacity search as recorded (DESIGN.md "Contract: capacity").
 
 The JSON is the capacity command's object (``slo``, ``levels``, ``capacity``,
-``need``) plus the verdict sentence and the class size it was judged against.
+``need``, ``workload``, ``prefix_cache``) plus the verdict sentence and the class
+size it was judged against.
 The probe's :class:`~lmreg_nb.probe.load.capacity.CapacityResult` makes it
 (:meth:`CapacityRecord.from_json` of its ``to_json``); the summary is core, so
 it keeps a typed copy of its own rather than the probe's objects.
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .fields import float_or_none, int_or_none, list_of, mapping_or_empty, text_or_none
+from .workload import PrefixCache, Workload
 
 __all__ = ["CapacityLevel", "CapacityRecord", "CapacitySLO", "Percentiles"]
 
@@ -119,10 +121,15 @@ class CapacityRecord:
     #: The sentence for people: the capacity against the class size.
     verdict: str = ""
     class_size: int | None = None
+    #: What each chat sent (None: a record made before workloads were recorded).
+    workload: Workload | None = None
+    #: Whether the server reused the shared lesson (None: not measured).
+    prefix_cache: PrefixCache | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The capacity command's object plus ``verdict`` and ``class_size``."""
-        return {
+        """The capacity command's object plus ``verdict`` and ``class_size`` (and
+        ``prefix_cache`` when the search measured it)."""
+        found = {
             "slo": self.slo.to_json(),
             "levels": [lv.to_json() for lv in self.levels],
             "capacity": {
@@ -132,9 +139,13 @@ class CapacityRecord:
                 "limited_by": self.limited_by,
             },
             "need": self.need,
+            "workload": self.workload.to_json() if self.workload is not None else None,
             "verdict": self.verdict,
             "class_size": self.class_size,
         }
+        if self.prefix_cache is not None:
+            found["prefix_cache"] = self.prefix_cache.to_json()
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CapacityRecord:
@@ -150,4 +161,6 @@ class CapacityRecord:
             need=int_or_none(data.get("need")),
             verdict=str(data.get("verdict") or ""),
             class_size=int_or_none(data.get("class_size")),
+            workload=Workload.from_json(data.get("workload")),
+            prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
         )

@@ -29,6 +29,7 @@ from .model import (
     step_label,
 )
 from .rules import decide, phases
+from .workload import Workload
 
 __all__ = ["Summary", "build_summary"]
 
@@ -53,6 +54,8 @@ class Summary:
     generated_at: datetime | None = None
     phases: list[Phase] = field(default_factory=list)
     class_size: int | None = None
+    #: What the load test sent (``check --json``'s ``workload``); the capacity has its own.
+    workload: Workload | None = None
 
     # -- readers' helpers ----------------------------------------------------
     @property
@@ -96,6 +99,7 @@ class Summary:
             "models": [m.to_json() for m in self.models],
             "checks": [c.to_json() for c in self.checks],
             "performance": dict(self.performance) if self.performance is not None else None,
+            "workload": self.workload.to_json() if self.workload is not None else None,
             "capacity": self.capacity.to_json() if self.capacity is not None else None,
             "class_size": self.class_size,
             "status": self.status,
@@ -147,6 +151,7 @@ class Summary:
             generated_at=time_or_none(data.get("generated_at")),
             phases=[Phase.from_json(p) for p in list_of(data.get("phases"))],
             class_size=class_size,
+            workload=Workload.from_json(data.get("workload")),
         )
 
 
@@ -165,6 +170,7 @@ def build_summary(
     lang: str | None = None,
     generated_at: datetime | None = None,
     target_urls: Sequence[str] | None = None,
+    workload: Workload | None = None,
 ) -> Summary:
     """Make the summary from what happened, deciding status and go_live.
 
@@ -194,4 +200,5 @@ def build_summary(
         generated_at=generated_at or datetime.now(UTC),
         phases=phases(step_list, go_live),
         class_size=size,
+        workload=workload,
     )

@@ -87,7 +87,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert seen == [lv.concurrency for lv in result.levels]
     assert result.meets(cap.concurrency) and not result.meets(2 * slots)
     out = result.to_json()
-    assert set(out) == {"slo", "levels", "capacity", "need"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
     assert set(out["capacity"]) == {
         "concurrency",
         "requests_per_s",
@@ -103,7 +103,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
         rf" [0-9.]+ ms of 150 ms\); at {above} it did not \(first token p90 [0-9.]+ ms\)\.",
         sentence,
     ), sentence
-    assert "A class of 40 needs more." in sentence
+    assert "A class of 40 needs more: 40 students asking at once about a " in sentence
     again = CapacityResult.from_json(json.loads(json.dumps(out)))
     assert again.capacity == cap and again.verdict(40) == sentence
 
@@ -317,7 +317,7 @@ def test_cli_json_and_exit_codes(plain: str) -> None:
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)
     assert out["need"] == 2 and out["capacity"]["concurrency"] == 2
-    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": None, "max_error_rate": 0.01}
+    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": 150.0, "max_error_rate": 0.01}
     assert KEY not in ok.output
 
     failed = CliRunner().invoke(

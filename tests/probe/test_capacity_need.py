@@ -61,8 +61,8 @@ def test_a_need_that_is_met_measures_it_then_the_margin_and_stops(plain: str) ->
     assert cap.limited_by == "need-met" and cap.concurrency == 6 and result.meets(4)
     sentence = result.verdict(class_size=4)
     assert sentence.startswith("The model serves 4 chats at once within the SLO (first token p90")
-    assert "of 2 s); at 6 it still did (first token p90 " in sentence
-    assert "That is enough for a class of 4." in sentence
+    assert "of 150 ms); at 6 it still did (first token p90 " in sentence
+    assert "That is enough for a class of 4: 4 students asking at once about a " in sentence
     # The record keeps the JSON of the contract; read back, the verdict is the same.
     again = CapacityResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again.capacity == cap and again.verdict(4) == sentence
@@ -74,7 +74,7 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
     ok = CliRunner().invoke(main, ["capacity", "--json", "--need", "3"], env=_env(plain))
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)  # stdout is the one JSON object: no progress in it
-    assert set(out) == {"slo", "levels", "capacity", "need"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
     assert [lv["concurrency"] for lv in out["levels"]] == [3, 5]
     assert out["capacity"]["limited_by"] == "need-met" and out["capacity"]["concurrency"] == 5
     assert ok.stderr == ""  # --json: nothing else either
@@ -125,7 +125,9 @@ def test_a_need_not_met_searches_below_it_and_says_what_was_measured(plain: str)
     )
     assert seen == [8, 4, 2, 1]
     assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
-    assert "serves no chat" in result.verdict(8) and "A class of 8 needs more." in result.verdict(8)
+    assert "serves no chat" in result.verdict(
+        8
+    ) and "A class of 8 needs more: 8 students asking" in result.verdict(8)
 
 
 def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:

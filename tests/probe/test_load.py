@@ -72,7 +72,7 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     assert buf.getvalue()[:4] == b"\x89PNG"
 
     payload = json.dumps(report.to_json())
-    assert set(json.loads(payload)) == {"checks", "summary"}
+    assert set(json.loads(payload)) == {"checks", "summary", "workload"}
     assert mock.key not in payload
 
 
@@ -155,7 +155,7 @@ def test_cli_json_is_the_contract(mock: Mock) -> None:
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert set(out) == {"checks", "summary"}
+    assert set(out) == {"checks", "summary", "workload"}
     assert all(set(c) == {"name", "passed", "severity", "detail"} for c in out["checks"])
     assert set(out["summary"]) == SUMMARY and out["summary"]["requests"] == 4
     assert mock.key not in result.output

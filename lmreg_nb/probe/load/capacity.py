@@ -27,18 +27,19 @@ while latency kept rising), ``"max-concurrency"``, ``"need-met"``, or
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ...errors import ValidationError
 from ...i18n import _
 from ...secret import mask_text
 from ..blocking import current_interrupt, interruptible
 from ..target import Target
+from .capacity_result import Capacity, CapacityFindings, saturation_point
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
+from .workload import WorkloadSpec, check_workload
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -47,10 +48,12 @@ if TYPE_CHECKING:
 __all__ = [
     "SLO",
     "Capacity",
+    "CapacityFindings",
     "CapacityResult",
     "Level",
     "LevelPlan",
     "Progress",
+    "WorkloadSpec",
     "find_capacity",
     "find_capacity_async",
     "margin_level",
@@ -59,123 +62,16 @@ __all__ = [
 
 #: The search stops starting levels after this many seconds (well under 3 minutes).
 BUDGET_S = 120.0
-#: The default SLO: first token p90 under 2 s, at most 1 % errors.
-DEFAULT_SLO = SLO()
+#: A class's default SLO: first token p90 under 2 s, time between tokens p90 at most
+#: 150 ms (reading pace: about 7 Chinese characters a second), at most 1 % errors.
+DEFAULT_SLO = SLO(itl_ms=150.0)
+DEFAULT_WORKLOAD = WorkloadSpec()
 DEFAULT_PLAN = LevelPlan()
-#: Throughput that grows less than this (x) while concurrency grows by ``_STEP`` is flat.
-_FLAT = 1.1
-_STEP = 1.25
-#: The failures a level can be judged by (what ``limited_by`` names of the first one over).
-_FAILURES = ("ttft", "itl", "errors", "cut-streams")
 
 
-@dataclass(frozen=True)
-class Capacity:
-    """The answer: the largest concurrency within the SLO and its throughput."""
-
-    concurrency: int
-    requests_per_s: float | None
-    output_tokens_per_s: float | None
-    limited_by: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"concurrency", "requests_per_s", "output_tokens_per_s", "limited_by"}``."""
-        return {
-            "concurrency": self.concurrency,
-            "requests_per_s": self.requests_per_s,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "limited_by": self.limited_by,
-        }
-
-
-@dataclass
-class CapacityResult:
+@dataclass(repr=False, eq=False)
+class CapacityResult(CapacityFindings):
     """The levels measured, the capacity found, and the words and pictures for them."""
-
-    slo: SLO
-    levels: list[Level] = field(default_factory=list)
-    need: int | None = None
-    max_concurrency: int = 64
-    stopped: str | None = None  # "time" or "interrupted" when the search did not finish
-    #: Seconds the warm-up request waited without a reply (then no level was measured).
-    no_reply_s: float | None = None
-
-    @property
-    def capacity(self) -> Capacity:
-        """The largest level that met the SLO (0 when none did) and what limits it."""
-        levels = sorted(self.levels, key=lambda lv: lv.concurrency)
-        passed = [lv for lv in levels if lv.meets_slo]
-        best = passed[-1] if passed else None
-        over = [lv for lv in levels if not lv.meets_slo and lv.concurrency > _c(best)]
-        if self.need_met and self.stopped != "interrupted":
-            limited = "need-met"
-        elif over:
-            limited = over[0].failed or "errors"
-        elif self.stopped:
-            limited = self.stopped
-        elif self.saturation is not None:
-            limited = "saturation"
-        else:
-            limited = "max-concurrency"
-        if best is None:
-            return Capacity(0, None, None, limited)
-        return Capacity(best.concurrency, best.requests_per_s, best.output_tokens_per_s, limited)
-
-    @property
-    def need_met(self) -> bool:
-        """Whether the level of the need was measured and met the SLO."""
-        return any(lv.concurrency == self.need and lv.meets_slo for lv in self.levels)
-
-    @property
-    def saturation(self) -> int | None:
-        """The concurrency past which throughput stopped rising while latency rose."""
-        return saturation_point(self.levels)
-
-    @property
-    def cut_streams(self) -> int:
-        """Streams the server cut (llama.cpp ``interrupt_requests``), over all levels."""
-        return sum(lv.cut_streams for lv in self.levels)
-
-    @property
-    def tokens_from_chunks(self) -> bool:
-        """Token figures were counted from chunks: the server sent no usage."""
-        return any(lv.tokens_from_chunks for lv in self.levels)
-
-    def meets(self, class_size: int) -> bool:
-        """Whether ``class_size`` students can chat at once within the SLO."""
-        return self.capacity.concurrency >= class_size
-
-    def to_json(self) -> dict[str, Any]:
-        """The contract's object: ``{"slo", "levels", "capacity", "need"}``."""
-        levels = sorted(self.levels, key=lambda lv: lv.concurrency)
-        return {
-            "slo": self.slo.to_json(),
-            "levels": [lv.to_json() for lv in levels],
-            "capacity": self.capacity.to_json(),
-            "need": self.need,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CapacityResult:
-        """A result read back from :meth:`to_json` (a record), for its verdict and figure."""
-        slo = data.get("slo") or {}
-        levels = [Level.from_json(lv) for lv in data.get("levels") or []]
-        limited = (data.get("capacity") or {}).get("limited_by")
-        stopped = limited if limited in ("time", "interrupted") else None
-        for lv in levels:
-            if not lv.meets_slo and limited in _FAILURES:
-                lv.failed = limited  # what the first level over capacity broke
-        result = cls(
-            SLO(
-                ttft_ms=float(slo.get("ttft_ms", 2000.0)),
-                itl_ms=slo.get("itl_ms"),
-                max_error_rate=float(slo.get("max_error_rate", 0.01)),
-            ),
-            levels,
-            need=data.get("need"),
-            stopped=stopped,
-        )
-        return result
 
     def verdict(self, class_size: int | None = None) -> str:
         """One sentence: how many chats at once, within which SLO, and enough for a class?"""
@@ -201,27 +97,6 @@ class CapacityResult:
             f"CapacityResult(capacity={cap.concurrency}, limited_by={cap.limited_by!r}, "
             f"levels={[lv.concurrency for lv in self.levels]})"
         )
-
-
-def _c(level: Level | None) -> int:
-    return level.concurrency if level is not None else 0
-
-
-def saturation_point(levels: list[Level]) -> int | None:
-    """The knee of throughput: the last level before one whose throughput stayed flat.
-
-    Flat: concurrency grew by at least 25 % but requests/s by less than 10 %,
-    while latency p50 grew by more than 10 %.
-    """
-    ordered = sorted((lv for lv in levels if lv.requests_per_s), key=lambda lv: lv.concurrency)
-    for before, after in itertools.pairwise(ordered):
-        if after.concurrency < _STEP * before.concurrency:
-            continue
-        rps_a, rps_b = before.requests_per_s or 0.0, after.requests_per_s or 0.0
-        lat_a, lat_b = before.latency_ms.get("p50"), after.latency_ms.get("p50")
-        if rps_b < _FLAT * rps_a and lat_a and lat_b and lat_b > _FLAT * lat_a:
-            return before.concurrency
-    return None
 
 
 def _check(slo: SLO, max_concurrency: int, need: int | None, budget_s: float) -> None:
@@ -254,7 +129,8 @@ async def find_capacity_async(
     on_progress: Callable[[Progress], None] | None = None,
     plan: LevelPlan = DEFAULT_PLAN,
     budget_s: float = BUDGET_S,
-    max_tokens: int | None = 256,
+    workload: WorkloadSpec = DEFAULT_WORKLOAD,
+    max_tokens: int | None = None,
 ) -> CapacityResult:
     """Find how many chats at once ``target`` serves within ``slo`` (see the module docstring).
 
@@ -268,25 +144,30 @@ async def find_capacity_async(
     at the warm-up, at each level's start, about twice a second while it runs
     and at its end, both from the search's thread (a progress display; the
     search prints nothing). ``plan`` sets when a level ends; ``budget_s``
-    bounds the whole search, the warm-up included.
+    bounds the whole search, the warm-up included. ``workload``: what each chat
+    sends (:mod:`lmreg_nb.probe.load.workload`; the lesson by default); ``max_tokens``,
+    when given, replaces its replies' length.
     """
     _check(slo, max_concurrency, need, budget_s)
-    search = Search(CapacityResult(slo, need=need, max_concurrency=max_concurrency), on_level,
-                    on_progress)  # fmt: skip
+    if max_tokens is not None:
+        workload = replace(workload, max_tokens=max_tokens)
+    check_workload(workload)
+    result = CapacityResult(slo, need=need, max_concurrency=max_concurrency)
+    search = Search(result, on_level, on_progress)
     interrupt = current_interrupt()  # Ctrl-C of the blocking twin (see .blocking)
     if interrupt is not None:
         interrupt.attach()
         search.interrupted = interrupt.fired
     try:
-        await run_search(search, target, plan, budget_s, max_tokens)
+        await run_search(search, target, plan, budget_s, workload)
     except asyncio.CancelledError:
         if not search.interrupted.is_set():
             raise
-        search.result.stopped = "interrupted"
+        result.stopped = "interrupted"
     secret = target.api_key
-    for level in search.result.levels:  # a server may echo the key in an error
+    for level in result.levels:  # a server may echo the key in an error
         level.first_error = mask_text(level.first_error, [secret])
-    return search.result
+    return result
 
 
 #: The blocking twin of :func:`find_capacity_async` (same parameters).

@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
 from .levels import CUT, cut_kind, run_workers
 from .metrics import percentiles, request_metrics
+from .workload import ClassWorkload
 
 __all__ = ["MAX_CONCURRENCY", "MAX_REQUESTS", "LoadResult", "run_load"]
 
@@ -51,6 +52,11 @@ class LoadResult:
         """What to do about what went wrong, in one sentence, or "" (cut streams)."""
         if not self.cut_streams:
             return ""
+        if self.concurrency == 1:  # nothing else arrived: no interrupt of a new request
+            return _(
+                "Replies ended early with one request at a time: the server cut them without"
+                " another request arriving; look at its log."
+            )
         return _(
             "The server cut streams when new requests arrived (llama.cpp interrupt_requests):"
             " start llama-cpp-python with --interrupt_requests False, or for Ollama set"
@@ -92,8 +98,13 @@ async def run_load(
     max_tokens: int | None = 256,
     prompt: str | None = None,
     progress: bool = False,
+    workload: ClassWorkload | None = None,
 ) -> LoadResult:
-    """Send ``requests`` streamed chat requests, ``concurrency`` at a time."""
+    """Send ``requests`` streamed chat requests, ``concurrency`` at a time.
+
+    ``workload``: each worker is a student of it (:mod:`lmreg_nb.probe.load.workload`);
+    without it every request is ``prompt`` (a short question) with ``max_tokens``.
+    """
     requests = max(0, min(requests, MAX_REQUESTS))
     concurrency = max(1, min(concurrency, MAX_CONCURRENCY, max(requests, 1)))
     body = json.dumps(
@@ -102,6 +113,8 @@ async def run_load(
     result = LoadResult(concurrency=concurrency)
     bar = _progress_bar(requests, progress)
     run = _LoadRun(target, body.encode(), result, bar, iter(range(requests)), max_duration)
+    if workload is not None:
+        run.connect = workload.connect
     try:
         await run.run(concurrency)
     finally:
@@ -124,6 +137,7 @@ class _LoadRun:
     counter: Iterator[int]  # request numbers, taken by whichever worker is free
     max_duration: float
     start: float = field(default_factory=time.perf_counter)
+    connect: Callable[[Target, bytes], ChatConnection] = ChatConnection
 
     async def run(self, concurrency: int) -> None:
         """``concurrency`` workers until the requests are sent or the time is up."""
@@ -132,7 +146,7 @@ class _LoadRun:
     async def worker(self) -> None:
         """Send requests one after the other; one cancelled at the deadline is still a row."""
         deadline = self.start + self.max_duration
-        conn = ChatConnection(self.target, self.payload)  # kept alive from one request to the next
+        conn = self.connect(self.target, self.payload)  # kept alive from one request to the next
         try:
             for index in self.counter:
                 if time.perf_counter() >= deadline:

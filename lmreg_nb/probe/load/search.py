@@ -8,7 +8,6 @@ through a callback: it prints nothing.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -17,13 +16,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..target import Target
-from ..wire.exchange import DEFAULT_PROMPT, chat_body
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
-from .warmup import warm_up
+from .warmup import drain, warm_up
+from .workload import ClassWorkload, WorkloadSpec, prefix_probe, prepare_workload
 
 if TYPE_CHECKING:
-    from .capacity import CapacityResult
+    from .capacity_result import CapacityFindings as CapacityResult
 
 __all__ = ["Progress", "Search", "margin_level", "run_search"]
 
@@ -92,23 +91,44 @@ Measure = Callable[[int], Awaitable[Level | None]]
 
 
 async def run_search(
-    search: Search, target: Target, plan: LevelPlan, budget_s: float, max_tokens: int | None
+    search: Search, target: Target, plan: LevelPlan, budget_s: float, spec: WorkloadSpec
 ) -> None:
-    """The warm-up, then the need's search (with ``need``) or the knee's."""
+    """The workload's lesson, the warm-up, then the need's search (with ``need``) or the knee's."""
     result = search.result
-    body = chat_body(target.model, DEFAULT_PROMPT, stream=True, max_tokens=max_tokens)
-    payload = json.dumps(body).encode()
     deadline = time.monotonic() + budget_s
-    finish_seen = False
     search.progress(Progress())
-    # The warm-up is inside the budget, and waits no longer than a request may for its answer.
+    # The warm-up (calibration included) waits no longer than a request may for its answer.
     bound = min(target.timeout, budget_s)
-    if not await warm_up(target, payload, bound):
+    work = await prepare_workload(target, spec, bound)
+    if work.silent:
+        result.stopped, result.no_reply_s = "time", bound
+        result.workload = work.info()
+        return
+    try:
+        await _run(search, target, plan, deadline, work)
+    finally:
+        result.workload = work.info()
+
+
+async def _run(
+    search: Search, target: Target, plan: LevelPlan, deadline: float, work: ClassWorkload
+) -> None:
+    result = search.result
+    finish_seen = False
+    # The warm-up is inside the budget, and waits no longer than a request may for its answer.
+    bound = max(0.1, min(target.timeout, deadline - time.monotonic()))  # what is left of it
+    if work.lesson_mode:  # two students' first questions: the warm-up, and the prefix cache
+        answered, result.prefix_cache = await prefix_probe(work, target, bound)
+    else:
+        answered = await warm_up(target, work.short_payload(), bound)
+    if not answered:
         result.stopped, result.no_reply_s = "time", bound
         return
 
+    last: Level | None = None
+
     async def measure(c: int) -> Level | None:
-        nonlocal finish_seen
+        nonlocal finish_seen, last
         if search.interrupted.is_set():  # Ctrl-C before the loop could be told
             result.stopped = "interrupted"
             return None
@@ -116,19 +136,29 @@ async def run_search(
         if left < max(plan.min_seconds, _MIN_LEVEL_S):
             result.stopped = "time"
             return None
+        if last is not None and last.unfinished:
+            # Requests cut at the last level's end may still hold the server (a prefill
+            # queue): a level starts once a short request is answered again, within budget.
+            await drain(target, work.short_payload(1), left - _MIN_LEVEL_S)
+            left = deadline - time.monotonic()
+            if left < max(plan.min_seconds, _MIN_LEVEL_S):
+                result.stopped = "time"
+                return None
         level_plan = replace(plan, max_seconds=min(plan.max_seconds, left))
         search.progress(Progress(c))
         level = await run_level(
             target,
-            payload,
+            b"",
             c,
             result.slo,
             level_plan,
             finish_seen=finish_seen,
             on_progress=lambda n: search.progress(Progress(c, n)),
+            connect=work.connect,  # each chat a student of this run's lesson
         )
         finish_seen = finish_seen or level.finish_seen
         search.add(level)
+        last = level
         return level
 
     if result.need is None:

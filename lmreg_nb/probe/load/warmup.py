@@ -19,7 +19,7 @@ from ..target import Target
 from ..wire.stream_client import ChatConnection
 from .level_run import TICK_S, Connection
 
-__all__ = ["warm_up"]
+__all__ = ["drain", "warm_up"]
 
 
 async def warm_up(
@@ -49,3 +49,39 @@ async def warm_up(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         conn.close()
+
+
+async def drain(
+    target: Target,
+    payload: bytes,
+    bound_s: float,
+    connect: Callable[[Target, bytes], Connection] = ChatConnection,
+) -> bool:
+    """Wait until the server answers a request with a first token again, at most ``bound_s``.
+
+    After a level cut its requests in flight, a server may still work through
+    them (a prefill queue that keeps a request's turn when its client went
+    away): the next level would be measured behind that backlog. One request
+    at a time, until one gets a first token (True) or the time is up (False).
+    """
+    end = time.perf_counter() + bound_s
+    while (left := end - time.perf_counter()) > 0:
+        conn = connect(target, payload)
+        task = asyncio.ensure_future(conn.send())
+        try:
+            while not task.done():
+                current = conn.current
+                if current is not None and current.times:
+                    return True
+                left = end - time.perf_counter()
+                if left <= 0:
+                    return False
+                await asyncio.wait([task], timeout=min(TICK_S, left))
+            if task.result().times:
+                return True
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            conn.close()
+        await asyncio.sleep(min(TICK_S, max(0.0, end - time.perf_counter())))
+    return False

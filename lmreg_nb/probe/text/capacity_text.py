@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...i18n import _, ngettext
 from ...i18n import sentences as join_sentences
+from ...summary.workload import Workload, students_phrase
 from ..load.levels import SLO, Level
 from ..wire.reasons import kinds_text
 
 if TYPE_CHECKING:
     from pandas import DataFrame
 
-    from ..load.capacity import CapacityResult
-    from ..load.search import Progress
+    from ..load.capacity_result import CapacityFindings as CapacityResult
 
 __all__ = ["format_capacity", "progress_text", "slo_phrase", "table", "verdict"]
+
+
+class Progress(Protocol):
+    """Where a search is (:class:`lmreg_nb.probe.load.search.Progress`; typed here, not imported:
+    the search imports its words, never the reverse)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def level(self) -> Level | None: ...
+    @property
+    def slo(self) -> SLO | None: ...
+
 
 #: Columns of the levels table (identifiers, as in the JSON; never translated).
 COLUMNS = (
@@ -166,10 +181,43 @@ def _closeness(level: Level, slo: SLO) -> str | None:
     return text.format(n=n, share=round(100 * itl))
 
 
-def _for_class(capacity: int, class_size: int) -> str:
+def _for_class(capacity: int, class_size: int, workload: Workload | None) -> str:
+    """Enough for the class or not, naming what a class sends (the lesson)."""
+    if workload is None:  # a result made elsewhere, or an old record: not known what was sent
+        if capacity >= class_size:
+            return _("That is enough for a class of {size}.").format(size=class_size)
+        return _("A class of {size} needs more.").format(size=class_size)
+    students = students_phrase(class_size, workload)
     if capacity >= class_size:
-        return _("That is enough for a class of {size}.").format(size=class_size)
-    return _("A class of {size} needs more.").format(size=class_size)
+        return _("That is enough for a class of {size}: {students}.").format(
+            size=class_size, students=students
+        )
+    return _("A class of {size} needs more: {students} are not served.").format(
+        size=class_size, students=students
+    )
+
+
+def _cut_sentence(result: CapacityResult) -> str | None:
+    """What the cut streams say: the interrupt of a new request, or replies ending alone.
+
+    A reply cut while it was the only chat was not cut by another request: the
+    sentence says what was seen, never llama.cpp's interrupt_requests.
+    """
+    cut = [lv for lv in result.levels if lv.cut_streams]
+    if not cut and result.capacity.limited_by != "cut-streams":
+        return None
+    alone = next((lv for lv in cut if lv.concurrency == 1), None)
+    if alone is not None or not cut:
+        return _(
+            "Replies ended early even with one chat at a time ({seen}): the server cut them"
+            " without another request arriving; look at its log."
+        ).format(seen=(alone.first_error if alone else "") or _("no whole reply"))
+    return _(
+        "The server cuts a running reply when a new request arrives (llama.cpp"
+        " interrupt_requests), so it really serves only what is counted here;"
+        " start llama-cpp-python with --interrupt_requests False, or for Ollama"
+        " set OLLAMA_NUM_PARALLEL."
+    )
 
 
 def _none_served(result: CapacityResult) -> str:
@@ -229,16 +277,12 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         if close:
             sentences.append(close)
     if class_size is not None and (cap.concurrency or result.levels):
-        sentences.append(_for_class(cap.concurrency, class_size))
-    if result.cut_streams or result.capacity.limited_by == "cut-streams":
-        sentences.append(
-            _(
-                "The server cuts a running reply when a new request arrives (llama.cpp"
-                " interrupt_requests), so it really serves only what is counted here;"
-                " start llama-cpp-python with --interrupt_requests False, or for Ollama"
-                " set OLLAMA_NUM_PARALLEL."
-            )
-        )
+        sentences.append(_for_class(cap.concurrency, class_size, result.workload))
+    elif result.workload is not None and result.levels:
+        sentences.append(result.workload.sentence())
+    cut = _cut_sentence(result)
+    if cut:
+        sentences.append(cut)
     knee = result.saturation
     if knee is not None and cap.concurrency > 0:
         sentences.append(
@@ -329,4 +373,8 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
         )
     )
     lines.append(_("verdict: {text}").format(text=verdict(result, class_size)))
+    if result.workload is not None:
+        lines.append(_("workload: {text}").format(text=result.workload.sentence()))
+    if result.prefix_cache is not None:
+        lines.append(_("prefix cache: {text}").format(text=result.prefix_cache.sentence()))
     return "\n".join(lines)

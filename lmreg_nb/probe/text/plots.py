@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..load.capacity import CapacityResult
+    from ..load.capacity_result import CapacityFindings as CapacityResult
 
 __all__ = ["capacity_figure", "load_figure", "peak_concurrency", "token_arrivals"]
 

@@ -1,0 +1,88 @@
+"""The workload options that `capacity` and `check` share (DESIGN.md "the class workload")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ..probe.load.workload import WorkloadSpec
+
+__all__ = ["workload_options", "workload_spec"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _context_need(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
+    """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
+    from ..errors import ValidationError
+    from ..probe.checks.context_window import check_context_need
+
+    try:
+        return check_context_need(value)
+    except ValidationError as exc:
+        raise ValidationError("--context-need", exc.reason) from None
+
+
+def workload_options(command: F, *, context_need: bool = True) -> F:
+    """Add --workload, --lesson-tokens, --max-tokens (and --context-need) to ``command``."""
+    options = [
+        click.option(
+            "--workload",
+            type=click.Choice(["lesson", "short"]),
+            metavar="NAME",
+            default="lesson",
+            show_default=True,
+            help="What each chat sends: lesson (the app's instructions, a lesson shared by the "
+            "class, each student's questions over 3 turns) or short (one short question: a "
+            "quick look at the interface, never a class's answer).",
+        ),
+        click.option(
+            "--lesson-tokens",
+            type=click.IntRange(1, 100_000),
+            default=1500,
+            show_default=True,
+            help="Tokens of the lesson text the whole class shares (the server's tokens).",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1, 32_768),
+            default=300,
+            show_default=True,
+            help="The longest reply each request asks for, in tokens.",
+        ),
+    ]
+    if context_need:
+        options.append(
+            click.option(
+                "--context-need",
+                "context_need",
+                default="8000",
+                show_default=True,
+                metavar="TOKENS",
+                callback=_context_need,
+                help="Tokens of the longest prompt the course apps send, 1 to 131072: no "
+                "prompt, history included, is longer with its reply.",
+            )
+        )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def workload_spec(
+    name: str, lesson_tokens: int, max_tokens: int, context_need: int
+) -> WorkloadSpec:
+    """The options as a checked spec; a lesson too long for the context is a usage error."""
+    from ..errors import ValidationError
+    from ..probe.load.workload import WorkloadSpec, check_workload
+
+    spec = WorkloadSpec(
+        "lesson" if name == "lesson" else "short", lesson_tokens, max_tokens, context_need
+    )
+    try:
+        return check_workload(spec)
+    except ValidationError as exc:
+        raise ValidationError("--" + exc.field.replace("_", "-"), exc.reason) from None

@@ -1,0 +1,353 @@
+"""The class workload: what the load test and the capacity search send (DESIGN.md contract).
+
+``lesson`` (the default): every request begins with the app's system message
+(:data:`~lmreg_nb.probe.load.lesson_text.SYSTEM_MESSAGE`), then a Chinese lesson
+shared by the whole class and the student's own question; each simulated
+student asks :data:`TURNS` questions in one conversation (turns 2 and 3
+carry the earlier questions and the answers actually received), then starts
+a new one. ``short``: one short question per request, today's quick look.
+
+Lengths are the server's tokens. Two short prompts (``max_tokens`` 1)
+calibrate its count from ``usage.prompt_tokens`` with the context-window
+check's scale (:class:`~lmreg_nb.probe.checks.context_window.ContextFinding`:
+units to tokens, fitted on two points; here a unit is a character of the
+user's text); a server without usage gets one token per character, an
+estimate. A prompt, history included, plus its reply never exceeds
+``context_need``: the oldest turns are dropped from the history first.
+
+Each chat of a level is a :class:`StudentConnection`: the lean client's
+connection (:mod:`lmreg_nb.probe.wire.stream_client`) whose next request is the
+conversation's next turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from ...errors import ValidationError
+from ...i18n import _
+from ...summary.workload import LESSON, SHORT, PrefixCache, Workload, WorkloadName
+from ..checks.context_window import DEFAULT_CONTEXT_NEED, MAX_CONTEXT_NEED, ContextFinding
+from ..target import Target
+from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
+from ..wire.stream_client import ChatConnection
+from .lesson_text import SYSTEM_MESSAGE, lesson_text, question
+
+__all__ = [
+    "DEFAULT_LESSON_TOKENS",
+    "DEFAULT_MAX_TOKENS",
+    "TURNS",
+    "WORKLOADS",
+    "ClassWorkload",
+    "StudentConnection",
+    "WorkloadSpec",
+    "check_workload",
+    "prefix_probe",
+    "prepare_workload",
+]
+
+WORKLOADS: tuple[WorkloadName, ...] = (LESSON, SHORT)
+DEFAULT_LESSON_TOKENS = 1500
+DEFAULT_MAX_TOKENS = 300
+MAX_LESSON_TOKENS = 100_000
+#: Questions per conversation before a student starts a new one.
+TURNS = 3
+#: Tokens kept for the system message, a question and the chat template (before calibration).
+_ROOM = 250
+#: The shortest lesson worth the name: a longer one is shortened to fit ``context_need``.
+_LEAST_LESSON = 100
+#: Characters of the user's text of the two calibration prompts.
+_CALIBRATION = (200, 800)
+#: A chat template's tokens per message beyond the first two (a margin for the history).
+_PER_MESSAGE = 8
+#: The first answer is "clearly slower" than the next one's: this many times, and by this much.
+_SLOWER = 2.0
+_SLOWER_MS = 100.0
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to send: the workload's name, the lesson's and replies' tokens, the context bound."""
+
+    name: WorkloadName = LESSON
+    lesson_tokens: int = DEFAULT_LESSON_TOKENS
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    context_need: int = DEFAULT_CONTEXT_NEED
+    seed: int | None = None  # None: a new lesson for this run
+
+
+def check_workload(spec: WorkloadSpec) -> WorkloadSpec:
+    """``spec`` if it can be sent; else a ValidationError naming what to change.
+
+    A lesson longer than ``context_need`` leaves room for (with the instructions,
+    a question and a reply) is shortened to fit when it is sized, not refused:
+    the workload then says how long it was.
+    """
+    if spec.name not in WORKLOADS:
+        raise ValidationError("workload", _("must be lesson or short"))
+    if not 1 <= spec.max_tokens <= 32_768:
+        raise ValidationError("max_tokens", _("must be between 1 and 32768"))
+    if not 1 <= spec.context_need <= MAX_CONTEXT_NEED:
+        raise ValidationError(
+            "context_need", _("must be between 1 and {n}").format(n=MAX_CONTEXT_NEED)
+        )
+    if spec.name == LESSON:
+        if not 1 <= spec.lesson_tokens <= MAX_LESSON_TOKENS:
+            raise ValidationError(
+                "lesson_tokens", _("must be between 1 and {n}").format(n=MAX_LESSON_TOKENS)
+            )
+        if _ROOM + _LEAST_LESSON + spec.max_tokens > spec.context_need:
+            raise ValidationError(
+                "context_need",
+                _(
+                    "{need} tokens leave no room for a lesson, the instructions and a"
+                    " {reply}-token reply: raise context_need or lower max_tokens"
+                ).format(reply=spec.max_tokens, need=spec.context_need),
+            )
+    return spec
+
+
+@dataclass
+class ClassWorkload:
+    """One run's workload: its lesson, the server's token scale, and what was sent."""
+
+    spec: WorkloadSpec
+    model: str
+    lesson: str = ""
+    scale: ContextFinding = field(default_factory=lambda: ContextFinding(0))
+    #: ``usage.prompt_tokens`` the server reported, and the toolkit's own counts.
+    seen: list[int] = field(default_factory=list)
+    counted: list[int] = field(default_factory=list)
+    turns_sent: int = 0  # requests that carried history (turn 2 or later)
+    students: int = 0
+    #: The calibration had no answer at all within its bound (the server is silent).
+    silent: bool = False
+
+    @property
+    def lesson_mode(self) -> bool:
+        return self.spec.name == LESSON
+
+    def next_student(self) -> int:
+        """A new student's number (each asks their own questions)."""
+        self.students += 1
+        return self.students - 1
+
+    def messages(self, history: list[tuple[str, str]], asked: str) -> list[dict[str, str]]:
+        """The messages of one request: instructions, lesson, the conversation, the question."""
+        if not self.lesson_mode:
+            return [{"role": "user", "content": asked}]
+        turns = list(history)
+        while True:
+            out = [{"role": "system", "content": SYSTEM_MESSAGE}]
+            pending = f"课文：\n{self.lesson}\n\n"  # the lesson opens the first user message
+            for before, answer in turns:
+                out += [
+                    {"role": "user", "content": pending + before},
+                    {"role": "assistant", "content": answer},
+                ]
+                pending = ""
+            out.append({"role": "user", "content": pending + asked})
+            if not turns or self.tokens(out) + self.spec.max_tokens <= self.spec.context_need:
+                return out
+            turns = turns[1:]  # the oldest turn goes first; the lesson stays
+
+    def tokens(self, messages: list[dict[str, str]]) -> int:
+        """The prompt's tokens as the server counts them (the calibrated scale)."""
+        chars = sum(len(m["content"]) for m in messages)
+        return self.scale.tokens(chars) + _PER_MESSAGE * max(0, len(messages) - 2)
+
+    def payload(self, history: list[tuple[str, str]], asked: str) -> bytes:
+        """The request body of one turn."""
+        messages = self.messages(history, asked)
+        body = chat_body(self.model, "", stream=True, max_tokens=self.spec.max_tokens)
+        body["messages"] = messages
+        self.counted.append(self.tokens(messages))
+        if len(messages) > 2:
+            self.turns_sent += 1
+        return json.dumps(body, ensure_ascii=False).encode()
+
+    def short_payload(self, max_tokens: int | None = None) -> bytes:
+        """One short question, no lesson (the warm-up of ``short``, a look whether the server
+        answers again): ``max_tokens`` or the workload's."""
+        tokens = max_tokens if max_tokens is not None else self.spec.max_tokens
+        body = chat_body(self.model, DEFAULT_PROMPT, stream=True, max_tokens=tokens)
+        return json.dumps(body).encode()
+
+    def connect(self, target: Target, _payload: bytes = b"") -> StudentConnection:
+        """A new chat: a student of this run (``connect`` of the level and the load test)."""
+        return StudentConnection(self, target)
+
+    def saw(self, ex: Exchange) -> None:
+        usage = ex.usage or {}
+        tokens = usage.get("prompt_tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+            self.seen.append(tokens)
+
+    def info(self) -> Workload:
+        """What was sent, for the JSON and the record."""
+        tokens = self.seen or self.counted
+        p50 = round(statistics.median(tokens)) if tokens else None
+        if not self.lesson_mode:
+            return Workload(SHORT, p50, 0, 1, self.spec.max_tokens)
+        # The instructions and the lesson, as the server counts them (no template overhead).
+        shared = self.scale.tokens(len(SYSTEM_MESSAGE) + len(self.lesson)) - self.scale.tokens(0)
+        return Workload(
+            LESSON,
+            p50,
+            max(0, shared),
+            TURNS,
+            self.spec.max_tokens,
+        )
+
+
+class StudentConnection(ChatConnection):
+    """One student's chat: each :meth:`send` is the conversation's next turn."""
+
+    def __init__(self, workload: ClassWorkload, target: Target) -> None:
+        self.workload = workload
+        self.student = workload.next_student()
+        self.history: list[tuple[str, str]] = []
+        self.asked = question(self.student, 0) if workload.lesson_mode else DEFAULT_PROMPT
+        super().__init__(target, workload.payload(self.history, self.asked))
+
+    async def send(self) -> Exchange:
+        reused = self.reader is not None and not self.reader.closed
+        ex = await super().send()
+        if reused and _stale(ex):
+            # A kept-alive connection the server had just closed (llama-server closes after a
+            # stream): nothing was answered, so the request goes again on a new connection,
+            # as browsers and urllib3 do; the time lost still counts from when it was due.
+            ex = await super().send()
+        self.workload.saw(ex)
+        self._next(ex.text if ex.ok and ex.text else None)
+        return ex
+
+    def _next(self, answer: str | None) -> None:
+        """The next turn: a follow-up carrying the history, or a new conversation."""
+        if not self.workload.lesson_mode:
+            return  # the short question, again
+        if answer is None or len(self.history) + 1 >= TURNS:
+            self.student = self.workload.next_student()
+            self.history, self.asked = [], question(self.student, 0)
+        else:
+            self.history.append((self.asked, answer))
+            self.asked = question(self.student, len(self.history))
+        fresh = ChatConnection(self.target, self.workload.payload(self.history, self.asked))
+        self.request = fresh.request  # the same connection, the next body
+
+
+def _stale(ex: Exchange) -> bool:
+    """The connection was closed before any byte of an answer (no status, nothing read)."""
+    return ex.failure == "transport" and ex.status is None and ex.size == 0 and not ex.pieces
+
+
+async def prepare_workload(
+    target: Target, spec: WorkloadSpec, bound_s: float | None = None
+) -> ClassWorkload:
+    """The run's workload: a new lesson, sized in the server's tokens (two short requests).
+
+    The calibration waits at most ``bound_s`` (and the request timeout); with no
+    answer by then, ``silent`` is set and the lesson is sized by the estimate.
+    """
+    spec = check_workload(spec)
+    work = ClassWorkload(spec, target.model)
+    if not work.lesson_mode:
+        return work
+    seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
+    bound = min(target.timeout, 60.0, bound_s if bound_s is not None else 60.0)
+    # Another text than the lesson's: the lesson's prefix stays cold for the prefix probe.
+    work.silent = not await _calibrate(work, target, seed + 1, bound)
+    scale = work.scale
+    chars = scale.words(scale.tokens(0) + spec.lesson_tokens)
+    # Within context_need with the instructions, the first question and the reply (the
+    # scale may say otherwise than the estimate checked up front).
+    first = len(SYSTEM_MESSAGE) + len(question(0, 0)) + 8
+    most = scale.words(spec.context_need - spec.max_tokens) - first
+    work.lesson = lesson_text(max(1, min(chars, most)), seed)
+    return work
+
+
+async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: float) -> bool:
+    """Two prompts of known length, answered with one token: the server's count of them.
+
+    False when neither was answered at all within ``bound_s``.
+    """
+    text = lesson_text(max(_CALIBRATION), seed)
+
+    async def ask(chars: int) -> tuple[int, int | None]:
+        user = text[:chars]
+        body = chat_body(target.model, user, stream=True, max_tokens=1, system=SYSTEM_MESSAGE)
+        chars += len(SYSTEM_MESSAGE)  # the scale's unit: a character of any message
+        conn = ChatConnection(target, json.dumps(body, ensure_ascii=False).encode())
+        try:
+            ex = await conn.send()
+        finally:
+            conn.close()
+        if ex.failure == "timeout":
+            raise TimeoutError  # no answer within the request timeout: the server is silent
+        tokens = (ex.usage or {}).get("prompt_tokens") if ex.ok else None
+        good = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
+        return chars, tokens if good else None
+
+    answered = False
+    try:
+        async with asyncio.timeout(bound_s):  # one after the other: one slot is enough
+            for size in _CALIBRATION:
+                chars, tokens = await ask(size)
+                answered = True
+                if tokens is not None:
+                    work.scale.counts[chars] = tokens
+    except TimeoutError:
+        pass  # what came back counts; nothing at all: the estimate, one token per character
+    return answered
+
+
+async def prefix_probe(
+    work: ClassWorkload, target: Target, bound_s: float
+) -> tuple[bool, PrefixCache | None]:
+    """Two students' first questions on the lesson, one after the other (also the warm-up).
+
+    Returns whether the server answered the first within ``bound_s``, and the
+    prefix-cache finding (None when the second did not answer).
+    """
+    firsts: list[float] = []
+    for _i in range(2):
+        answered, waited = await _first_token(work.connect(target), bound_s)
+        if waited is None:
+            return answered or bool(firsts), None
+        firsts.append(waited * 1000)
+    first, later = firsts
+    if first - later >= _SLOWER_MS and first >= _SLOWER * later:
+        reused: bool | None = True
+    elif max(first, later) < _SLOWER_MS:
+        reused = None  # both quick: the lesson costs this server too little to tell
+    else:
+        reused = False
+    return True, PrefixCache(reused, round(first, 1), round(later, 1))
+
+
+async def _first_token(conn: ChatConnection, bound_s: float) -> tuple[bool, float | None]:
+    """(answered at all, seconds to the first token of any kind or None) within ``bound_s``."""
+    task = asyncio.ensure_future(conn.send())
+    end = time.perf_counter() + bound_s
+    try:
+        while not task.done():
+            current = conn.current
+            if current is not None and current.first_token_at is not None:
+                return True, current.first_token_at - current.t_start
+            left = end - time.perf_counter()
+            if left <= 0:
+                return False, None
+            await asyncio.wait([task], timeout=min(0.01, left))
+        ex = task.result()  # done between two looks, or before any token (an error)
+        first = ex.first_token_at
+        return True, (first - ex.t_start if first is not None else None)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        conn.close()

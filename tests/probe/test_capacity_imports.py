@@ -1,0 +1,48 @@
+"""No import circle in the probe: results never import their presentation (issue 29).
+
+Every import counts, also one inside a function or under TYPE_CHECKING (as in
+tests/test_layers.py): a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_layers import PACKAGE, imported_modules
+
+PRESENTATION = {"probe.capacity_text", "probe.capacity_table", "probe.plots"}
+#: The result types (the search, a driver, may name its words lazily: Progress.text()).
+RESULTS = {"probe.capacity_result", "probe.levels", "probe.settle", "probe.workload"}
+
+
+def _graph(folder: str) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted((PACKAGE / folder).glob("*.py")):
+        package = path.stem == "__init__"
+        module = folder if package else f"{folder}.{path.stem}"
+        found = imported_modules(Path(path).read_text(encoding="utf-8"), module, is_package=package)
+        graph[module] = {m for _line, m in found if m.startswith(folder + ".")}
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph.get(start, ()))
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += graph.get(module, ())
+    return seen
+
+
+def test_the_probe_has_no_import_circle() -> None:
+    graph = _graph("probe")
+    circles = sorted(m for m in graph if m in _reaches(graph, m))
+    assert circles == []
+
+
+def test_results_never_import_their_presentation() -> None:
+    graph = _graph("probe")
+    for module in RESULTS:
+        assert not (_reaches(graph, module) & PRESENTATION), module
