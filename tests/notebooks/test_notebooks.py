@@ -318,11 +318,10 @@ def test_a_wordy_api_key_leaves_every_check_name_whole_in_the_record(
     and its HTML copy now keep every check name whole and hold no piece of the key.
     """
     from click.testing import CliRunner
-    from lmreg_nb.sandbox.school_model import serving
 
     from lmreg_nb.cli import main
     from lmreg_nb.own_words import own_text
-    from lmreg_nb.sandbox.school_model import MockModelConfig
+    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
     from lmreg_nb.secret import find_leaks
 
     key = "sk-unreachable-0000000000"
