@@ -27,8 +27,8 @@ from pathlib import Path
 
 import httpx
 
-from lmreg_nb.client import QUERY_PATH, REGISTER_PATH, RegistryClient
 from lmreg_nb.models import ModelDraft
+from lmreg_nb.registry.client import QUERY_PATH, REGISTER_PATH, RegistryClient
 from lmreg_nb.sandbox.process import running_sandbox
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings

@@ -36,9 +36,9 @@ def serve(db: Path) -> None:
     import uvicorn
     from fastapi.responses import JSONResponse
 
-    from lmreg_nb.sandbox.app import PlatformConfig, create_app
+    from lmreg_nb.sandbox.platform.app import PlatformConfig, create_app
+    from lmreg_nb.sandbox.platform.store import Store
     from lmreg_nb.sandbox.server import bind_socket
-    from lmreg_nb.sandbox.store import Store
 
     store = Store(db)
     demo = store.demo()

@@ -31,9 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lmreg_nb.client import RegistryClient
+from lmreg_nb.registry.client import RegistryClient
+from lmreg_nb.sandbox.platform.store import Store
 from lmreg_nb.sandbox.process import SandboxInfo, running_sandbox
-from lmreg_nb.sandbox.store import Store
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.notify import Notifier
 from lmreg_nb.watch.state import StateStore

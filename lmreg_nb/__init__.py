@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "PermissionDeniedError": "errors",
     "RateLimitError": "errors",
     "RegisteredModel": "models",
-    "RegistryClient": "client",
+    "RegistryClient": "registry.client",
     "RequestTimeout": "errors",
     "SandboxError": "sandbox.process",
     "Secret": "secret",
@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "build_summary": "summary",
     "check_contact": "onboarding",
     "check_endpoint": "probe",
-    "models_frame": "frames",
+    "models_frame": "registry.frames",
     "notebook_setup": "onboarding",
     "read_records": "records",
     "record": "records",
@@ -117,7 +117,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .batch import run_notebook
-    from .client import RegistryClient
     from .errors import (
         APIError,
         AuthenticationError,
@@ -140,13 +139,14 @@ if TYPE_CHECKING:
         TransportError,
         ValidationError,
     )
-    from .frames import models_frame
     from .models import ModelDraft, RegisteredModel, Token
     from .onboarding import Onboarding
     from .onboarding.contact import Contact, check_contact
     from .onboarding.notebook import notebook_setup
     from .probe import ChatEndpointError, Target, check_endpoint, stream_chat
     from .records import read_records, record
+    from .registry.client import RegistryClient
+    from .registry.frames import models_frame
     from .sandbox.process import SandboxError
     from .secret import Secret
     from .settings import Settings

@@ -26,8 +26,8 @@ SEED_MODEL = "nbval-seed-model"
 
 
 def _start_sandbox() -> None:
-    from lmreg_nb.client import RegistryClient
     from lmreg_nb.models import ModelDraft
+    from lmreg_nb.registry.client import RegistryClient
     from lmreg_nb.sandbox.process import running_sandbox
     from lmreg_nb.secret import Secret
     from lmreg_nb.settings import Settings

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 from starlette.testclient import TestClient
 
-from lmreg_nb.sandbox.app import PlatformConfig, create_app
+from lmreg_nb.sandbox.platform.app import PlatformConfig, create_app
+from lmreg_nb.sandbox.platform.store import Store
 from lmreg_nb.sandbox.process import SandboxInfo
-from lmreg_nb.sandbox.store import Store
 
 #: The address the info names: never dialled, the transport calls the app directly.
 BASE_URL = "http://127.0.0.1:8765"

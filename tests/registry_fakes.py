@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from lmreg_nb.client import MODIFY_PATH, QUERY_PATH, REGISTER_PATH
 from lmreg_nb.models import now_ms
+from lmreg_nb.registry.client import MODIFY_PATH, QUERY_PATH, REGISTER_PATH
 from lmreg_nb.settings import Settings
 
 APP_ID = "app-canary-id"

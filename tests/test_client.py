@@ -20,15 +20,6 @@ from registry_fakes import (
 )
 
 from lmreg_nb import client as client_module
-from lmreg_nb.client import (
-    MODIFY_PATH,
-    QUERY_PATH,
-    REGISTER_PATH,
-    RETRY_AFTER_CAP_S,
-    RegistryClient,
-    backoff_delay,
-)
-from lmreg_nb.envelope import parse_envelope, parse_retry_after
 from lmreg_nb.errors import (
     APIError,
     AuthenticationError,
@@ -50,6 +41,15 @@ from lmreg_nb.errors import (
     ValidationError,
 )
 from lmreg_nb.models import ModelDraft, now_ms
+from lmreg_nb.registry.client import (
+    MODIFY_PATH,
+    QUERY_PATH,
+    REGISTER_PATH,
+    RETRY_AFTER_CAP_S,
+    RegistryClient,
+    backoff_delay,
+)
+from lmreg_nb.registry.envelope import parse_envelope, parse_retry_after
 from lmreg_nb.secret import Secret, mask
 
 URL = "https://llm.school.example/v1/chat/completions"

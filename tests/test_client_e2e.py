@@ -20,7 +20,6 @@ import pytest
 from app_platform import AppPlatform, app_platform
 
 from lmreg_nb import client as client_module
-from lmreg_nb.client import REGISTER_PATH, RegistryClient
 from lmreg_nb.errors import (
     ConflictError,
     CredentialsError,
@@ -29,11 +28,12 @@ from lmreg_nb.errors import (
     ValidationError,
 )
 from lmreg_nb.models import ModelDraft
-from lmreg_nb.sandbox.app import PlatformConfig
+from lmreg_nb.registry.client import REGISTER_PATH, RegistryClient
+from lmreg_nb.registry.tokens import TokenCache, credential_id
+from lmreg_nb.sandbox.platform.app import PlatformConfig
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
-from lmreg_nb.tokens import TokenCache, credential_id
 
 CANARY_KEY = "CANARY-apikey-7d1e5b9f3a2c"
 CANARY_KEY_2 = "CANARY-apikey2-0c4f8e6a2b1d"

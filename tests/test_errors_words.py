@@ -14,8 +14,6 @@ from registry_fakes import FakePlatform
 
 from lmreg_nb import client as client_module
 from lmreg_nb import i18n
-from lmreg_nb.client import RegistryClient
-from lmreg_nb.envelope import parse_envelope
 from lmreg_nb.errors import (
     APIError,
     ConflictError,
@@ -27,6 +25,8 @@ from lmreg_nb.errors import (
     TokenExpiredError,
     operation_label,
 )
+from lmreg_nb.registry.client import RegistryClient
+from lmreg_nb.registry.envelope import parse_envelope
 
 CJK = "\u4e00-\u9fff"
 

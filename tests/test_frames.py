@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from lmreg_nb.frames import MODEL_COLUMNS, models_frame
 from lmreg_nb.models import RegisteredModel
+from lmreg_nb.registry.frames import MODEL_COLUMNS, models_frame
 from lmreg_nb.secret import Secret
 
 KEY = "sk-school-0123456789wxyz"

@@ -16,9 +16,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "lmreg_nb"
 
 #: folder (package) -> layer. The layers are folders: a module at the package root is
-#: core (configuration, errors, values, the registry client, texts), except the CLI's.
+#: core (configuration, errors, values, texts), except the CLI's.
 LAYER_OF: dict[str, str] = {
     "summary": "core",  # the typed onboarding Summary: a value, like models
+    "registry": "core",  # the platform's client: tokens, envelope, retries, frames
     "probe": "probe",  # the school's chat endpoint
     "onboarding": "notebook",  # the facade, its steps and display objects
     "records": "notebook",  # record()/read_records() and the record's HTML and text

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.confusables import confusable_with, skeleton
 from lmreg_nb.errors import ValidationError
 from lmreg_nb.models import ModelDraft
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings

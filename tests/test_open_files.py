@@ -56,7 +56,7 @@ def test_the_load_test_names_our_open_files_limit(tmp_path: Path, sandbox: Sandb
 _CLIENT = textwrap.dedent(
     """
     import os, resource, sys
-    from lmreg_nb.client import RegistryClient
+    from lmreg_nb.registry.client import RegistryClient
     from lmreg_nb.errors import LmregError
     from lmreg_nb.secret import mask_text
     from lmreg_nb.settings import Settings

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lmreg_nb.client import RegistryClient
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 
 if TYPE_CHECKING:

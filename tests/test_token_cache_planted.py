@@ -17,7 +17,7 @@ import pytest
 from loopback_platform import Script, cli_env, loopback_platform, run_cli
 
 from lmreg_nb import token_cache
-from lmreg_nb.tokens import TokenCache
+from lmreg_nb.registry.tokens import TokenCache
 
 
 @pytest.fixture

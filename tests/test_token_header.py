@@ -16,9 +16,9 @@ import pytest
 from loopback_platform import APP_ID, cli_env, loopback_platform, run_cli
 
 from lmreg_nb.errors import ConfigurationError, MalformedResponseError
+from lmreg_nb.registry.tokens import TokenCache, TokenProvider, token_from_data
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
-from lmreg_nb.tokens import TokenCache, TokenProvider, token_from_data
 
 BAD_ENVS = ["env\r\nX-Injected: 1", "环境", "env with space"]
 BAD_TOKENS = ["TOKEN\r\nX-Injected: 1", "令牌-TOKEN-12345678"]

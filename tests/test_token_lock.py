@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.errors import LmregError
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 
 THREADS = 10

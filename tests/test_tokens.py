@@ -15,17 +15,17 @@ import pytest
 from registry_fakes import APP_ID, APP_SECRET, BASE_URL, TOKEN_PATH, FakePlatform
 
 from lmreg_nb import client as client_module
-from lmreg_nb.client import QUERY_PATH, RegistryClient
 from lmreg_nb.errors import CredentialsError, MalformedResponseError
 from lmreg_nb.models import Token, now_ms
-from lmreg_nb.secret import Secret
-from lmreg_nb.tokens import (
+from lmreg_nb.registry.client import QUERY_PATH, RegistryClient
+from lmreg_nb.registry.tokens import (
     DEFAULT_LIFETIME_MS,
     TokenCache,
     TokenProvider,
     needs_refresh,
     token_from_data,
 )
+from lmreg_nb.secret import Secret
 
 HOUR_MS = 3600 * 1000
 
@@ -304,7 +304,7 @@ _CHILD = textwrap.dedent(
     from lmreg_nb.models import Token, now_ms
     from lmreg_nb.secret import Secret
     from lmreg_nb.settings import Settings
-    from lmreg_nb.tokens import TokenProvider
+    from lmreg_nb.registry.tokens import TokenProvider
 
     cache, counter = Path(sys.argv[1]), Path(sys.argv[2])
     settings = Settings.load(environ={}, base_url="https://platform.test", app_id="app",
@@ -364,12 +364,12 @@ _NO_FCNTL = textwrap.dedent(
     """
     import sys
     sys.modules["fcntl"] = None  # as on Windows: importing it raises ImportError
-    import lmreg_nb, lmreg_nb.tokens, lmreg_nb.client
+    import lmreg_nb, lmreg_nb.registry.tokens, lmreg_nb.registry.client
     from pathlib import Path
     from lmreg_nb.models import Token, now_ms
     from lmreg_nb.secret import Secret
     from lmreg_nb.settings import Settings
-    from lmreg_nb.tokens import TokenProvider
+    from lmreg_nb.registry.tokens import TokenProvider
 
     cache = Path(sys.argv[1])
     settings = Settings.load(environ={}, base_url="https://platform.test", app_id="app",
@@ -390,7 +390,7 @@ _NO_FCNTL = textwrap.dedent(
 
 
 def test_the_package_and_its_token_cache_work_without_fcntl(tmp_path: Path) -> None:
-    # Before filelock, `import lmreg_nb.tokens` itself failed here (tokens imported fcntl).
+    # Before filelock, `import lmreg_nb.registry.tokens` itself failed here (tokens imported fcntl).
     out = subprocess.run(
         [sys.executable, "-c", _NO_FCNTL, str(tmp_path / "c" / "t.json")],
         capture_output=True,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
     from ..models import RegisteredModel
+    from ..registry.client import RegistryClient
     from ..secret import Secret
     from ..settings import Settings
 
@@ -22,7 +22,7 @@ __all__ = ["COMMANDS"]
 
 
 def _client(settings: Settings | None = None) -> RegistryClient:
-    from ..client import RegistryClient
+    from ..registry.client import RegistryClient
 
     return RegistryClient(settings)
 
@@ -153,8 +153,8 @@ def models_command(as_json: bool) -> None:
 
     import pandas as pd
 
-    from ..frames import models_frame
     from ..i18n import local_zone, zone_label
+    from ..registry.frames import models_frame
 
     frame = models_frame(models)
     zone = local_zone()

@@ -13,7 +13,7 @@ import click
 from ._types import FiniteRange
 
 if TYPE_CHECKING:
-    from ..sandbox.app import PlatformConfig
+    from ..sandbox.platform.app import PlatformConfig
     from ..sandbox.server import SandboxOptions
 
 __all__ = ["COMMANDS", "default_db_path", "sandbox"]
@@ -262,7 +262,7 @@ def _platform_config(
     token_ttl: float, error_style: str, fail_rate: float, latency_ms: float, rate_limit: float
 ) -> PlatformConfig:
     """The platform's knobs from their options."""
-    from ..sandbox.app import PlatformConfig
+    from ..sandbox.platform.app import PlatformConfig
 
     return PlatformConfig(
         token_ttl_s=token_ttl,
@@ -324,7 +324,7 @@ def add_app(db: Path | None, name: str) -> None:
 
     from ..errors import ConfigurationError
     from ..i18n import _
-    from ..sandbox.store import Store
+    from ..sandbox.platform.store import Store
 
     name = name.strip()
     if not name or len(name) > 64:

@@ -82,8 +82,8 @@ def env_file_line(settings: Settings) -> str:
 def cached_token(settings: Settings) -> tuple[str, Token] | None:
     """(appId, token) of the cached token the next call would use without the appSecret
     (notebook 01's, typed into its form), or None: what the client would do, not a guess."""
-    from ..token_cache import TokenCache
-    from ..tokens import REUSE_MIN_S
+    from ..registry.token_cache import TokenCache
+    from ..registry.tokens import REUSE_MIN_S
 
     if settings.base_url is None or settings.token_cache is None:
         return None

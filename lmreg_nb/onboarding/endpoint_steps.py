@@ -21,11 +21,11 @@ from .display import FigureView, Outcome, Table
 from .live import LiveLine
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
     from ..models import RegisteredModel
     from ..probe import EndpointReport, Target
     from ..probe.load.capacity import CapacityResult, Progress
     from ..probe.load.workload import WorkloadSpec
+    from ..registry.client import RegistryClient
     from ..settings import Settings
 
 __all__ = [

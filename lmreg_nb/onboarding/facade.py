@@ -39,11 +39,11 @@ from .parameters import (
 from .step import failure_line, step
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
     from ..models import RegisteredModel, Token
     from ..probe import EndpointReport, Target
     from ..probe.load.capacity import CapacityResult, Progress
     from ..probe.load.workload import WorkloadSpec
+    from ..registry.client import RegistryClient
     from ..settings import Settings
 
 __all__ = ["Onboarding"]
@@ -163,7 +163,7 @@ class Onboarding:
     def client(self) -> RegistryClient:
         """The registry client, created on first use."""
         if self._client is None:
-            from ..client import RegistryClient
+            from ..registry.client import RegistryClient
 
             self._client = RegistryClient(self.settings)
         return self._client
@@ -350,7 +350,7 @@ class Onboarding:
 
     def models_frame(self, name_contains: str = "") -> Any:
         """The account's models as a pandas DataFrame (apiKey masked, times tz-aware UTC)."""
-        from ..frames import models_frame
+        from ..registry.frames import models_frame
 
         self.list_models()
         return models_frame([m for m in self.models if name_contains.strip() in m.model_name])

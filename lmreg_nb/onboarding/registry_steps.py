@@ -18,8 +18,8 @@ from ..validate import url_warnings
 from .display import Outcome, Table
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
     from ..models import RegisteredModel, Token
+    from ..registry.client import RegistryClient
     from ..settings import Settings
 
 __all__ = [

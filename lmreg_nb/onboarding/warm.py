@@ -38,7 +38,7 @@ WARM_MODULES = (
     "click",  # httpx imports its command line when click is there
     "httpx",
     "lmreg_nb._decode",
-    "lmreg_nb.envelope",
+    "lmreg_nb.registry.envelope",
     "lmreg_nb.probe.wire.reasons",
     "lmreg_nb.probe.wire.shapes",
     "lmreg_nb.probe.wire.reply",
@@ -49,11 +49,11 @@ WARM_MODULES = (
     "lmreg_nb.probe.checks.function",
     "lmreg_nb.probe.checks.context_window",
     "lmreg_nb._tls",  # then tls_context(): the CA bundle, loaded once
-    "lmreg_nb.retry",
+    "lmreg_nb.registry.retry",
     "filelock",
-    "lmreg_nb.token_cache",
-    "lmreg_nb.tokens",
-    "lmreg_nb.client",
+    "lmreg_nb.registry.token_cache",
+    "lmreg_nb.registry.tokens",
+    "lmreg_nb.registry.client",
     "sniffio",
     "anyio",  # the checks' async client: httpcore's anyio backend
     "httpcore._backends.anyio",

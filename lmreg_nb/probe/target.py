@@ -31,8 +31,8 @@ from ..terminal import snippet
 from ..validate import check_registry_url, is_header_value
 
 if TYPE_CHECKING:
-    from ..client import RegistryClient
     from ..models import RegisteredModel
+    from ..registry.client import RegistryClient
     from ..settings import Settings
 
 __all__ = ["DEFAULT_TIMEOUT", "Target"]
@@ -140,7 +140,7 @@ class Target:
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("modelName", _("give the registered modelName to check"))
         if client is None:
-            from ..client import RegistryClient
+            from ..registry.client import RegistryClient
 
             with RegistryClient(settings) as own:
                 found = _find(own, name.strip())

@@ -25,8 +25,8 @@ from typing import Any
 
 import uvicorn
 
-from .app import PlatformConfig, create_app
-from .store import Store
+from .platform.app import PlatformConfig, create_app
+from .platform.store import Store
 
 __all__ = ["SandboxOptions", "bind_socket", "is_loopback", "serve_sandbox", "watch_parent"]
 

@@ -137,7 +137,7 @@ class Monitor:
 
     def run_round(self) -> Outcome:
         """One round of the watch on the state file: each model called once, alerts sent."""
-        from ..client import RegistryClient
+        from ..registry.client import RegistryClient
 
         targets = self.targets()
         store = StateStore(self.state_path)

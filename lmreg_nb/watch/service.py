@@ -60,7 +60,7 @@ def run_watch(
     ``schools`` (the fleet: a batch plan's rows) are watched each with its own account;
     ``mail`` is the sender of their contacts' alerts.
     """
-    from ..client import RegistryClient
+    from ..registry.client import RegistryClient
     from ..settings import Settings
     from .fleet import parse_mail
     from .metrics import WatchMetrics

@@ -50,7 +50,7 @@ from .status_html import render_status, write_status
 if TYPE_CHECKING:
     import httpx
 
-    from ..client import RegistryClient
+    from ..registry.client import RegistryClient
     from ..secret import Masker
     from ..settings import Settings
     from .metrics import WatchMetrics
@@ -148,7 +148,7 @@ class Watcher:
 
     @staticmethod
     def _unit(school: School, mail: NotifyTarget | None) -> _Unit:
-        from ..client import RegistryClient
+        from ..registry.client import RegistryClient
         from .fleet import mail_target
 
         to = mail_target(mail, school.contact_email) if mail and school.contact_email else None

@@ -12,8 +12,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.models import ModelDraft
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 

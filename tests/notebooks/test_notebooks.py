@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import nbformat
 import pytest
 
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.records import read_records
 from lmreg_nb.records.export import render_html
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 from lmreg_nb.summary import Contact, Summary
 

@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from lmreg_nb.cli import main
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.errors import NotFoundError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.probe import Target
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.secret import Secret, find_leaks
 from lmreg_nb.settings import Settings

@@ -21,9 +21,9 @@ from hostile import hostile_server
 from loopback_platform import loopback_platform
 
 from lmreg_nb.cli import main
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.errors import ValidationError
 from lmreg_nb.probe import Target
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 
 pytestmark = pytest.mark.timeout(60)

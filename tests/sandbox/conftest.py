@@ -22,7 +22,7 @@ from contextlib import ExitStack
 import pytest
 from sbx_helpers import STYLES, Platform, local_platform
 
-from lmreg_nb.sandbox.app import PlatformConfig
+from lmreg_nb.sandbox.platform.app import PlatformConfig
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import httpx
 from app_platform import AppPlatform, app_platform
 from starlette.testclient import TestClient
 
-from lmreg_nb.sandbox.app import PlatformConfig
+from lmreg_nb.sandbox.platform.app import PlatformConfig
 from lmreg_nb.sandbox.process import SandboxInfo
 
 Style = Literal["http", "envelope"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from sbx_helpers import STYLES, Platform, local_platform, model
 
-from lmreg_nb.sandbox.app import PlatformConfig
+from lmreg_nb.sandbox.platform.app import PlatformConfig
 from lmreg_nb.sandbox.process import running_sandbox
 
 

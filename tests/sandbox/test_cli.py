@@ -57,7 +57,7 @@ def test_the_demo_secrets_are_random_per_database(tmp_path: Path) -> None:
         db = tmp_path / f"{name}.sqlite3"
         result = runner.invoke(main, ["sandbox", "add-app", "--db", str(db), "--name", "x"])
         assert result.exit_code == 0, result.output
-        from lmreg_nb.sandbox.store import Store
+        from lmreg_nb.sandbox.platform.store import Store
 
         store = Store(db)
         apps.append(store.demo())

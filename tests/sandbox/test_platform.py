@@ -11,7 +11,7 @@ import pytest
 from sbx_helpers import Platform, model
 
 from lmreg_nb.models import now_ms
-from lmreg_nb.sandbox.store import Store
+from lmreg_nb.sandbox.platform.store import Store
 
 THREE_DAYS_MS = 3 * 24 * 3600 * 1000
 OPS = ("registry-model", "modify-model", "query-models")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmreg_nb.sandbox.store import Store
+from lmreg_nb.sandbox.platform.store import Store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
 

@@ -18,7 +18,7 @@ import pytest
 from loopback_platform import cli_env, envelope_error, loopback_platform
 from watch_helpers import MODEL_KEY, SchoolModel, Webhook
 
-from lmreg_nb.client import RegistryClient
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets

@@ -22,10 +22,10 @@ import pytest
 from test_canary import leaks_in
 from watch_helpers import MODEL_KEY, SMTP_PASSWORD, WEBHOOK_TOKEN, SchoolModel, Smtp, Webhook
 
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.commands.watch import read_fleet
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.models import ModelDraft
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings

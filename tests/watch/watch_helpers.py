@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lmreg_nb.client import RegistryClient
 from lmreg_nb.models import ModelDraft
+from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
@@ -86,7 +86,7 @@ class Account:
 @pytest.fixture
 def account(sandbox: SandboxInfo, tmp_path: Path) -> Account:
     """A fresh account (created straight in the sandbox's database: WAL shares it)."""
-    from lmreg_nb.sandbox.store import Store
+    from lmreg_nb.sandbox.platform.store import Store
 
     store = Store(sandbox.db)
     try:

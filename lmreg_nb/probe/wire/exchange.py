@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 
 from ..._decode import DecodingError, ainflated
-from ...envelope import out_of_files
 from ...i18n import _, ngettext
+from ...registry.envelope import out_of_files
 from ...terminal import snippet
 from ..target import Target
 from .reasons import LOCAL_LIMIT, transport_reason

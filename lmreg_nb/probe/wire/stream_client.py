@@ -44,8 +44,8 @@ import httpx
 
 from ..._decode import BoundedDecoder, DecodingError
 from ..._tls import tls_context
-from ...envelope import out_of_files
 from ...i18n import _, ngettext
+from ...registry.envelope import out_of_files
 from ...terminal import snippet
 from ..target import Target
 from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..validate import MAX_API_KEY, MAX_EXAMPLE_BYTES, MAX_MODEL_NAME, MAX_URL, is_visible
+from ...validate import MAX_API_KEY, MAX_EXAMPLE_BYTES, MAX_MODEL_NAME, MAX_URL, is_visible
 
 __all__ = [
     "ERROR_DESCRIPTIONS",

@@ -18,9 +18,9 @@ from typing import Any
 
 from fastapi import Request
 
-from ..errors import ValidationError
-from ..models import ms_to_datetime, now_ms
-from ..validate import model_body
+from ...errors import ValidationError
+from ...models import ms_to_datetime, now_ms
+from ...validate import model_body
 from .errors import (
     BadRequest,
     Forbidden,

@@ -1,6 +1,6 @@
 """Tokens: parse an exchange answer, keep tokens in the cache, refresh in time.
 
-The cache file is :mod:`lmreg_nb.token_cache`'s. A cached token is found by base_url and
+The cache file is :mod:`lmreg_nb.registry.token_cache`'s. A cached token is found by base_url and
 appId, so a token obtained once (notebook 01, the secret typed into its form)
 serves the later notebooks, which have no appSecret; when a secret is given, only
 a token earned with that same secret counts (a keyed fingerprint, never the
@@ -23,13 +23,13 @@ from typing import Any
 
 from filelock import Timeout as FileLockTimeout
 
-from .errors import ConfigurationError, MalformedResponseError
-from .i18n import _
-from .models import MAX_TIMESTAMP_MS, Token, now_ms
-from .secret import Secret
-from .settings import Settings, check_header_value
+from ..errors import ConfigurationError, MalformedResponseError
+from ..i18n import _
+from ..models import MAX_TIMESTAMP_MS, Token, now_ms
+from ..secret import Secret
+from ..settings import Settings, check_header_value
+from ..validate import is_header_value
 from .token_cache import TokenCache, credential_id
-from .validate import is_header_value
 
 __all__ = [
     "DEFAULT_LIFETIME_MS",

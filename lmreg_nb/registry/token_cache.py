@@ -6,7 +6,7 @@ never the appSecret: a token earned with a secret carries a keyed fingerprint of
 it (:func:`credential_id`). Writes are atomic (a temp file created 0600, then
 ``os.replace``) under a ``filelock`` lock (fcntl on POSIX, msvcrt on Windows).
 A file that is not a regular one, too big or not ours is not read (see
-:meth:`TokenCache.private`). When to use the cache is :mod:`lmreg_nb.tokens`'s.
+:meth:`TokenCache.private`). When to use the cache is :mod:`lmreg_nb.registry.tokens`'s.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 from filelock import FileLock
 
-from .i18n import N_, _
-from .models import MAX_TIMESTAMP_MS, Token, now_ms
-from .secret import Secret
-from .validate import is_header_value
+from ..i18n import N_, _
+from ..models import MAX_TIMESTAMP_MS, Token, now_ms
+from ..secret import Secret
+from ..validate import is_header_value
 
 __all__ = ["MAX_CACHE_BYTES", "TokenCache", "credential_id"]
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .models import MAX_TIMESTAMP_MS, RegisteredModel
+from ..models import MAX_TIMESTAMP_MS, RegisteredModel
 
 __all__ = ["MODEL_COLUMNS", "models_frame"]
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..models import now_ms
-from ..sqlite_files import private_database
+from ...models import now_ms
+from ...sqlite_files import private_database
 
 __all__ = [
     "Account",

@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from ._decode import IDENTITY, DecodingError, inflated
-from .errors import (
+from .._decode import IDENTITY, DecodingError, inflated
+from ..errors import (
     ConfigurationError,
     ConnectError,
     LmregError,
@@ -38,8 +38,8 @@ from .errors import (
     api_error_for,
     operation_label,
 )
-from .i18n import _
-from .secret import mask_text
+from ..i18n import _
+from ..secret import mask_text
 
 __all__ = [
     "HOPELESS",

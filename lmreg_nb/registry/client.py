@@ -12,7 +12,7 @@ Retries are limited to what is safe to repeat:
   returns the stored model when it is the one just sent.
 
 Every answer is read with a size cap and an overall deadline, and turned into
-data or a typed error by :func:`~lmreg_nb.envelope.parse_envelope` (both error
+data or a typed error by :func:`~lmreg_nb.registry.envelope.parse_envelope` (both error
 styles: an HTTP error status, or HTTP 200 with a non-zero code).
 """
 
@@ -26,22 +26,10 @@ from typing import Any, NoReturn
 
 import httpx
 
-from . import validate
-from ._tls import tls_context
-from .confusables import refuse_look_alike
-from .envelope import (
-    HOPELESS,
-    NEVER_SENT,
-    AnswerTooLarge,
-    DeadlineExceeded,
-    bounded_error,
-    clean_message,
-    not_found_error,
-    parse_envelope,
-    read_answer,
-    transport_error,
-)
-from .errors import (
+from .. import validate
+from .._tls import tls_context
+from ..confusables import refuse_look_alike
+from ..errors import (
     APIError,
     AuthenticationError,
     ConflictError,
@@ -54,11 +42,23 @@ from .errors import (
     ServerError,
     ValidationError,
 )
-from .i18n import _
-from .models import ModelDraft, RegisteredModel, Token, find_in, model_name_key
+from ..i18n import _
+from ..models import ModelDraft, RegisteredModel, Token, find_in, model_name_key
+from ..secret import Secret
+from ..settings import Settings
+from .envelope import (
+    HOPELESS,
+    NEVER_SENT,
+    AnswerTooLarge,
+    DeadlineExceeded,
+    bounded_error,
+    clean_message,
+    not_found_error,
+    parse_envelope,
+    read_answer,
+    transport_error,
+)
 from .retry import RETRY_AFTER_CAP_S, backoff_delay
-from .secret import Secret
-from .settings import Settings
 from .tokens import TokenProvider, token_from_data
 
 __all__ = [
