@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner, Result
 from registry_fakes import API_KEY, APP_SECRET, FakePlatform
 
-from lmreg_nb import client as client_module
 from lmreg_nb.cli import main
 from lmreg_nb.commands import registry
+from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.process import SandboxInfo
 

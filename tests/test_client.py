@@ -19,7 +19,6 @@ from registry_fakes import (
     respond,
 )
 
-from lmreg_nb import client as client_module
 from lmreg_nb.errors import (
     APIError,
     AuthenticationError,
@@ -41,6 +40,7 @@ from lmreg_nb.errors import (
     ValidationError,
 )
 from lmreg_nb.models import ModelDraft, now_ms
+from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import (
     MODIFY_PATH,
     QUERY_PATH,

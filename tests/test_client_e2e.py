@@ -19,7 +19,6 @@ import httpx
 import pytest
 from app_platform import AppPlatform, app_platform
 
-from lmreg_nb import client as client_module
 from lmreg_nb.errors import (
     ConflictError,
     CredentialsError,
@@ -28,6 +27,7 @@ from lmreg_nb.errors import (
     ValidationError,
 )
 from lmreg_nb.models import ModelDraft
+from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import REGISTER_PATH, RegistryClient
 from lmreg_nb.registry.tokens import TokenCache, credential_id
 from lmreg_nb.sandbox.platform.app import PlatformConfig

@@ -23,7 +23,6 @@ from urllib.parse import quote
 
 import pytest
 
-from lmreg_nb import client as client_module
 from lmreg_nb.errors import (
     ConfigurationError,
     ConnectError,
@@ -31,6 +30,7 @@ from lmreg_nb.errors import (
     MalformedResponseError,
     RequestTimeout,
 )
+from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.secret import find_leaks
 from lmreg_nb.settings import Settings

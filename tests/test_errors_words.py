@@ -12,7 +12,6 @@ import httpx
 import pytest
 from registry_fakes import FakePlatform
 
-from lmreg_nb import client as client_module
 from lmreg_nb import i18n
 from lmreg_nb.errors import (
     APIError,
@@ -25,6 +24,7 @@ from lmreg_nb.errors import (
     TokenExpiredError,
     operation_label,
 )
+from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.registry.envelope import parse_envelope
 

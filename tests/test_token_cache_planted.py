@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from loopback_platform import Script, cli_env, loopback_platform, run_cli
 
-from lmreg_nb import token_cache
+from lmreg_nb.registry import token_cache
 from lmreg_nb.registry.tokens import TokenCache
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from registry_fakes import APP_ID, APP_SECRET, BASE_URL, TOKEN_PATH, FakePlatform
 
-from lmreg_nb import client as client_module
 from lmreg_nb.errors import AuthenticationError, ConfigurationError, CredentialsError
 from lmreg_nb.models import Token, now_ms
+from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.registry.tokens import TokenCache
 from lmreg_nb.secret import Secret

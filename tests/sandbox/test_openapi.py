@@ -28,7 +28,7 @@ from schemathesis.checks import (
 from schemathesis.types import NotSet
 
 from lmreg_nb.errors import ValidationError
-from lmreg_nb.sandbox import schema as schema_mod
+from lmreg_nb.sandbox.platform import schema as schema_mod
 from lmreg_nb.sandbox.platform.app import PlatformConfig, create_app
 from lmreg_nb.sandbox.platform.store import Store
 from lmreg_nb.validate import check_api_key, check_model_id, check_model_name, check_registry_url
