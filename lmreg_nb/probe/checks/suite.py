@@ -153,33 +153,30 @@ async def _gather(
     if target.alias is not None:
         body = chat_body(target.alias, stream=False, max_tokens=1)
         alias = send(client, target, body, stream=False)
-    jobs: list[Awaitable[Any]] = [
-        send(client, target, chat_body(target.model, stream=False, max_tokens=max_tokens),
-             stream=False),
-        send(client, target, chat_body(target.model, stream=False, max_tokens=1), stream=False,
-             api_key=wrong_key),
-        send(client, target, _stream_body(target, max_tokens), stream=True),
-        _opt(send(client, target, completion_body(target.model), stream=False, url=url)
-             if url is not None else None),
-        send(client, target, _utf8_body(target, max_tokens), stream=True),
-        send(client, target, _max_tokens_body(target), stream=True),
-        list_models(client, target),
-        _opt(alias),
-        _cert(target),
-        resolve(target.url, target.timeout),
-        _chat(client, target, chat_prompt),
-        send(client, target,
-             chat_body(target.model, stream=False, max_tokens=max_tokens, system=SYSTEM_PROMPT),
-             stream=False),
-        probe_context(client, target, context_need, target.timeout * CONTEXT_BUDGET_FACTOR),
-        _pair(client, target, max_tokens),
-    ]  # fmt: skip
-    done = await asyncio.gather(*jobs)
-    return _Seen(
-        plain=done[0], wrong=done[1], streamed=done[2], completion=done[3], utf8=done[4],
-        max_tokens=done[5], models=done[6], alias=done[7], cert=done[8], addresses=done[9],
-        chat=done[10], system=done[11], context=done[12], pair=done[13],
-    )  # fmt: skip
+    # Each request under the name of the _Seen field it fills: all at once, none by position.
+    jobs: dict[str, Awaitable[Any]] = {
+        "plain": send(client, target, chat_body(target.model, stream=False, max_tokens=max_tokens),
+                      stream=False),
+        "wrong": send(client, target, chat_body(target.model, stream=False, max_tokens=1),
+                      stream=False, api_key=wrong_key),
+        "streamed": send(client, target, _stream_body(target, max_tokens), stream=True),
+        "completion": _opt(send(client, target, completion_body(target.model), stream=False,
+                                url=url) if url is not None else None),
+        "utf8": send(client, target, _utf8_body(target, max_tokens), stream=True),
+        "max_tokens": send(client, target, _max_tokens_body(target), stream=True),
+        "models": list_models(client, target),
+        "alias": _opt(alias),
+        "cert": _cert(target),
+        "addresses": resolve(target.url, target.timeout),
+        "chat": _chat(client, target, chat_prompt),
+        "system": send(client, target, chat_body(target.model, stream=False,
+                       max_tokens=max_tokens, system=SYSTEM_PROMPT), stream=False),
+        "context": probe_context(client, target, context_need,
+                                 target.timeout * CONTEXT_BUDGET_FACTOR),
+        "pair": _pair(client, target, max_tokens),
+    }  # fmt: skip
+    done = await asyncio.gather(*jobs.values())
+    return _Seen(**dict(zip(jobs, done, strict=True)))
 
 
 async def _alone(
