@@ -27,6 +27,7 @@ CHECK_NAMES: tuple[str, ...] = (
     "stream-usage", "stream-framing", "completion-form", "errors-are-json",
     "stream-utf8", "max-tokens-honoured", "model-name-served", "tls-certificate",
     "system-role", "context-window", "streams-not-cut", "reasoning-separated", "load-test",
+    "prefix-cache",
 )  # fmt: skip
 
 
