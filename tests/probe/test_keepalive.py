@@ -105,3 +105,20 @@ def test_capacity_is_found_against_a_closing_server() -> None:
         (lv.concurrency, lv.first_error) for lv in result.levels
     ]
     assert result.capacity.concurrency >= 4
+
+
+def test_the_lesson_workload_keeps_its_conversations_against_a_closing_server() -> None:
+    from lmreg_nb.probe.load.workload import WorkloadSpec, prepare_workload
+
+    async def run() -> tuple:
+        target = Target(peer.url, KEY, "m")
+        spec = WorkloadSpec(lesson_tokens=200, max_tokens=50, context_need=2000, seed=7)
+        workload = await prepare_workload(target, spec)
+        result = await run_load(target, 12, 3, max_duration=30, workload=workload)
+        return result, workload
+
+    with keepalive_peer("close-after-each") as peer:
+        result, workload = asyncio.run(run())
+    errors = [r for r in result.rows if r["error"]]
+    assert len(result.rows) == 12 and not errors, errors[:3]
+    assert workload.turns_sent > 0  # follow-up turns went out on the fresh connections too

@@ -216,13 +216,9 @@ class StudentConnection(ChatConnection):
         super().__init__(target, workload.payload(self.history, self.asked))
 
     async def send(self) -> Exchange:
-        reused = self.reader is not None and not self.reader.closed
+        # A kept-alive connection the server closed is the lean client's to handle: it sends
+        # the turn once more on a fresh one (llama-server closes after every stream).
         ex = await super().send()
-        if reused and _stale(ex):
-            # A kept-alive connection the server had just closed (llama-server closes after a
-            # stream): nothing was answered, so the request goes again on a new connection,
-            # as browsers and urllib3 do; the time lost still counts from when it was due.
-            ex = await super().send()
         self.workload.saw(ex)
         self._next(ex.text if ex.ok and ex.text else None)
         return ex
@@ -237,13 +233,7 @@ class StudentConnection(ChatConnection):
         else:
             self.history.append((self.asked, answer))
             self.asked = question(self.student, len(self.history))
-        fresh = ChatConnection(self.target, self.workload.payload(self.history, self.asked))
-        self.request = fresh.request  # the same connection, the next body
-
-
-def _stale(ex: Exchange) -> bool:
-    """The connection was closed before any byte of an answer (no status, nothing read)."""
-    return ex.failure == "transport" and ex.status is None and ex.size == 0 and not ex.pieces
+        self.use_payload(self.workload.payload(self.history, self.asked))
 
 
 async def prepare_workload(

@@ -114,7 +114,7 @@ class ChatConnection:
         self.tls = url.scheme == "https"
         self.host = url.raw_host.decode("ascii")
         self.port = url.port or (443 if self.tls else 80)
-        head = (
+        self._head = (
             b"POST "
             + url.raw_path
             + b" HTTP/1.1\r\nHost: "
@@ -124,15 +124,19 @@ class ChatConnection:
             + f"Authorization: Bearer {target.api_key.reveal()}\r\n".encode("ascii")
             + b"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
             + b"Accept-Encoding: identity\r\n"
-            + f"Content-Length: {len(payload)}\r\n\r\n".encode()
         )
-        self.request = head + payload
+        self.request = b""
+        self.use_payload(payload)
         self.reader: _Reader | None = None
         self.keep = KeepAlive()
         #: Chats sent a second time because the server had closed the reused connection.
         self.resent = 0
         #: The request being sent (its ``times`` grow as content arrives), for a watcher.
         self.current: Exchange | None = None
+
+    def use_payload(self, payload: bytes) -> None:
+        """The body of the next :meth:`send` (a conversation's next turn), same connection."""
+        self.request = self._head + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
 
     def close(self) -> None:
         """Close the connection (a new one opens on the next :meth:`send`)."""
