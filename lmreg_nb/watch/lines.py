@@ -6,10 +6,11 @@ from ..i18n import _, ngettext
 from ..models import RegisteredModel
 from ..terminal import terminal_text
 from .alerts import Event, ModelState, SchoolState
+from .config import RoundReport
 from .rounds import model_host
 from .status_html import status_label
 
-__all__ = ["current_state", "event_line", "failure_line", "school_line"]
+__all__ = ["current_state", "event_line", "failure_line", "round_line", "school_line"]
 
 
 def current_state(model: RegisteredModel, school: str = "") -> ModelState:
@@ -72,3 +73,33 @@ def event_line(event: Event, targets: int) -> str:
             targets,
         )
     return text.format(name=name, n=targets)
+
+
+def round_line(report: RoundReport, fail_after: int) -> str:
+    """The round's log line: how many models are up, down and failing (they add up)."""
+    up = sum(1 for s in report.states if s.status == "up")
+    # The counts add up: a model failing fewer rounds than fail_after is neither.
+    failing = len(report.states) - up - len(report.down)
+    if failing:
+        return ngettext(
+            "round {n}: {models} model, {up} up, {down} down, {failing} failing (down after "
+            "{fail_after} failed rounds in a row) ({seconds} s)",
+            "round {n}: {models} models, {up} up, {down} down, {failing} failing (down after "
+            "{fail_after} failed rounds in a row) ({seconds} s)",
+            len(report.states),
+        ).format(
+            n=report.number, models=len(report.states), up=up, down=len(report.down),
+            failing=failing, fail_after=fail_after,
+            seconds=f"{report.seconds:.1f}",
+        )  # fmt: skip
+    return ngettext(
+        "round {n}: {models} model, {up} up, {down} down ({seconds} s)",
+        "round {n}: {models} models, {up} up, {down} down ({seconds} s)",
+        len(report.states),
+    ).format(
+        n=report.number,
+        models=len(report.states),
+        up=up,
+        down=len(report.down),
+        seconds=f"{report.seconds:.1f}",
+    )

@@ -30,13 +30,13 @@ from ..errors import (
     LmregError,
     PermissionDeniedError,
 )
-from ..i18n import _, ngettext
+from ..i18n import _
 from ..models import RegisteredModel
 from .alerts import Event, ModelState, SchoolState, school_step, step
 from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
 from .delivery import deliver_outbox
 from .fleet import School
-from .lines import current_state, event_line, failure_line, school_line
+from .lines import current_state, event_line, failure_line, round_line, school_line
 from .messages import (
     Message,
     blind_message,
@@ -252,7 +252,7 @@ class Watcher:
         self._after_round(report, now)
         await self.deliver()
         report.seconds = time.perf_counter() - started
-        self._log(logging.INFO, self._summary(report))
+        self._log(logging.INFO, round_line(report, self.config.fail_after))
         return report
 
     def _schools(
@@ -393,34 +393,6 @@ class Watcher:
                 logging.WARNING,
                 _("cannot write {path}: {error}").format(path=self.config.status_path, error=exc),
             )
-
-    def _summary(self, report: RoundReport) -> str:
-        up = sum(1 for s in report.states if s.status == "up")
-        # The counts add up: a model failing fewer rounds than fail_after is neither.
-        failing = len(report.states) - up - len(report.down)
-        if failing:
-            return ngettext(
-                "round {n}: {models} model, {up} up, {down} down, {failing} failing (down after "
-                "{fail_after} failed rounds in a row) ({seconds} s)",
-                "round {n}: {models} models, {up} up, {down} down, {failing} failing (down after "
-                "{fail_after} failed rounds in a row) ({seconds} s)",
-                len(report.states),
-            ).format(
-                n=report.number, models=len(report.states), up=up, down=len(report.down),
-                failing=failing, fail_after=self.config.fail_after,
-                seconds=f"{report.seconds:.1f}",
-            )  # fmt: skip
-        return ngettext(
-            "round {n}: {models} model, {up} up, {down} down ({seconds} s)",
-            "round {n}: {models} models, {up} up, {down} down ({seconds} s)",
-            len(report.states),
-        ).format(
-            n=report.number,
-            models=len(report.states),
-            up=up,
-            down=len(report.down),
-            seconds=f"{report.seconds:.1f}",
-        )
 
     # -- the state file ----------------------------------------------------------
 
