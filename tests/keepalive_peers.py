@@ -12,6 +12,8 @@ closes connections as the mode says:
                       closes the connection a moment after the Nth
 ``connection-close``  says ``Connection: close`` on every reply and closes
 
+``usage.prompt_tokens`` counts as a byte-level tokenizer does (a Chinese
+character is 3 tokens, as a tiny Llama's byte fallback gives).
 ``peer.requests`` counts the chats answered, ``peer.connections`` the
 connections accepted. Every loop is bounded (time, bytes, requests).
 """
@@ -50,24 +52,34 @@ def _event(obj: object) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-def _reply() -> bytes:
+def _byte_tokens(body: bytes) -> int:
+    """usage.prompt_tokens as a byte-level tokenizer counts (a Chinese character is 3)."""
+    try:
+        messages = json.loads(body).get("messages", [])
+        return sum(len(str(m.get("content", "")).encode()) for m in messages) + 4
+    except (ValueError, AttributeError):
+        return 5
+
+
+def _reply(prompt_tokens: int) -> bytes:
     chunks = [
         _event({"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]})
         for p in PIECES
     ]
-    usage = {"prompt_tokens": 5, "completion_tokens": len(PIECES), "total_tokens": 10}
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(PIECES), "total_tokens": 10}
     last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage}
     done = b"data: [DONE]\n\n"
     tail = f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n"
     return b"".join(chunks) + _event(last) + tail
 
 
-def _read_request(sock: socket.socket, buf: bytearray) -> bool:
-    """Read one request (head and Content-Length body) off ``buf``/``sock``; False at EOF."""
+def _read_request(sock: socket.socket, buf: bytearray) -> bytes | None:
+    """Read one request (head and Content-Length body) off ``buf``/``sock``: its body, or
+    None at EOF."""
     while b"\r\n\r\n" not in buf:
         data = sock.recv(65536)
         if not data or len(buf) > 1 << 20:
-            return False
+            return None
         buf += data
     head, _, rest = bytes(buf).partition(b"\r\n\r\n")
     length = 0
@@ -78,17 +90,18 @@ def _read_request(sock: socket.socket, buf: bytearray) -> bool:
     while len(rest) < length:
         data = sock.recv(65536)
         if not data:
-            return False
+            return None
         rest += data
     buf[:] = rest[length:]
-    return True
+    return rest[:length]
 
 
 def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
     buf = bytearray()
     keep = int(mode.removeprefix("max-")) if mode.startswith("max-") else MAX_PER_CONNECTION
     for served in range(1, min(keep, MAX_PER_CONNECTION) + 1):
-        if not _read_request(sock, buf):
+        body = _read_request(sock, buf)
+        if body is None:
             return
         if mode == "connection-close":
             conn = "Connection: close"
@@ -102,7 +115,7 @@ def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
         ).encode()
         with peer.lock:  # counted before the answer leaves: the client may be done first
             peer.requests += 1
-        sock.sendall(head + _reply())
+        sock.sendall(head + _reply(_byte_tokens(body)))
         if mode in ("close-after-each", "connection-close") or served == keep:
             time.sleep(CLOSE_DELAY_S)
             return

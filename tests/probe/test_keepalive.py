@@ -122,3 +122,17 @@ def test_the_lesson_workload_keeps_its_conversations_against_a_closing_server() 
     errors = [r for r in result.rows if r["error"]]
     assert len(result.rows) == 12 and not errors, errors[:3]
     assert workload.turns_sent > 0  # follow-up turns went out on the fresh connections too
+
+
+def test_a_byte_level_tokenizer_sizes_the_lesson_in_its_own_tokens() -> None:
+    # llama-server with a tiny Llama counts a Chinese character as 3 tokens: the lesson and
+    # its history must be sized by that count, not by the one-per-character estimate
+    # (which sent 3,652 tokens to a 2,048-token slot).
+    from lmreg_nb.probe.load.workload import WorkloadSpec, prepare_workload
+
+    spec = WorkloadSpec(lesson_tokens=600, max_tokens=50, context_need=2048, seed=3)
+    with keepalive_peer("max-100") as peer:
+        work = asyncio.run(prepare_workload(Target(peer.url, KEY, "m"), spec))
+    assert not work.scale.estimate
+    assert 2.5 <= work.scale.tokens(1000) / 1000 <= 3.5
+    assert 600 * 0.8 <= 3 * len(work.lesson) <= 600 * 1.2  # the lesson: 600 of its tokens

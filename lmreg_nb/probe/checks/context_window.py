@@ -133,6 +133,9 @@ class ContextFinding:
     stopped: bool = False  # the budget ran out
     server: Slots | None = None  # llama.cpp's slots, when the replies show that server
     unbelievable: bool = False  # a count no tokenizer gives for its prompt came back
+    #: Tokens per unit a tokenizer can give: per filler word here; the class workload
+    #: measures in Chinese characters (token_counts.CJK_BOUNDS: byte fallback gives 3).
+    rate_bounds: tuple[float, float] = RATE_BOUNDS
 
     @property
     def estimate(self) -> bool:
@@ -145,7 +148,8 @@ class ContextFinding:
         or a constant): they are not believed, and the check cannot pass."""
         if self.unbelievable:
             return True
-        return bool(self.counts) and not RATE_BOUNDS[0] <= self._counted_fit()[0] <= RATE_BOUNDS[1]
+        low, high = self.rate_bounds
+        return bool(self.counts) and not low <= self._counted_fit()[0] <= high
 
     def _counted_fit(self) -> tuple[float, float]:
         """(tokens per word, overhead) as the server's counts say."""

@@ -33,6 +33,7 @@ from ...errors import ValidationError
 from ...i18n import _
 from ...summary.workload import LESSON, SHORT, PrefixCache, Workload, WorkloadName
 from ..checks.context_window import DEFAULT_CONTEXT_NEED, MAX_CONTEXT_NEED, ContextFinding
+from ..checks.token_counts import CJK_BOUNDS
 from ..target import Target
 from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
@@ -119,7 +120,8 @@ class ClassWorkload:
     spec: WorkloadSpec
     model: str
     lesson: str = ""
-    scale: ContextFinding = field(default_factory=lambda: ContextFinding(0))
+    # Its unit is a character of Chinese text: a byte-level tokenizer counts 3 for each.
+    scale: ContextFinding = field(default_factory=lambda: ContextFinding(0, rate_bounds=CJK_BOUNDS))
     #: ``usage.prompt_tokens`` the server reported, and the toolkit's own counts.
     seen: list[int] = field(default_factory=list)
     counted: list[int] = field(default_factory=list)
