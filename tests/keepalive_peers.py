@@ -12,8 +12,10 @@ closes connections as the mode says:
                       closes the connection a moment after the Nth
 ``connection-close``  says ``Connection: close`` on every reply and closes
 
-``usage.prompt_tokens`` counts as a byte-level tokenizer does (a Chinese
-character is 3 tokens, as a tiny Llama's byte fallback gives).
+A chat with ``"stream": false`` gets one JSON reply whose ``usage.prompt_tokens``
+counts as a byte-level tokenizer does (a Chinese character is 3 tokens, as a
+tiny Llama's byte fallback gives); streams carry no usage (llama-cpp-python's
+server sends none).
 ``peer.requests`` counts the chats answered, ``peer.connections`` the
 connections accepted. Every loop is bounded (time, bytes, requests).
 """
@@ -61,13 +63,27 @@ def _byte_tokens(body: bytes) -> int:
         return 5
 
 
-def _reply(prompt_tokens: int) -> bytes:
+def _streamed(body: bytes) -> bool:
+    try:
+        return json.loads(body).get("stream", True) is not False
+    except (ValueError, AttributeError):
+        return True
+
+
+def _whole(prompt_tokens: int) -> bytes:
+    message = {"role": "assistant", "content": "".join(PIECES)}
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(PIECES), "total_tokens": 10}
+    reply = {"object": "chat.completion", "usage": usage,
+             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+    return json.dumps(reply, ensure_ascii=False).encode()
+
+
+def _reply() -> bytes:
     chunks = [
         _event({"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]})
         for p in PIECES
     ]
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(PIECES), "total_tokens": 10}
-    last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage}
+    last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # no usage
     done = b"data: [DONE]\n\n"
     tail = f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n"
     return b"".join(chunks) + _event(last) + tail
@@ -109,13 +125,15 @@ def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
             conn = f"Connection: keep-alive\r\nKeep-Alive: timeout=5, max={keep}"
         else:
             conn = "Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100"
-        head = (
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            f"Transfer-Encoding: chunked\r\n{conn}\r\n\r\n"
-        ).encode()
+        if _streamed(body):
+            head = "Content-Type: text/event-stream\r\nTransfer-Encoding: chunked"
+            answer = _reply()
+        else:
+            answer = _whole(_byte_tokens(body))
+            head = f"Content-Type: application/json\r\nContent-Length: {len(answer)}"
         with peer.lock:  # counted before the answer leaves: the client may be done first
             peer.requests += 1
-        sock.sendall(head + _reply(_byte_tokens(body)))
+        sock.sendall(f"HTTP/1.1 200 OK\r\n{head}\r\n{conn}\r\n\r\n".encode() + answer)
         if mode in ("close-after-each", "connection-close") or served == keep:
             time.sleep(CLOSE_DELAY_S)
             return

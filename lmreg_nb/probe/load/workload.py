@@ -273,7 +273,9 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
 
     async def ask(chars: int) -> tuple[int, int | None]:
         user = text[:chars]
-        body = chat_body(target.model, user, stream=True, max_tokens=1, system=SYSTEM_MESSAGE)
+        # Not streamed: every server counts usage in a whole reply, not all in a stream
+        # (llama-cpp-python's has none, and the lesson went out sized by the estimate).
+        body = chat_body(target.model, user, stream=False, max_tokens=1, system=SYSTEM_MESSAGE)
         chars += len(SYSTEM_MESSAGE)  # the scale's unit: a character of any message
         conn = ChatConnection(target, json.dumps(body, ensure_ascii=False).encode())
         try:
@@ -282,7 +284,8 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
             conn.close()
         if ex.failure == "timeout":
             raise TimeoutError  # no answer within the request timeout: the server is silent
-        tokens = (ex.usage or {}).get("prompt_tokens") if ex.ok else None
+        answered = ex.status is not None and 200 <= ex.status < 300  # one token, maybe thought
+        tokens = (ex.usage or {}).get("prompt_tokens") if answered else None
         good = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
         return chars, tokens if good else None
 
