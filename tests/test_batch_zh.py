@@ -44,7 +44,6 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
     (tmp_path / "plan.csv").write_text(
         f"{COLUMNS}\n"
         f"good,a.env,,第一中学,{card},zh-good,,0,0\n"
-        f"card,a.env,,第二中学,王芳,12345,not-an-email,zh-card,,0,0\n"
         f"down,a.env,,第三中学,{card},zh-down,{down},0,0\n"
         f"english,a.env,en,School E,{card},zh-english,,0,0\n",
         encoding="utf-8",
@@ -57,10 +56,10 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
     assert result.exit_code == 1, result.output
     summaries = {
         run: Summary.from_json(read_records(out / run / "onboarding.ipynb")["summary"])
-        for run in ("good", "card", "down", "english")
+        for run in ("good", "down", "english")
     }
     assert {run: s.lang for run, s in summaries.items()} == {
-        "good": "zh-CN", "card": "zh-CN", "down": "zh-CN", "english": "en",
+        "good": "zh-CN", "down": "zh-CN", "english": "en",
     }  # fmt: skip
     assert summaries["good"].status == "ok"
     import nbformat
@@ -69,7 +68,7 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
     injected = next(c.source for c in record.cells if "injected-parameters" in c.metadata.get(
         "tags", []))  # fmt: skip
     assert "school = '第一中学'" in injected and "\\u" not in injected  # readable, unescaped
-    for run in ("good", "card", "down"):
+    for run in ("good", "down"):
         page = (out / run / "onboarding.html").read_text(encoding="utf-8")
         assert '<html lang="zh-CN"' in page and "Onboarding record" not in page
         assert "lmreg-run" not in page  # no temporary path where .env was looked for
@@ -78,11 +77,8 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
         rows = list(csv.reader(fh))
     header, by_run = rows[0], {row[0]: dict(zip(rows[0], row, strict=True)) for row in rows[1:]}
     assert header[:4] == ["运行编号", "状态", "错误", "学校"]
-    assert by_run["good"]["状态"] == "成功" and by_run["card"]["状态"] == "失败"
+    assert by_run["good"]["状态"] == "成功" and by_run["down"]["状态"] == "失败"
     assert "Asia/Shanghai" in by_run["good"]["完成时间"]
-
-    error = by_run["card"]["错误"]
-    assert "contact_mobile" in error and "contact_email" in error and CJK.search(error), error
 
     blockers = summaries["down"].go_live.blockers
     failed = {c.detail.rstrip(".。") for c in summaries["down"].failed_checks}
@@ -99,3 +95,25 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
     for english in ("not ready", "Onboarding batch", "Updated", ">ok<", ">failed<"):
         assert english not in index
     assert "失败" in result.output and "成功" in result.output
+
+
+def test_a_bad_contact_card_stops_the_batch_before_anything_runs(tmp_path: Path) -> None:
+    """The plan check applies the contact rules up front: one line, in Chinese, naming the
+    line and the column, and no run started (issue 33)."""
+    (tmp_path / "a.env").write_text("LMREG_APP_ID=x\n")
+    card = "王芳,13812345678,ai@school.edu.cn"
+    (tmp_path / "plan.csv").write_text(
+        f"{COLUMNS}\n"
+        f"good,a.env,,第一中学,{card},zh-good,,0,0\n"
+        f"card,a.env,,第二中学,王芳,12345,not-an-email,zh-card,,0,0\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main, ["--lang", "zh-CN", "batch", str(tmp_path / "plan.csv"), "--out", str(out)]
+    )
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert "3" in lines[0] and "contact_mobile" in lines[0] and CJK.search(lines[0]), lines[0]
+    assert not (out / "good").exists() and not (out / "card").exists()

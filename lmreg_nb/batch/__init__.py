@@ -295,7 +295,7 @@ def run_batch(
     """
     lang = lang or current_language()
     if isinstance(plan, str | Path):
-        runs = read_plan(plan, env_file=env_file, lang=lang)
+        runs = read_plan(plan, env_file=env_file, lang=lang, check_contacts=True)
     else:
         runs = list(plan)
     out = Path(out_dir)

@@ -49,7 +49,8 @@ def batch(
 
     # --lang (or LMREG_LANG, or the locale) is every run's language unless its row says.
     lang = current_language()
-    runs = read_plan(plan, env_file=env_file, lang=lang)  # checked whole before any run
+    # Checked whole before any run, the contact card too (its rules are the registration's).
+    runs = read_plan(plan, env_file=env_file, lang=lang, check_contacts=True)
     output_folder(out_dir)
     result = run_batch(
         runs, out_dir, jobs=jobs, timeout=timeout, force=force, env_file=env_file, lang=lang
