@@ -49,6 +49,16 @@ def _clean_environment(
     monkeypatch.chdir(home)
 
 
+@pytest.fixture(params=["en", "zh-CN"])
+def lang(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each language in turn (a test asking for ``lang`` runs in both); English after."""
+    from lmreg_nb import i18n
+
+    i18n.set_language(request.param)
+    yield request.param
+    i18n.set_language("en")
+
+
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     """One real `lmreg-nb sandbox` process on free loopback ports for the session.

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
-from lmreg_nb import i18n
 from lmreg_nb.commands.runs import report_lines
 from lmreg_nb.i18n import _
 from lmreg_nb.records.text import status_label
@@ -17,13 +13,6 @@ from lmreg_nb.summary import Check, Step, build_summary
 DOWN = "nothing listens on 127.0.0.1:9 (connection refused)"
 CUT = "two streams sent at once: one was cut (interrupt_requests)"
 URL = "http://127.0.0.1:9/v1/chat/completions"
-
-
-@pytest.fixture(params=["en", "zh-CN"])
-def lang(request: pytest.FixtureRequest) -> Iterator[str]:
-    i18n.set_language(request.param)
-    yield request.param
-    i18n.set_language("en")
 
 
 def _result(checks: list[Check], steps: list[Step]) -> SimpleNamespace:

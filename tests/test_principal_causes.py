@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from lmreg_nb import i18n
 from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.records.principal import _url_obstacles, obstacles, render_principal_html
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
@@ -51,13 +50,6 @@ def servers() -> Iterator[dict[str, str]]:
             "window": f"{small}/v1/chat/completions",
             "cut": f"{base}/quirks/interrupt/v1/chat/completions",
         }
-
-
-@pytest.fixture(params=["en", "zh-CN"])
-def lang(request: pytest.FixtureRequest) -> Iterator[str]:
-    i18n.set_language(request.param)
-    yield request.param
-    i18n.set_language("en")
 
 
 def _page_rows(url: str, lang: str) -> list[str]:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 import pytest
 from hostile import COUNTS_WINDOW, hostile_server
 
-from lmreg_nb import i18n
 from lmreg_nb.probe import CheckResult, Target, check_endpoint
 from lmreg_nb.probe.checks.context_window import (
     MAX_CONTEXT_NEED,
@@ -32,13 +31,6 @@ CHINESE = re.compile(r"[\u4e00-\u9fff]")
 def server() -> Iterator[str]:
     with hostile_server() as base:
         yield base
-
-
-@pytest.fixture(params=["en", "zh-CN"])
-def lang(request: pytest.FixtureRequest) -> Iterator[str]:
-    i18n.set_language(request.param)
-    yield request.param
-    i18n.set_language("en")
 
 
 def _context_row(base: str, variant: str, need: int = 8000) -> CheckResult:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint, format_report
 from lmreg_nb.probe.checks.context_window import MAX_CONTEXT_NEED, filler_prompt
@@ -42,13 +41,6 @@ FUNCTION_CHECKS = {
 }
 #: A word of each language's text of a row (the other language's must not show).
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
-
-
-@pytest.fixture(params=["en", "zh-CN"])
-def lang(request: pytest.FixtureRequest) -> Iterator[str]:
-    i18n.set_language(request.param)
-    yield request.param
-    i18n.set_language("en")
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ address to register; the right address stays green and says it answered.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from lmreg_nb import i18n
 from lmreg_nb.onboarding import Onboarding
 from lmreg_nb.onboarding.address import chat_path_fix
 from lmreg_nb.settings import Settings
@@ -20,13 +18,6 @@ from lmreg_nb.ui import RegisterForm
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
-
-
-@pytest.fixture(params=["en", "zh-CN"])
-def lang(request: pytest.FixtureRequest) -> Iterator[str]:
-    i18n.set_language(request.param)
-    yield request.param
-    i18n.set_language("en")
 
 
 def _register(sandbox: SandboxInfo, name: str, url: str) -> RegisterForm:

@@ -8,26 +8,15 @@ left empty, as the model list already does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
-from lmreg_nb import i18n
 from lmreg_nb.onboarding import Onboarding, configuration
 from lmreg_nb.settings import Settings
 from lmreg_nb.ui import CredentialsForm
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
-
-
-@pytest.fixture(params=["en", "zh-CN"])
-def lang(request: pytest.FixtureRequest) -> Iterator[str]:
-    i18n.set_language(request.param)
-    yield request.param
-    i18n.set_language("en")
 
 
 def _after_notebook_01(sandbox: SandboxInfo, cache: Path, name: str) -> tuple[dict[str, str], str]:
