@@ -214,14 +214,7 @@ def digest(
     for event in events[:DIGEST_LINES]:
         line = _digest_line(event)
         lines.append(f"[{name_of(event)}] {line}" if name_of is not None else line)
-    rest = len(events) - DIGEST_LINES
-    if rest > 0:
-        lines.append(
-            ngettext(
-                "… and {n} more: see the status page", "… and {n} more: see the status page", rest
-            ).format(n=rest)
-        )
-    return Message(title, "\n".join(lines), kind)
+    return Message(title, _with_rest(lines, len(events)), kind)
 
 
 def round_messages(
@@ -245,14 +238,20 @@ def backlog(messages: Sequence[Message]) -> Message:
         len(messages),
     ).format(n=len(messages))  # fmt: skip
     lines = [m.title for m in messages[:DIGEST_LINES]]
-    rest = len(messages) - DIGEST_LINES
+    return Message(title, _with_rest(lines, len(messages)), kind)
+
+
+def _with_rest(lines: list[str], total: int) -> str:
+    """The digest's body: its first DIGEST_LINES items, then how many more there were."""
+    rest = total - DIGEST_LINES
     if rest > 0:
-        lines.append(
+        lines = [
+            *lines,
             ngettext(
                 "… and {n} more: see the status page", "… and {n} more: see the status page", rest
-            ).format(n=rest)
-        )
-    return Message(title, "\n".join(lines), kind)
+            ).format(n=rest),
+        ]
+    return "\n".join(lines)
 
 
 def blind_message(school: str, since_ms: int | None, detail: str, sign_in: bool) -> Message:
