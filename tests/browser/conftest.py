@@ -432,6 +432,20 @@ def lab_server(
         yield server
 
 
+@contextmanager
+def lab_page(chromium: Browser, server: LabServer, tmp_path: Path) -> Iterator[Lab]:
+    """A page in a context of its own on ``server`` (a lab of a test module's own making);
+    its kernels are shut down after."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        yield Lab(page, server, tmp_path)
+    finally:
+        Lab(page, server, tmp_path).shutdown_kernels()
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def lab_context(chromium: Browser, lab_server: LabServer) -> Iterator[BrowserContext]:
     """One browser context per module and language: its pages share the HTTP cache, so

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, running_lab
+from conftest import Lab, LabServer, lab_environment, lab_page, running_lab
 from lab_helpers import CJK, CLICK_TIMEOUT_MS, platform_models
 
 if TYPE_CHECKING:
@@ -54,14 +54,8 @@ def secretless_server(
 
 @pytest.fixture
 def lab(chromium: Browser, secretless_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    try:
-        yield Lab(page, secretless_server, tmp_path)
-    finally:
-        Lab(page, secretless_server, tmp_path).shutdown_kernels()
-        context.close()
+    with lab_page(chromium, secretless_server, tmp_path) as lab:
+        yield lab
 
 
 def test_secret_typed_in_01_serves_02(lab: Lab, account: dict[str, str]) -> None:

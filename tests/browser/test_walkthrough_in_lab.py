@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, running_lab
+from conftest import Lab, LabServer, lab_environment, lab_page, running_lab
 from lab_helpers import CLICK_TIMEOUT_MS, platform_models
 
 if TYPE_CHECKING:
@@ -69,14 +69,8 @@ def server(
 
 @pytest.fixture
 def lab(chromium: Browser, server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    try:
-        yield Lab(page, server, tmp_path)
-    finally:
-        Lab(page, server, tmp_path).shutdown_kernels()
-        context.close()
+    with lab_page(chromium, server, tmp_path) as lab:
+        yield lab
 
 
 def _red(panel: Locator) -> list[str]:
