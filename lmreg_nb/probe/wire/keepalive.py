@@ -7,6 +7,7 @@ without keep-alive, and the ``Keep-Alive`` header's ``max`` and ``timeout``
 
 from __future__ import annotations
 
+import math
 import time
 
 __all__ = ["KeepAlive"]
@@ -56,4 +57,4 @@ def _number(value: str) -> float | None:
         number = float(value.strip().strip('"'))
     except ValueError:
         return None
-    return number if number >= 0 and number == number and number != float("inf") else None
+    return number if number >= 0 and math.isfinite(number) else None

@@ -192,8 +192,7 @@ class ChatConnection:
             if reader is None:
                 async with asyncio.timeout(timeout):
                     reader = self.reader = await self._connect()
-            assert reader.transport is not None
-            reader.buffer.clear()
+            assert reader.transport is not None  # its buffer is empty (_reusable checked)
             reader.received = 0
             reader.transport.write(self.request)
             ex.t_start = time.perf_counter()
