@@ -252,14 +252,7 @@ def capacity_outcome(result: CapacityResult, size: int) -> Outcome:
 
 def capacity_record(result: CapacityResult, size: int | None) -> CapacityRecord:
     """The summary's ``capacity``: the contract JSON, the verdict and the class size."""
-    found = CapacityRecord.from_json(result.to_json())
-    return replace(
-        found,
-        verdict=result.verdict(size),
-        class_size=size,
-        workload=result.workload,  # typed, with what the JSON of the CLI leaves out
-        prefix_cache=result.prefix_cache,
-    )
+    return result.record(size, result.verdict(size))
 
 
 def capacity_figure(result: CapacityResult | None) -> Any:

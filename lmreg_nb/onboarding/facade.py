@@ -25,6 +25,7 @@ from ..secret import Secret
 from ..summary import CapacityRecord, Check, Step, StepName, Summary, build_summary
 from . import endpoint_steps as endpoint_
 from . import registry_steps as registry_
+from .chat_endpoint import ChatEndpoint
 from .contact import Contact, card_outcome, check_contact
 from .display import Outcome, Table
 from .live import StepView
@@ -75,7 +76,6 @@ class Onboarding:
         self.steps: list[Step] = []
         self.models: list[RegisteredModel] = []
         self.token: Token | None = None
-        self.model: RegisteredModel | None = None
         #: The last modify's changes: (field, old, new) for each field sent.
         self.changes: list[registry_.Change] = []
         self.class_size = max(0, int(class_size or 0))
@@ -91,11 +91,8 @@ class Onboarding:
         self._given_settings = settings
         self._live_id: str | None = None  # the live summary's display id (interactive runs)
         self._views: list[StepView] = []  # cells that follow the run (interactive runs)
-        # -- the chat endpoint --
-        #: The registered model as the platform will call it (resolved on first use).
-        self.target: Target | None = None
-        #: The endpoint given to the last checks (url, model), used by capacity and chat after.
-        self.checked_endpoint: tuple[str, str] | None = None
+        #: The chat endpoint in use: the registered model, or the address given to the checks.
+        self.chat_endpoint = ChatEndpoint()
         self.report: EndpointReport | None = None
         self.checks: list[Check] = []
         self.chat_prompt: str | None = None
@@ -167,6 +164,9 @@ class Onboarding:
 
             self._client = RegistryClient(self.settings)
         return self._client
+
+    def _client_now(self) -> RegistryClient:
+        return self.client
 
     def failure_text(self, exc: BaseException) -> str:
         """One line for a failed step, with every known secret masked."""
@@ -245,7 +245,8 @@ class Onboarding:
         if self._client is not None:
             self._client.close()
         self._client = None
-        self.target = self.token = None
+        self.token = None
+        self.chat_endpoint.forget_key()
 
     # -- the models ----------------------------------------------------------
     @step(StepName.REGISTER)
@@ -310,7 +311,7 @@ class Onboarding:
         if self.model is None:
             return outcome
         try:
-            target = endpoint_.registered(self.settings, self.client, self.model, self.target)
+            target = self.chat_endpoint.resolve(self.settings, self._client_now)
         except LmregError:
             return outcome  # no key returned, say: the checks of notebook 05 say why
         return with_address_verdict(outcome, target)
@@ -327,7 +328,17 @@ class Onboarding:
 
     def _use_model(self, model: RegisteredModel) -> None:
         # The checks, chat and capacity now call what is registered.
-        self.model, self.target, self.checked_endpoint = model, None, None
+        self.chat_endpoint.use(model)
+
+    @property
+    def model(self) -> RegisteredModel | None:
+        """The registered model the checks, chat and capacity call (None: none yet)."""
+        return self.chat_endpoint.model
+
+    @property
+    def target(self) -> Target | None:
+        """:attr:`model` as the platform calls it, once resolved (its registryUrl and apiKey)."""
+        return self.chat_endpoint.target
 
     def refresh(self) -> list[RegisteredModel]:
         """Query the account's models again (kept in :attr:`models`); records no step."""
@@ -357,13 +368,9 @@ class Onboarding:
 
     # -- the chat endpoint ---------------------------------------------------
     def endpoint(self, model_url: str = "", model: str = "") -> Target:
-        """The endpoint to call: given, else the registered model's, else the settings'."""
-        if not model_url.strip() and self.checked_endpoint is not None:
-            model_url, model = self.checked_endpoint[0], model or self.checked_endpoint[1]
-        if self.model is not None:
-            self.target = endpoint_.registered(self.settings, self.client, self.model, self.target)
-        target = self.target if self.model is not None else None
-        return endpoint_.endpoint(self.settings, target, model_url, model)
+        """The endpoint to call: given, else the last checks', else the registered model's,
+        else the settings'."""
+        return self.chat_endpoint.resolve(self.settings, self._client_now, model_url, model)
 
     @step(StepName.CHECKS)
     def check_endpoint(
@@ -372,9 +379,7 @@ class Onboarding:
     ) -> Table:  # fmt: skip
         """Run the chat-endpoint checks (a load test when ``requests`` > 0): one row each.
         With ``chat_prompt``, a streamed chat reply runs with them (:meth:`reply` shows it)."""
-        target = self.endpoint(model_url, model)
-        if model_url.strip():
-            self.checked_endpoint = (target.url, model.strip())
+        target = self.chat_endpoint.checked(self.settings, self._client_now, model_url, model)
         self.report = None
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         report = self.report = endpoint_.run_checks(

@@ -135,4 +135,7 @@ def test_the_short_workload_sends_todays_one_liner(monkeypatch: pytest.MonkeyPat
     assert out["workload"]["name"] == "short" and out["workload"]["shared_prefix_tokens"] == 0
     chats = [b for b in seen if b.get("stream")]
     assert chats and all(len(b["messages"]) == 1 for b in chats)
-    assert all(b["max_tokens"] == 64 for b in chats)
+    # Every student's chat asks for 64 tokens; a level that ended with requests still
+    # running is followed by a one-token drain probe (on a busy machine), nothing else.
+    assert {b["max_tokens"] for b in chats} <= {64, 1}
+    assert sum(b["max_tokens"] == 1 for b in chats) < len(out["levels"])

@@ -60,6 +60,45 @@ def test_half_slow_is_clearly_outside_at_once_and_errors_beyond_recovery_too() -
     assert settled(Tally(fast=30, errors=1, finished=31), **{**rule, "most": 99}) is False
 
 
+def test_late_first_tokens_that_no_later_request_can_outweigh_settle_before_the_floor() -> None:
+    # 40 chats in a lesson's first burst on a queue-bound server: 37 already waited past the
+    # SLO. The level can count at most 360 requests; 10 % of them plus the 1 % of errors
+    # allowed (and a margin for the interpolated p90) is 42.6: 37 could still be outweighed.
+    rule = {"floor": 80, "most": 360, "max_error_rate": 0.01}
+    assert settled(Tally(fast=3, slow=37, late=37, finished=3), **rule) is None
+    # 43 late (or failed: a late request may still time out) can never be: outside, now.
+    assert settled(Tally(fast=3, slow=40, late=40, errors=3, finished=6), **rule) is False
+    assert settled(Tally(fast=3, slow=43, late=43, finished=3), **rule) is False
+    # Slow only by its reading pace (ITL) is not late: the TTFT p90 could still be inside.
+    assert settled(Tally(fast=3, slow=43, late=0, finished=43), **rule) is None
+    # Errors beyond what the whole level can dilute settle it before the floor too.
+    assert settled(Tally(fast=3, errors=4, finished=7), **rule) is False
+
+
+def test_a_certain_outside_verdict_is_the_one_a_level_run_to_its_end_gets() -> None:
+    # Whatever the requests not yet counted do (fast, late or failed), a level settled
+    # outside by its late and failed requests is judged outside at the end: the p90 over
+    # any number of requests up to ``most``, the errors' share over the same.
+    rate = 0.01
+    for most in (10, 23, 40):
+        for late in range(most + 1):
+            errors = next(
+                (e for e in range(most - late + 1)
+                 if settled(Tally(slow=late, late=late, errors=e), floor=999, most=most,
+                            max_error_rate=rate) is False),
+                None,
+            )  # fmt: skip
+            if errors is None:
+                continue
+            for more_fast in range(most - late - errors + 1):
+                for failed in range(late + 1):  # late requests that end as errors instead
+                    ttfts = [10.0] * more_fast + [999.0] * (late - failed)
+                    n_errors = errors + failed
+                    p90 = percentile(ttfts, 90)
+                    outside = n_errors / (len(ttfts) + n_errors) > rate or (p90 or 0.0) > 100.0
+                    assert outside, (most, late, errors, more_fast, failed)
+
+
 def test_a_p90_close_to_the_slo_is_left_to_the_ceiling() -> None:
     # 1 slow in 13 (7.7 %) and 1 in 7 (14 %): near the 10 % line, 100 requests are not enough.
     rule = {"floor": 26, "most": 200, "max_error_rate": 0.01}
@@ -186,6 +225,24 @@ def test_a_level_that_is_clearly_too_slow_ends_after_its_floor() -> None:
     assert not level.meets_slo and level.failed == "ttft"
     assert level.requests - level.unfinished < 30  # the floor is 12, the ceiling 48
     assert elapsed < 2.0
+
+
+def test_a_queue_bound_burst_ends_before_the_floor_once_the_late_cannot_be_outweighed() -> None:
+    # A server that answers one request at a time, 30 ms each (a prefill queue): 40 chats,
+    # SLO 60 ms. The floor (80 finished) would take 2.4 s; past 43 late first tokens the
+    # verdict is certain, about 0.15 s after the SLO.
+    queue = {"free": 0.0}
+
+    def script(n: int) -> tuple[float | None, float]:
+        now = time.perf_counter()
+        queue["free"] = max(now, queue["free"]) + 0.03
+        return queue["free"] - now, 0.001
+
+    plan = LevelPlan(max_seconds=20)
+    level, elapsed = _level(script, 40, SLO(ttft_ms=60), plan)
+    assert not level.meets_slo and level.failed == "ttft"
+    assert level.requests - level.unfinished < 80  # ended before its floor
+    assert elapsed < 1.5, elapsed
 
 
 def test_a_p90_near_the_slo_runs_to_the_ceiling_and_the_data_decide() -> None:

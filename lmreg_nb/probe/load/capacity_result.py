@@ -13,6 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from ...summary.capacity import CapacityRecord
 from ...summary.workload import PrefixCache, Workload
 from .levels import SLO, Level
 
@@ -33,15 +34,6 @@ class Capacity:
     requests_per_s: float | None
     output_tokens_per_s: float | None
     limited_by: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"concurrency", "requests_per_s", "output_tokens_per_s", "limited_by"}``."""
-        return {
-            "concurrency": self.concurrency,
-            "requests_per_s": self.requests_per_s,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "limited_by": self.limited_by,
-        }
 
 
 @dataclass
@@ -105,19 +97,31 @@ class CapacityFindings:
         """Whether ``class_size`` students can chat at once within the SLO."""
         return self.capacity.concurrency >= class_size
 
+    def record(self, class_size: int | None = None, verdict: str = "") -> CapacityRecord:
+        """The search as the summary records it (and the CLI prints it): the one type the
+        capacity travels in from here on, with ``verdict`` said against ``class_size``."""
+        capacity = self.capacity
+        return CapacityRecord(
+            concurrency=capacity.concurrency,
+            requests_per_s=capacity.requests_per_s,
+            output_tokens_per_s=capacity.output_tokens_per_s,
+            limited_by=capacity.limited_by,
+            slo=self.slo.recorded(),
+            levels=[lv.recorded() for lv in sorted(self.levels, key=lambda lv: lv.concurrency)],
+            need=self.need,
+            verdict=verdict,
+            class_size=class_size,
+            workload=self.workload,
+            prefix_cache=self.prefix_cache,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The contract's object: ``{"slo", "levels", "capacity", "need", "workload"}``.
 
         The prefix-cache finding is in the verdict and the record, not here.
         """
-        levels = sorted(self.levels, key=lambda lv: lv.concurrency)
-        return {
-            "slo": self.slo.to_json(),
-            "levels": [lv.to_json() for lv in levels],
-            "capacity": self.capacity.to_json(),
-            "need": self.need,
-            "workload": self.workload.to_json() if self.workload is not None else None,
-        }
+        found = self.record().to_json()
+        return {key: found[key] for key in ("slo", "levels", "capacity", "need", "workload")}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:

@@ -110,6 +110,7 @@ class _LevelRun:
         self.samples: list[Sample] = []
         self.live: dict[int, tuple[float, Connection]] = {}  # worker -> (due, conn)
         self.fast = self.slow = self.errors = 0  # finished requests, classified
+        self.late = 0  # of the slow, those with a first token past the SLO
         self.wake = asyncio.Event()  # set by a worker at the ceiling
 
     def _add(self, sample: Sample) -> None:
@@ -120,6 +121,7 @@ class _LevelRun:
             self.fast += 1
         else:
             self.slow += 1
+            self.late += sample.ttft_ms is not None and sample.ttft_ms > self.slo.ttft_ms
 
     def _fast(self, ttft_ms: float | None, itl_ms: float | None) -> bool:
         slo = self.slo
@@ -129,23 +131,23 @@ class _LevelRun:
 
     def tally(self, now: float) -> Tally:
         """The requests so far, those in flight classified by what is known of them."""
-        fast, slow, unknown = self.fast, self.slow, 0
+        fast, slow, unknown, late = self.fast, self.slow, 0, self.late
         limit = self.slo.ttft_ms / 1000
         for due, conn in self.live.values():
             first = _first_token(conn)
             if first is not None:
                 if first - due > limit:
-                    slow += 1
+                    slow, late = slow + 1, late + 1
                 elif self.slo.itl_ms is None:
                     fast += 1
                 else:
                     unknown += 1  # its ITL is known only at its end
             elif conn is not None and now - due > limit:
-                slow += 1  # no first token yet, already past the SLO
+                slow, late = slow + 1, late + 1  # no first token yet, already past the SLO
             else:
                 unknown += 1
         finished = len(self.samples)
-        return Tally(fast, slow, unknown, self.errors, finished)
+        return Tally(fast, slow, unknown, self.errors, finished, late)
 
     def done(self, now: float) -> bool:
         """Whether the level ends now: its cap, its ceiling, or a settled verdict."""

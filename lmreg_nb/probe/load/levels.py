@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...i18n import ngettext
+from ...summary.capacity import CapacityLevel, CapacitySLO, Percentiles
 from ..wire.exchange import Exchange
 from .metrics import decode_itl_ms, percentiles
 
@@ -61,13 +62,13 @@ class SLO:
     itl_ms: float | None = None
     max_error_rate: float = 0.01
 
+    def recorded(self) -> CapacitySLO:
+        """The SLO as the summary records it."""
+        return CapacitySLO(self.ttft_ms, self.itl_ms, self.max_error_rate)
+
     def to_json(self) -> dict[str, Any]:
         """``{"ttft_ms", "itl_ms", "max_error_rate"}``."""
-        return {
-            "ttft_ms": self.ttft_ms,
-            "itl_ms": self.itl_ms,
-            "max_error_rate": self.max_error_rate,
-        }
+        return self.recorded().to_json()
 
 
 @dataclass(frozen=True)
@@ -196,19 +197,23 @@ class Level:
             waiting=sum(1 for s in samples if s.waiting),
         )
 
+    def recorded(self) -> CapacityLevel:
+        """The level as the summary records it (its figures, not how they were measured)."""
+        return CapacityLevel(
+            self.concurrency,
+            requests=self.requests,
+            errors=self.errors,
+            ttft_ms=Percentiles.from_json(self.ttft_ms),
+            itl_ms=Percentiles.from_json(self.itl_ms),
+            latency_ms=Percentiles.from_json(self.latency_ms),
+            requests_per_s=self.requests_per_s,
+            output_tokens_per_s=self.output_tokens_per_s,
+            meets_slo=self.meets_slo,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The contract's level object (DESIGN.md "Contract: capacity")."""
-        return {
-            "concurrency": self.concurrency,
-            "requests": self.requests,
-            "errors": self.errors,
-            "ttft_ms": self.ttft_ms,
-            "itl_ms": self.itl_ms,
-            "latency_ms": self.latency_ms,
-            "requests_per_s": self.requests_per_s,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "meets_slo": self.meets_slo,
-        }
+        return self.recorded().to_json()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Level:

@@ -25,6 +25,11 @@ for a median's confidence interval). With ``confidence`` = 0.9:
 - **clearly outside**: the lower bound is slow even when every unknown request
   is counted as fast (fewer than j fast-or-unknown), or the errors so far
   already exceed ``max_error_rate`` of the most requests the level can count;
+- **certainly outside**, before the floor too: more requests late (a first token past
+  the SLO, or none yet and already past it) or failed than the most requests the
+  level can count could ever outweigh, ``(10 % + max_error_rate) x most + 2`` (the 2
+  for the interpolated p90). A lesson's first burst on a queue-bound server settles
+  there seconds after the SLO instead of after two requests per chat;
 - never before the **floor** (``requests_per_worker`` finished per chat: each
   chat's second request was due when its first ended, so the level is seen
   past its first burst), and the level always ends at the **ceiling** of
@@ -60,6 +65,9 @@ class Tally:
     unknown: int = 0
     errors: int = 0
     finished: int = 0  # requests that ended (fast, slow or failed), for the floor and ceiling
+    #: Of the slow, those whose first token came past the SLO or that waited past it without
+    #: one (slow by their time between tokens alone they are not).
+    late: int = 0
 
     @property
     def counted(self) -> int:
@@ -131,10 +139,14 @@ def settled(
     requests the level can count (its ceiling and the chats in flight), which
     bounds how far more requests could dilute the errors so far.
     """
-    if tally.finished < floor:
-        return None
     if tally.errors > max_error_rate * most:
         return False  # even a level run to its ceiling without another error stays over
+    if tally.late + tally.errors >= (1 - QUANTILE + max_error_rate) * most + 2:
+        # Late or failed beyond what the most requests the level can count could outweigh
+        # (a late request may still fail: either share is then over): certain, floor or not.
+        return False
+    if tally.finished < floor:
+        return None
     m = tally.counted
     if m == 0:
         return None
