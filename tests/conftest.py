@@ -23,10 +23,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Browser and papermill tests, and nbval's cells, are slow by nature; others say so
     with @pytest.mark.slow.
     """
+    weight: dict[str, int] = {}
     for item in items:
         nbval_cell = type(item).__module__.startswith("nbval")
         if nbval_cell or any(item.get_closest_marker(m) for m in _SLOW_MARKERS):
             item.add_marker(pytest.mark.slow)
+        heavy = not nbval_cell and item.get_closest_marker("slow") is not None
+        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0) + heavy
+    # The files with the most slow tests first: the workers (one file each, --dist loadfile)
+    # take files in this order, so the long ones start early instead of ending the run alone.
+    items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])
 
 
 @pytest.fixture(autouse=True)

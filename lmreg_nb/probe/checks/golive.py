@@ -138,6 +138,16 @@ def max_tokens_row(ex: Exchange, limit: int = MAX_TOKENS_PROBE) -> CheckResult:
             ),
         )
     tokens, source = ex.output_tokens
+    if ex.failure in ("timeout", "transport") and tokens <= limit and ex.finish != "length":
+        # A reply that broke off (a timeout, a closed connection) says nothing of max_tokens.
+        return _row(
+            name,
+            False,
+            "warning",
+            _("a request with max_tokens {limit} did not finish ({seen})").format(
+                limit=limit, seen=ex.failure_detail or ex.failure
+            ),
+        )
     if tokens <= limit or ex.finish == "length":
         return _row(
             name,

@@ -12,6 +12,13 @@ fails, the rows stop there and say why (model-name-served is still judged
 once the server answered HTTP: it tells whether the registered name is the
 problem).
 
+A server that answers one request at a time (transformers serve without
+continuous batching) queues the burst, and the last requests in its queue wait
+past the read timeout. When others were answered whole, a one-token chat first
+waits for the queue to empty, then each request that timed out is sent again,
+alone, and judged on that (the streamed reply too, so the one-request figures
+are the server's, not our queue's); a request that times out alone stays as seen.
+
 A server that cuts a running stream when another request comes (llama.cpp's
 ``interrupt_requests``) cuts the checks' own streams too, since they run at
 once. Each stream the rows judge that looks cut is asked for again after the
@@ -23,8 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -70,6 +77,8 @@ __all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "make_client", "run_checks"]
 CHECK_CONNECTIONS = 16
 #: The context-window search may take this many times the (per-read) timeout.
 CONTEXT_BUDGET_FACTOR = 3
+#: The longest wait for a server to work through the checks' queued burst (seconds).
+QUEUE_CAP_S = 120.0
 T = TypeVar("T")
 
 
@@ -140,43 +149,101 @@ async def _pair(client: httpx.AsyncClient, target: Target, max_tokens: int) -> l
     return list(await asyncio.gather(*(send(client, target, body, stream=True) for _ in "ab")))
 
 
-async def _gather(
+def _jobs(
     client: httpx.AsyncClient,
     target: Target,
     max_tokens: int,
     chat_prompt: str | None,
     context_need: int,
-) -> _Seen:
+) -> dict[str, Callable[[Target], Awaitable[Any]]]:
+    """Each request under the name of the _Seen field it fills (none by position), as a
+    function of the target, so a request can be sent again alone with a longer timeout."""
     url = completions_url(target.url)
     wrong_key = "lmreg-probe-wrong-" + secrets.token_hex(8)
-    alias = None
-    if target.alias is not None:
-        body = chat_body(target.alias, stream=False, max_tokens=1)
-        alias = send(client, target, body, stream=False)
-    # Each request under the name of the _Seen field it fills: all at once, none by position.
-    jobs: dict[str, Awaitable[Any]] = {
-        "plain": send(client, target, chat_body(target.model, stream=False, max_tokens=max_tokens),
-                      stream=False),
-        "wrong": send(client, target, chat_body(target.model, stream=False, max_tokens=1),
-                      stream=False, api_key=wrong_key),
-        "streamed": send(client, target, _stream_body(target, max_tokens), stream=True),
-        "completion": _opt(send(client, target, completion_body(target.model), stream=False,
-                                url=url) if url is not None else None),
-        "utf8": send(client, target, _utf8_body(target, max_tokens), stream=True),
-        "max_tokens": send(client, target, _max_tokens_body(target), stream=True),
-        "models": list_models(client, target),
-        "alias": _opt(alias),
-        "cert": _cert(target),
-        "addresses": resolve(target.url, target.timeout),
-        "chat": _chat(client, target, chat_prompt),
-        "system": send(client, target, chat_body(target.model, stream=False,
-                       max_tokens=max_tokens, system=SYSTEM_PROMPT), stream=False),
-        "context": probe_context(client, target, context_need,
-                                 target.timeout * CONTEXT_BUDGET_FACTOR),
-        "pair": _pair(client, target, max_tokens),
+
+    def chat(body: dict[str, Any], **kw: Any) -> Callable[[Target], Awaitable[Exchange]]:
+        return lambda t: send(client, t, body, stream=bool(body.get("stream")), **kw)
+
+    jobs: dict[str, Callable[[Target], Awaitable[Any]]] = {
+        "plain": chat(chat_body(target.model, stream=False, max_tokens=max_tokens)),
+        "wrong": chat(chat_body(target.model, stream=False, max_tokens=1), api_key=wrong_key),
+        "streamed": chat(_stream_body(target, max_tokens)),
+        "completion": lambda t: _opt(
+            send(client, t, completion_body(t.model), stream=False, url=url)
+            if url is not None else None
+        ),
+        "utf8": chat(_utf8_body(target, max_tokens)),
+        "max_tokens": chat(_max_tokens_body(target)),
+        "models": lambda t: list_models(client, t),
+        "alias": lambda t: _opt(
+            send(client, t, chat_body(t.alias, stream=False, max_tokens=1), stream=False)
+            if t.alias is not None else None
+        ),
+        "cert": _cert,
+        "addresses": lambda t: resolve(t.url, t.timeout),
+        "chat": lambda t: _chat(client, t, chat_prompt),
+        "system": chat(chat_body(target.model, stream=False, max_tokens=max_tokens,
+                                 system=SYSTEM_PROMPT)),
+        "context": lambda t: probe_context(client, t, context_need,
+                                           t.timeout * CONTEXT_BUDGET_FACTOR),
+        "pair": lambda t: _pair(client, t, max_tokens),
     }  # fmt: skip
-    done = await asyncio.gather(*jobs.values())
+    return jobs
+
+
+async def _gather(jobs: dict[str, Callable[[Target], Awaitable[Any]]], target: Target) -> _Seen:
+    done = await asyncio.gather(*(job(target) for job in jobs.values()))
     return _Seen(**dict(zip(jobs, done, strict=True)))
+
+
+def _timed_out(found: Any) -> bool:
+    """A request (or the requests of one field) that waited past the read timeout."""
+    if isinstance(found, Exchange):
+        return found.failure == "timeout"
+    if isinstance(found, list):
+        return any(_timed_out(ex) for ex in found)
+    if isinstance(found, ContextFinding):
+        return any(_timed_out(ex) for ex in (found.broken, found.long) if ex is not None)
+    return False
+
+
+def _answered(found: Any) -> bool:
+    """A whole reply came (2xx, nothing broke off)."""
+    return isinstance(found, Exchange) and found.status is not None and found.ok
+
+
+async def _queued_again(
+    client: httpx.AsyncClient,
+    jobs: dict[str, Callable[[Target], Awaitable[Any]]],
+    target: Target,
+    seen: _Seen,
+) -> None:
+    """Send again, one at a time, each request that timed out while the server answered
+    others: a server that answers one request at a time (transformers serve without
+    continuous batching) queues the checks' own burst, and the last in its queue wait
+    past the timeout. First a one-token chat waits for the server to work through what
+    may still be queued (as long as the late requests would take it, at most
+    :data:`QUEUE_CAP_S`); once a request sent again times out too, the rest stay as seen.
+    """
+    late = [name for name in jobs if _timed_out(getattr(seen, name))]
+    answered = [ex for name in jobs if _answered(ex := getattr(seen, name))]
+    if not late or not answered:
+        return
+    if seen.chat.error is not None:
+        late.append("chat")  # its error is one line of text: it may have waited in line too
+    if "streamed" not in late:
+        late.append("streamed")  # the one-request figures: the server's alone, not our queue's
+    longest = max(ex.latency or 0.0 for ex in answered)
+    wait = min(target.timeout + len(late) * max(longest, 0.1), QUEUE_CAP_S)
+    body = chat_body(target.model, stream=False, max_tokens=1)
+    free = await send(client, replace(target, timeout=wait), body, stream=False)
+    if free.status is None:
+        return
+    for name in late:
+        found = await jobs[name](target)
+        setattr(seen, name, found)
+        if _timed_out(found):
+            return
 
 
 async def _alone(
@@ -220,7 +287,9 @@ async def run_checks(
     ``context_need``: tokens of the longest prompt the course apps send
     (context-window).
     """
-    seen = await _gather(client, target, max_tokens, chat_prompt, context_need)
+    jobs = _jobs(client, target, max_tokens, chat_prompt, context_need)
+    seen = await _gather(jobs, target)
+    await _queued_again(client, jobs, target, seen)
     checks = url_checks(target.url)
     checks[-1] = resolve_row(checks[-1], target.url, seen.addresses)
     result = Conformance(checks, first=seen.plain)

@@ -1,0 +1,51 @@
+"""A server that answers one request at a time (transformers serve without continuous batching).
+
+The checks send their requests at once; such a server queues them, and the last
+ones in its queue wait past the read timeout. That is our burst, not the server:
+each request that timed out is asked again alone before its row is judged, and a
+reply that broke off never passes max-tokens-honoured by its zero tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from lmreg_nb.probe import Target, check_endpoint
+from lmreg_nb.probe.checks.golive import max_tokens_row
+from lmreg_nb.probe.wire.exchange import Exchange
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+
+pytestmark = pytest.mark.timeout(120)
+
+KEY = "sk-one-at-a-time-0123456789"
+
+
+@pytest.fixture(scope="module")
+def one_slot() -> Iterator[str]:
+    # One slot: every request waits for the one before it (about 0.5 s each), so the
+    # checks' burst of 20-odd requests queues for about 10 s, past a 1 s read timeout.
+    config = MockModelConfig(api_key=KEY, ttft_ms=20, itl_ms=15, tokens=30, slots=1)
+    with serving(config) as base:
+        yield base + "/v1/chat/completions"
+
+
+def test_the_queue_our_burst_makes_fails_no_check(one_slot: str) -> None:
+    report = check_endpoint(Target(one_slot, KEY, "school-llm", timeout=1.0), context_need=600)
+    rows = {c.name: c for c in report.checks}
+    for name in ("system-role", "context-window", "streams-not-cut", "stream-answers",
+                 "stream-utf8", "max-tokens-honoured"):  # fmt: skip
+        assert rows[name].passed, (name, rows[name].detail)
+    assert "0 tokens" not in rows["max-tokens-honoured"].detail
+    # The one-request figures are the server's alone (20 ms to the first token), not our
+    # queue's (seconds).
+    assert report.summary["ttft_ms"]["p50"] < 500, report.summary
+
+
+def test_a_stream_that_broke_off_does_not_honour_max_tokens() -> None:
+    ex = Exchange(stream_requested=True)
+    ex.status, ex.streamed = 200, True
+    ex.failure, ex.failure_detail = "timeout", "no data for 10 s"
+    row = max_tokens_row(ex)
+    assert not row.passed and "no data for 10 s" in row.detail
