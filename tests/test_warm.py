@@ -96,6 +96,24 @@ def test_a_cell_and_the_warm_up_never_import_at_the_same_time(modules: Path) -> 
         assert end <= start, f"{first} and {second} were imported at the same time"
 
 
+def test_a_waiting_cell_gets_the_turn_after_the_one_import_under_way(modules: Path) -> None:
+    """The warm-up must not take the turn back at once, import after import, while a cell
+    waits for it (a lock is not fair: the releasing thread usually wins it again)."""
+    shell = Shell()
+    names = tuple(_slow(modules, f"warm_mod_{n}", 0.03) for n in range(12))
+    done = warm.warm_up(shell, names)
+    assert done is not None
+    shell.events.trigger("post_execute")
+    time.sleep(0.045)  # the warm-up is in its second import by now
+    shell.events.trigger("pre_execute")  # the next cell
+    imported = len(sys.modules["warm_log"].SEEN)
+    shell.events.trigger("post_execute")
+    assert done.wait(10)
+    # At most the import under way finished before the cell got the turn (one more for a
+    # busy machine's scheduling), never the whole list.
+    assert imported <= 4, imported
+
+
 def test_a_missing_module_is_skipped_and_the_rest_imported(modules: Path) -> None:
     shell = Shell()
     names = ("warm_mod_not_there", _slow(modules, "warm_mod_after", 0.0))

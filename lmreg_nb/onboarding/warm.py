@@ -12,8 +12,9 @@ locks (each raising in one of them), so they never do: the warm-up holds
 :data:`_TURN` while it imports one module, and the kernel's main thread holds
 it for the whole of each cell (IPython's ``pre_execute``/``post_execute``
 events). A cell thus waits at most for the one module being imported when it
-starts, work it would mostly have done itself; whatever the warm-up has not
-reached when a cell needs it is imported by the cell, as before.
+starts (the warm-up steps aside while a cell waits), work it would mostly have
+done itself; whatever the warm-up has not reached when a cell needs it is
+imported by the cell, as before.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 from typing import Any
 
 __all__ = ["WARM_MODULES", "warm_up"]
@@ -77,6 +79,9 @@ WARM_MODULES = (
 
 #: Held by the warm-up for one import, by the kernel's main thread for a whole cell.
 _TURN = threading.Lock()
+#: Set while a cell waits for the turn: the warm-up does not take it again meanwhile (a
+#: lock is not fair; the thread that released it would usually win it back at once).
+_CELL_WAITING = threading.Event()
 _started = False
 
 
@@ -88,7 +93,9 @@ class _CellTurn:
 
     def pre_execute(self) -> None:
         if not self.held:
+            _CELL_WAITING.set()
             _TURN.acquire()
+            _CELL_WAITING.clear()
             self.held = True
 
     def post_execute(self) -> None:
@@ -101,6 +108,8 @@ class _CellTurn:
 def _run(modules: tuple[str, ...], done: threading.Event) -> None:
     try:
         for name in modules:
+            while _CELL_WAITING.is_set():  # let the cell go first; it takes the turn soon
+                time.sleep(0.001)
             with _TURN:
                 try:
                     importlib.import_module(name)
