@@ -27,7 +27,8 @@ from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
 from .checks.suite import ChatOutcome, make_client, run_checks
 from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .load.metrics import answer_wait_sentence, request_metrics
-from .load.workload import WorkloadSpec, check_workload, prefix_probe, prepare_workload
+from .load.prefix import prefix_probe
+from .load.workload import WorkloadSpec, check_workload, prepare_workload
 from .target import Target
 from .wire.chat import ChatEndpointError
 from .wire.exchange import Exchange
@@ -208,7 +209,7 @@ async def check_endpoint_async(
     if requests > 0 and conf.answered_stream:
         log.info("load test: %d requests at concurrency %d", requests, concurrency)
         work = await prepare_workload(target, spec)
-        if work.lesson_mode:  # before the load, two students alone: the prefix cache
+        if work.lesson_mode:  # before the load, students alone: the prefix cache
             _answered, found = await prefix_probe(work, target, target.timeout)
             if found is not None:
                 checks.append(_prefix_row(found))

@@ -14,11 +14,11 @@ from lmreg_nb.errors import ValidationError
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, Level
 from lmreg_nb.probe.load.fixed import LoadResult
 from lmreg_nb.probe.load.lesson_text import SYSTEM_MESSAGE, lesson_text, question
+from lmreg_nb.probe.load.prefix import judge_prefix, prefix_probe
 from lmreg_nb.probe.load.workload import (
     ClassWorkload,
     WorkloadSpec,
     check_workload,
-    prefix_probe,
     prepare_workload,
 )
 from lmreg_nb.probe.target import Target
@@ -154,6 +154,19 @@ def test_the_prefix_probe_sees_whether_the_lesson_is_reused(cache: bool, reused:
     assert found.first_ms is not None and found.first_ms >= 300  # 1,500+ tokens at 5,000/s
     if not reused:
         assert "--enable-prefix-caching" in found.sentence() and "--cache-reuse" in found.sentence()
+
+
+def test_a_server_whose_times_wander_gets_no_prefix_finding() -> None:
+    # transformers serve on a busy CPU: the same prompt answered after 16 to 620 ms. One pair
+    # (920 ms, then 391 ms) once said "reuses" of a server that keeps no cache.
+    assert judge_prefix([40.0, 380.0], 920.0, [391.0, 610.0, 16.0]).reused is None
+    assert judge_prefix([60.0, 75.0], 429.0, [1251.0, 300.0, 700.0]).reused is None
+    # Steady times: a kept lesson, a lesson paid again, a lesson too cheap to tell.
+    assert judge_prefix([20.0, 22.0], 600.0, [30.0, 35.0, 28.0]).reused is True
+    assert judge_prefix([20.0, 22.0], 600.0, [590.0, 605.0, 612.0]).reused is False
+    assert judge_prefix([20.0, 22.0], 60.0, [30.0, 35.0, 28.0]).reused is None
+    found = judge_prefix([20.0, 22.0], 600.0, [30.0, 35.0, 28.0])
+    assert (found.first_ms, found.next_ms) == (600.0, 30.0)  # the later students' median
 
 
 def _served(workload: Workload | None) -> CapacityResult:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from ..target import Target
 from .level_run import run_level
 from .levels import SLO, Level, LevelPlan
+from .prefix import prefix_probe
 from .warmup import drain, warm_up
-from .workload import ClassWorkload, WorkloadSpec, prefix_probe, prepare_workload
+from .workload import ClassWorkload, WorkloadSpec, prepare_workload
 
 if TYPE_CHECKING:
     from .capacity_result import CapacityFindings as CapacityResult
@@ -117,7 +118,7 @@ async def _run(
     finish_seen = False
     # The warm-up is inside the budget, and waits no longer than a request may for its answer.
     bound = max(0.1, min(target.timeout, deadline - time.monotonic()))  # what is left of it
-    if work.lesson_mode:  # two students' first questions: the warm-up, and the prefix cache
+    if work.lesson_mode:  # students' first questions, one at a time: the warm-up, the prefix cache
         answered, result.prefix_cache = await prefix_probe(work, target, bound)
     else:
         answered = await warm_up(target, work.short_payload(), bound)

@@ -26,12 +26,11 @@ import asyncio
 import json
 import random
 import statistics
-import time
 from dataclasses import dataclass, field
 
 from ...errors import ValidationError
 from ...i18n import _
-from ...summary.workload import LESSON, SHORT, PrefixCache, Workload, WorkloadName
+from ...summary.workload import LESSON, SHORT, Workload, WorkloadName
 from ..checks.context_window import DEFAULT_CONTEXT_NEED, MAX_CONTEXT_NEED, ContextFinding
 from ..checks.token_counts import CJK_BOUNDS
 from ..target import Target
@@ -48,7 +47,6 @@ __all__ = [
     "StudentConnection",
     "WorkloadSpec",
     "check_workload",
-    "prefix_probe",
     "prepare_workload",
 ]
 
@@ -66,9 +64,6 @@ _LEAST_LESSON = 100
 _CALIBRATION = (200, 800)
 #: A chat template's tokens per message beyond the first two (a margin for the history).
 _PER_MESSAGE = 8
-#: The first answer is "clearly slower" than the next one's: this many times, and by this much.
-_SLOWER = 2.0
-_SLOWER_MS = 100.0
 
 
 @dataclass(frozen=True)
@@ -300,49 +295,3 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
     except TimeoutError:
         pass  # what came back counts; nothing at all: the estimate, one token per character
     return answered
-
-
-async def prefix_probe(
-    work: ClassWorkload, target: Target, bound_s: float
-) -> tuple[bool, PrefixCache | None]:
-    """Two students' first questions on the lesson, one after the other (also the warm-up).
-
-    Returns whether the server answered the first within ``bound_s``, and the
-    prefix-cache finding (None when the second did not answer).
-    """
-    firsts: list[float] = []
-    for _i in range(2):
-        answered, waited = await _first_token(work.connect(target), bound_s)
-        if waited is None:
-            return answered or bool(firsts), None
-        firsts.append(waited * 1000)
-    first, later = firsts
-    if first - later >= _SLOWER_MS and first >= _SLOWER * later:
-        reused: bool | None = True
-    elif max(first, later) < _SLOWER_MS:
-        reused = None  # both quick: the lesson costs this server too little to tell
-    else:
-        reused = False
-    return True, PrefixCache(reused, round(first, 1), round(later, 1))
-
-
-async def _first_token(conn: ChatConnection, bound_s: float) -> tuple[bool, float | None]:
-    """(answered at all, seconds to the first token of any kind or None) within ``bound_s``."""
-    task = asyncio.ensure_future(conn.send())
-    end = time.perf_counter() + bound_s
-    try:
-        while not task.done():
-            current = conn.current
-            if current is not None and current.first_token_at is not None:
-                return True, current.first_token_at - current.t_start
-            left = end - time.perf_counter()
-            if left <= 0:
-                return False, None
-            await asyncio.wait([task], timeout=min(0.01, left))
-        ex = task.result()  # done between two looks, or before any token (an error)
-        first = ex.first_token_at
-        return True, (first - ex.t_start if first is not None else None)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        conn.close()

@@ -1,0 +1,98 @@
+"""Whether the server reuses the lesson the class shares (a prefix cache), judged on samples.
+
+One request at a time: a short question (the warm-up, and what a prompt costs
+without the lesson), three students' first questions on the lesson, then the
+short question again. The first student pays for the lesson cold; with a prefix
+cache the next ones do not. One pair of times is not enough on a server whose
+times wander (a CPU model on a busy machine: 16 to 620 ms for the same prompt),
+so the noise is taken from the samples themselves (the spread of the later
+students' times and of the two short ones) and a finding is said only when the
+difference stands well clear of it; otherwise "could not tell".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+from ...summary.workload import PrefixCache
+from ..target import Target
+from ..wire.stream_client import ChatConnection
+from .workload import ClassWorkload
+
+__all__ = ["judge_prefix", "prefix_probe"]
+
+#: The later students whose first questions follow the first one's.
+LATER = 3
+#: A difference smaller than this (ms) is never a finding, however quiet the server.
+_LEAST_MS = 100.0
+#: A difference must stand this many times clear of the noise seen.
+_CLEAR = 2.0
+#: The least noise assumed (ms): timer and scheduling jitter of a quiet machine.
+_NOISE_FLOOR_MS = 20.0
+
+
+def judge_prefix(short_ms: list[float], first_ms: float, later_ms: list[float]) -> PrefixCache:
+    """The finding from the times to the first token (ms) of the short questions, the first
+    student's and the later students' (see the module docstring)."""
+    base = min(short_ms)
+    noise = max(max(later_ms) - min(later_ms), max(short_ms) - base, _NOISE_FLOOR_MS)
+    clear = max(_LEAST_MS, _CLEAR * noise)
+    cost = first_ms - base  # what the lesson cost the first student
+    reused: bool | None = None
+    if cost < clear:
+        reused = None  # the lesson costs this server too little to tell
+    elif first_ms - max(later_ms) >= clear and max(later_ms) - base <= cost / 2:
+        reused = True  # every later student started clearly sooner: the lesson was kept
+    elif min(later_ms) - base >= 0.7 * cost:
+        reused = False  # every later student paid most of the lesson again
+    return PrefixCache(reused, round(first_ms, 1), round(statistics.median(later_ms), 1))
+
+
+async def prefix_probe(
+    work: ClassWorkload, target: Target, bound_s: float
+) -> tuple[bool, PrefixCache | None]:
+    """The samples of the module docstring, one request at a time (also the warm-up).
+
+    Returns whether the server answered the first request within ``bound_s``, and the
+    finding (None when a request went unanswered).
+    """
+    short = work.short_payload(1)
+    answered, first = await _first_token(ChatConnection(target, short), bound_s)
+    if first is None:
+        return answered, None
+    shorts = [first]
+    lesson: list[float] = []
+    for _i in range(1 + LATER):
+        _answered, waited = await _first_token(work.connect(target), bound_s)
+        if waited is None:
+            return True, None
+        lesson.append(waited)
+    _answered, again = await _first_token(ChatConnection(target, short), bound_s)
+    if again is not None:
+        shorts.append(again)
+    ms = [t * 1000 for t in shorts], [t * 1000 for t in lesson]
+    return True, judge_prefix(ms[0], ms[1][0], ms[1][1:])
+
+
+async def _first_token(conn: ChatConnection, bound_s: float) -> tuple[bool, float | None]:
+    """(answered at all, seconds to the first token of any kind or None) within ``bound_s``."""
+    task = asyncio.ensure_future(conn.send())
+    end = time.perf_counter() + bound_s
+    try:
+        while not task.done():
+            current = conn.current
+            if current is not None and current.first_token_at is not None:
+                return True, current.first_token_at - current.t_start
+            left = end - time.perf_counter()
+            if left <= 0:
+                return False, None
+            await asyncio.wait([task], timeout=min(0.01, left))
+        ex = task.result()  # done between two looks, or before any token (an error)
+        first = ex.first_token_at
+        return True, (first - ex.t_start if first is not None else None)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        conn.close()
