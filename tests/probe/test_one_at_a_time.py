@@ -8,13 +8,15 @@ reply that broke off never passes max-tokens-honoured by its zero tokens.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.probe.checks.golive import max_tokens_row
-from lmreg_nb.probe.wire.exchange import Exchange
+from lmreg_nb.probe.wire.exchange import Exchange, chat_body, send
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
 pytestmark = pytest.mark.timeout(120)
@@ -49,3 +51,19 @@ def test_a_stream_that_broke_off_does_not_honour_max_tokens() -> None:
     ex.failure, ex.failure_detail = "timeout", "no data for 10 s"
     row = max_tokens_row(ex)
     assert not row.passed and "no data for 10 s" in row.detail
+
+
+def test_a_request_waits_as_long_as_its_target_says_not_the_clients_default() -> None:
+    # The checks wait longer for a queue to empty with a copy of the target: the request
+    # must take that timeout, whatever the shared client was made with.
+    config = MockModelConfig(api_key=KEY, ttft_ms=600, itl_ms=1, tokens=2)
+    with serving(config) as base:
+        target = Target(base + "/v1/chat/completions", KEY, "school-llm", timeout=5.0)
+
+        async def go() -> Exchange:
+            async with httpx.AsyncClient(timeout=httpx.Timeout(0.2)) as client:
+                return await send(client, target, chat_body("school-llm", stream=False),
+                                  stream=False)  # fmt: skip
+
+        ex = asyncio.run(go())
+    assert ex.ok and ex.status == 200, ex.failure_detail

@@ -17,7 +17,8 @@ continuous batching) queues the burst, and the last requests in its queue wait
 past the read timeout. When others were answered whole, a one-token chat first
 waits for the queue to empty, then each request that timed out is sent again,
 alone, and judged on that (the streamed reply too, so the one-request figures
-are the server's, not our queue's); a request that times out alone stays as seen.
+are the server's, not our queue's); after two that time out alone too, the rest
+stay as seen.
 
 A server that cuts a running stream when another request comes (llama.cpp's
 ``interrupt_requests``) cuts the checks' own streams too, since they run at
@@ -223,7 +224,7 @@ async def _queued_again(
     continuous batching) queues the checks' own burst, and the last in its queue wait
     past the timeout. First a one-token chat waits for the server to work through what
     may still be queued (as long as the late requests would take it, at most
-    :data:`QUEUE_CAP_S`); once a request sent again times out too, the rest stay as seen.
+    :data:`QUEUE_CAP_S`); once two requests sent again time out too, the rest stay as seen.
     """
     late = [name for name in jobs if _timed_out(getattr(seen, name))]
     answered = [ex for name in jobs if _answered(ex := getattr(seen, name))]
@@ -239,10 +240,15 @@ async def _queued_again(
     free = await send(client, replace(target, timeout=wait), body, stream=False)
     if free.status is None:
         return
+    # The chat path's requests first: /v1/completions may not be served at all (it then
+    # hangs alone too); two that time out alone end it (a server that stalls is bounded).
+    late.sort(key=lambda name: name == "completion")
+    stalled = 0
     for name in late:
         found = await jobs[name](target)
         setattr(seen, name, found)
-        if _timed_out(found):
+        stalled += _timed_out(found)
+        if stalled >= 2:
             return
 
 

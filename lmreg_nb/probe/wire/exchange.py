@@ -172,6 +172,7 @@ async def send(
                 url or target.url,
                 content=content,
                 headers=target.headers(api_key),
+                timeout=httpx.Timeout(target.timeout),  # the target's, not the client's default
                 extensions={"trace": trace},
             ) as reply,
         ):
