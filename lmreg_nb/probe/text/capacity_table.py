@@ -24,7 +24,7 @@ _LIMITS = {
     "cut-streams": N_("replies cut off by new requests"),
     "saturation": N_("throughput that stops rising"),
     "max-concurrency": N_("the most chats tried"),
-    "need-met": N_("the class size, which it serves"),
+    "need-met": N_("the class size asked for, which it serves; the search stops there"),
     "time": N_("the time limit of the search"),
     "interrupted": N_("an interruption"),
 }
