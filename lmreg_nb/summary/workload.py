@@ -109,6 +109,10 @@ def _tokens(workload: Workload) -> str:
     return f"{workload.shared_prefix_tokens:,}"
 
 
+#: Below this (ms) both answers came too fast for the lesson to show (the probe's least).
+_QUICK_MS = 100.0
+
+
 @dataclass(frozen=True)
 class PrefixCache:
     """Whether the server reused the shared lesson: the first answer against the next one's.
@@ -145,6 +149,13 @@ class PrefixCache:
             return _(
                 "The server reuses the shared lesson (a prefix cache): the first student's"
                 " answer started after {first} ms, the next student's after {next} ms."
+            ).format(first=first, next=later)
+        quick = max(self.first_ms or 0.0, self.next_ms or 0.0) < _QUICK_MS
+        if self.reused is None and not quick:
+            return _(
+                "Could not tell whether the server reuses the shared lesson: its answers'"
+                " start times wandered more than the lesson could explain (the first"
+                " student's after {first} ms, the next students' after {next} ms)."
             ).format(first=first, next=later)
         if self.reused is None:
             return _(

@@ -165,6 +165,8 @@ def test_a_server_whose_times_wander_gets_no_prefix_finding() -> None:
     assert judge_prefix([20.0, 22.0], 600.0, [30.0, 35.0, 28.0]).reused is True
     assert judge_prefix([20.0, 22.0], 600.0, [590.0, 605.0, 612.0]).reused is False
     assert judge_prefix([20.0, 22.0], 60.0, [30.0, 35.0, 28.0]).reused is None
+    wandered = judge_prefix([40.0, 380.0], 920.0, [391.0, 610.0, 16.0]).sentence()
+    assert "wandered" in wandered and "920 ms" in wandered and "within" not in wandered
     found = judge_prefix([20.0, 22.0], 600.0, [30.0, 35.0, 28.0])
     assert (found.first_ms, found.next_ms) == (600.0, 30.0)  # the later students' median
 
