@@ -15,6 +15,14 @@ if TYPE_CHECKING:
 
 #: Markers of tests that start real processes (papermill, kernels, JupyterLab, Chromium).
 _SLOW_MARKERS = ("browser", "notebooks")
+#: Files with one test of a minute or more (`pytest --durations`): scheduled first, as if
+#: they held many slow tests, so none of them starts last and ends the run alone.
+_LONG_FILES = {
+    "tests/probe/test_capacity_lesson.py": 100,
+    "tests/test_batch.py": 60,
+    "tests/test_wheel.py": 50,
+    "tests/test_i18n_pseudo_run.py": 40,
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -29,7 +37,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if nbval_cell or any(item.get_closest_marker(m) for m in _SLOW_MARKERS):
             item.add_marker(pytest.mark.slow)
         heavy = not nbval_cell and item.get_closest_marker("slow") is not None
-        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0) + heavy
+        path = item.nodeid.split("::")[0]
+        weight[path] = weight.get(path, _LONG_FILES.get(path, 0)) + heavy
     # The files with the most slow tests first: the workers (one file each, --dist loadfile)
     # take files in this order, so the long ones start early instead of ending the run alone.
     items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])
