@@ -166,6 +166,7 @@ class Onboarding:
         return self._client
 
     def _client_now(self) -> RegistryClient:
+        # For ChatEndpoint, which asks for the client only when a registered model needs it.
         return self.client
 
     def failure_text(self, exc: BaseException) -> str:

@@ -237,7 +237,11 @@ async def _queued_again(
     longest = max(ex.latency or 0.0 for ex in answered)
     wait = min(target.timeout + len(late) * max(longest, 0.1), QUEUE_CAP_S)
     body = chat_body(target.model, stream=False, max_tokens=1)
-    free = await send(client, replace(target, timeout=wait), body, stream=False)
+    try:
+        async with asyncio.timeout(wait):  # a reply that trickles gets no longer either
+            free = await send(client, replace(target, timeout=wait), body, stream=False)
+    except TimeoutError:
+        return
     if free.status is None:
         return
     # The chat path's requests first: /v1/completions may not be served at all (it then
