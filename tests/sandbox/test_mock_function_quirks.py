@@ -105,15 +105,18 @@ def test_interrupt_a_plain_request_cuts_the_running_stream() -> None:
         headers = {"Authorization": f"Bearer {KEY}"}
         body = {"model": "m", "messages": SYSTEM[1:], "stream": True}
         lines: list[str] = []
+        poster = threading.Thread(
+            target=httpx.post,
+            args=(url,),
+            kwargs={"json": {"model": "m", "messages": SYSTEM[1:]}, "headers": headers},
+        )
         with httpx.stream("POST", url, json=body, headers=headers, timeout=10) as reply:
             for line in reply.iter_lines():
                 lines.append(line)
-                if sum('"content"' in x for x in lines) == 3:  # the stream is running
-                    threading.Thread(
-                        target=httpx.post,
-                        args=(url,),
-                        kwargs={"json": {"model": "m", "messages": SYSTEM[1:]}, "headers": headers},
-                    ).start()
+                running = sum('"content"' in x for x in lines) >= 3  # the stream is running
+                if running and poster.ident is None:
+                    poster.start()
+        poster.join(10)  # before the server stops: its request must not meet a closed port
     data = [x for x in lines if x.startswith("data: ")]
     assert data[-1] == "data: [DONE]"
     assert '"finish_reason":"stop"' not in "".join(data)  # cut: no finish_reason
