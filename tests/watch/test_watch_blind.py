@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 from loopback_platform import cli_env, envelope_error, loopback_platform
-from watch_helpers import MODEL_KEY, SchoolModel, Webhook
+from watch_helpers import MODEL_KEY, SchoolModel, Webhook, run_round
 
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
-from lmreg_nb.watch.watcher import RoundReport, WatchConfig, Watcher
+from lmreg_nb.watch.watcher import WatchConfig, Watcher
 
 
 @dataclass
@@ -99,14 +99,6 @@ def _watcher(
     )
 
 
-def _round(watcher: Watcher) -> RoundReport:
-    async def once() -> RoundReport:
-        async with watcher:
-            return await watcher.round()
-
-    return asyncio.run(once())
-
-
 def _close(watcher: Watcher) -> None:
     watcher.store.close()
     assert watcher.registry is not None
@@ -121,9 +113,9 @@ def test_a_platform_that_stops_answering_is_one_alert_one_recovery_and_exit_1(
         script.models = [_model("blind-llm", school_model.url())]
         watcher = _watcher(base, tmp_path, webhook, metrics=metrics, rounds=1)
         try:
-            assert _round(watcher).states[0].status == "up"
+            assert run_round(watcher).states[0].status == "up"
             script.query_error = (503, envelope_error(50300, "maintenance"), {})
-            reports = [_round(watcher) for _ in range(3)]
+            reports = [run_round(watcher) for _ in range(3)]
             assert [p["title"] for p in webhook.posts] == [
                 "[Blind School] monitoring cannot see the models"
             ]
@@ -137,7 +129,7 @@ def test_a_platform_that_stops_answering_is_one_alert_one_recovery_and_exit_1(
             # --rounds ends with exit 1 while blind.
             assert asyncio.run(_run(watcher)) == 1
             script.query_error = None
-            _round(watcher)
+            run_round(watcher)
             assert [p["type"] for p in webhook.posts] == ["failure", "success"]
             assert webhook.posts[1]["title"] == "[Blind School] monitoring sees the models again"
         finally:
@@ -158,7 +150,7 @@ def test_loopback_and_private_addresses_are_not_called(
         script.models = [_model("internal", internal), _model("by-name", by_name)]
         watcher = _watcher(base, tmp_path, webhook, fail_after=1, allow_private=False)
         try:
-            report = _round(watcher)
+            report = run_round(watcher)
         finally:
             _close(watcher)
     assert catcher.seen == []  # the apiKey went nowhere
@@ -182,7 +174,7 @@ def test_allow_private_calls_them_for_a_rehearsal(
         script.models = [_model("internal", internal)]
         watcher = _watcher(base, tmp_path, webhook, fail_after=1, allow_private=True)
         try:
-            _round(watcher)
+            run_round(watcher)
         finally:
             _close(watcher)
     assert catcher.seen == [f"Bearer {MODEL_KEY}"]
@@ -196,7 +188,7 @@ def test_a_malformed_entry_is_skipped_and_the_rest_watched(
         script.models = [None, "oops", good]  # type: ignore[list-item]
         watcher = _watcher(base, tmp_path, webhook)
         try:
-            report = _round(watcher)
+            report = run_round(watcher)
         finally:
             _close(watcher)
     assert [s.model_name for s in report.states] == ["good-llm"] and not report.blind
@@ -210,12 +202,12 @@ def test_a_locked_state_file_is_logged_and_the_round_kept_for_the_next(
         watcher = _watcher(base, tmp_path, webhook, fail_after=2)
         other = sqlite3.connect(tmp_path / "state.sqlite3", isolation_level=None)
         try:
-            _round(watcher)  # 1 of 2, written
+            run_round(watcher)  # 1 of 2, written
             other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-            second = _round(watcher)  # 2 of 2: down, but the state cannot be written
+            second = run_round(watcher)  # 2 of 2: down, but the state cannot be written
             assert [e.type for e in second.events] == ["alert"]
             other.execute("ROLLBACK")
-            third = _round(watcher)
+            third = run_round(watcher)
             assert third.events == []  # the alert is not decided twice
         finally:
             other.close()
@@ -248,7 +240,7 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
             settings, RegistryClient(settings), store, targets, Notifier(targets), config
         )
         try:
-            report = _round(watcher)
+            report = run_round(watcher)
         finally:
             _close(watcher)
     assert len(report.states) == 40 and {s.kind for s in report.states} == {"timeout"}
@@ -265,10 +257,10 @@ def test_a_target_that_comes_back_gets_its_backlog_as_one_digest(
         try:
             for i in range(5):  # one more model down each round: five alerts wait
                 script.models.append(_model(f"down-{i}", school_model.url("status-500")))
-                _round(watcher)
+                run_round(watcher)
             assert webhook.posts == []
             webhook.fail = False
-            _round(watcher)
+            run_round(watcher)
         finally:
             _close(watcher)
     assert len(webhook.posts) == 1, [p["title"] for p in webhook.posts]
@@ -290,7 +282,7 @@ def test_names_are_neutralised_and_models_of_one_name_kept_apart(
         ]
         watcher = _watcher(base, tmp_path, webhook, fail_after=1, metrics=metrics)
         try:
-            report = _round(watcher)
+            report = run_round(watcher)
         finally:
             _close(watcher)
     text = metrics.text()

@@ -9,7 +9,6 @@ everything; a restart during the outage sends nothing new; no secret comes out.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import subprocess
@@ -20,7 +19,16 @@ from pathlib import Path
 
 import pytest
 from test_canary import leaks_in
-from watch_helpers import MODEL_KEY, SMTP_PASSWORD, WEBHOOK_TOKEN, SchoolModel, Smtp, Webhook
+from watch_helpers import (
+    MODEL_KEY,
+    SMTP_PASSWORD,
+    WEBHOOK_TOKEN,
+    Clock,
+    SchoolModel,
+    Smtp,
+    Webhook,
+    run_round,
+)
 
 from lmreg_nb.commands.watch import read_fleet
 from lmreg_nb.errors import ConfigurationError
@@ -33,9 +41,8 @@ from lmreg_nb.watch.fleet import parse_mail
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
-from lmreg_nb.watch.watcher import RoundReport, WatchConfig, Watcher
+from lmreg_nb.watch.watcher import WatchConfig, Watcher
 
-T0 = 1_790_000_000.0
 HEADER = "run_id,env_file,school,contact_name,contact_mobile,contact_email,lang\n"
 
 
@@ -97,14 +104,6 @@ def fleet(sandbox: SandboxInfo, tmp_path: Path) -> Fleet:
     return Fleet(plan, settings, secrets)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _mail_url(smtp: Smtp) -> str:
     # The provider's sender, no recipient: the watch sets to= per school.
     return f"mailto://watch:{SMTP_PASSWORD}@127.0.0.1:{smtp.port}?from=watch@provider.example"
@@ -129,16 +128,6 @@ def _watcher(
         schools=read_fleet(plan),
         mail=parse_mail(_mail_url(smtp)),
     )
-
-
-def _round(watcher: Watcher, clock: Clock) -> RoundReport:
-    async def once() -> RoundReport:
-        async with watcher:
-            return await watcher.round()
-
-    report = asyncio.run(once())
-    clock.now += 60
-    return report
 
 
 @pytest.fixture
@@ -166,23 +155,23 @@ def test_each_school_hears_of_its_own_model_and_the_provider_of_all(
     metrics = WatchMetrics()
     watcher = _watcher(fleet.plan, state, webhook, smtp, clock, metrics)
     try:
-        first = _round(watcher, clock)
+        first = run_round(watcher, clock)
         assert sorted(s.model_name for s in first.states) == ["a-llm", "b-llm"]
         assert first.events == [] and webhook.posts == [] and smtp.mails == []
         fleet.modify("a", a_id, "a-llm", school_model.url("status-500"))
-        assert _round(watcher, clock).events == []  # 1 of 2
-        down = _round(watcher, clock)
+        assert run_round(watcher, clock).events == []  # 1 of 2
+        down = run_round(watcher, clock)
         assert [(e.type, e.state.model_name) for e in down.events] == [("alert", "a-llm")]
     finally:
         _close(watcher)
     # A restart during the outage: the new process reads the state and sends nothing new.
     watcher = _watcher(fleet.plan, state, webhook, smtp, clock, metrics)
     try:
-        again = _round(watcher, clock)
+        again = run_round(watcher, clock)
         assert again.events == [] and [s.model_name for s in again.down] == ["a-llm"]
         scraped = metrics.text()
         fleet.modify("a", a_id, "a-llm", school_model.url())
-        back = _round(watcher, clock)
+        back = run_round(watcher, clock)
         assert [(e.type, e.state.model_name) for e in back.events] == [("recovery", "a-llm")]
     finally:
         _close(watcher)
@@ -226,10 +215,10 @@ def test_a_school_in_chinese_gets_its_alert_in_chinese(
     b_id = fleet.register("b", "b-llm", school_model.url())
     watcher = _watcher(fleet.plan, state, webhook, smtp, clock, WatchMetrics())
     try:
-        _round(watcher, clock)
+        run_round(watcher, clock)
         fleet.modify("b", b_id, "b-llm", school_model.url("status-500"))
-        _round(watcher, clock)
-        _round(watcher, clock)
+        run_round(watcher, clock)
+        run_round(watcher, clock)
     finally:
         _close(watcher)
     assert [str(m["To"]) for m in smtp.mails] == ["wang.fang@b.example"]
@@ -257,8 +246,8 @@ def test_a_row_that_cannot_sign_in_is_reported_and_the_others_are_watched(
     clock = Clock()
     watcher = _watcher(fleet.plan, state, webhook, smtp, clock, WatchMetrics())
     try:
-        first = _round(watcher, clock)
-        second = _round(watcher, clock)
+        first = run_round(watcher, clock)
+        second = run_round(watcher, clock)
     finally:
         _close(watcher)
     assert [s.model_name for s in first.states] == ["a-llm"]

@@ -6,30 +6,17 @@ run in-process (one ``asyncio.run`` each), registrations change between them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from watch_helpers import MODEL_KEY, Account, SchoolModel, Smtp, Webhook
+from watch_helpers import MODEL_KEY, T0, Account, Clock, SchoolModel, Smtp, Webhook, run_round
 
 from lmreg_nb import i18n
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
-from lmreg_nb.watch.watcher import RoundReport, WatchConfig, Watcher
-
-T0 = 1_790_000_000.0  # a fixed clock: "down for" is exact
-
-
-class Clock:
-    """A clock the test moves: one minute per round."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
+from lmreg_nb.watch.watcher import WatchConfig, Watcher
 
 
 def _watcher(
@@ -50,16 +37,6 @@ def _watcher(
     )
 
 
-def _round(watcher: Watcher, clock: Clock) -> RoundReport:
-    async def once() -> RoundReport:
-        async with watcher:
-            return await watcher.round()
-
-    report = asyncio.run(once())
-    clock.now += 60
-    return report
-
-
 @pytest.fixture
 def state(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "watch" / "state.sqlite3"
@@ -77,17 +54,17 @@ def test_one_alert_after_n_failed_rounds_and_one_recovery(
     model_id = account.register("qwen-watch", school_model.url())
     watcher = _watcher(account, state, [webhook.url], clock)
     try:
-        first = _round(watcher, clock)
+        first = run_round(watcher, clock)
         assert [s.status for s in first.states] == ["up"] and webhook.posts == []  # baseline
         account.modify(model_id, "qwen-watch", school_model.url("status-500"))
-        assert [e.type for e in _round(watcher, clock).events] == []  # 1 of 2: not yet
-        assert [e.type for e in _round(watcher, clock).events] == ["alert"]
-        assert [e.type for e in _round(watcher, clock).events] == []  # still down: no repeat
+        assert [e.type for e in run_round(watcher, clock).events] == []  # 1 of 2: not yet
+        assert [e.type for e in run_round(watcher, clock).events] == ["alert"]
+        assert [e.type for e in run_round(watcher, clock).events] == []  # still down: no repeat
         assert [p["type"] for p in webhook.posts] == ["failure"]
         account.modify(model_id, "qwen-watch", school_model.url())
-        back = _round(watcher, clock)
+        back = run_round(watcher, clock)
         assert [e.type for e in back.events] == ["recovery"] and back.down == []
-        _round(watcher, clock)
+        run_round(watcher, clock)
     finally:
         _close(watcher)
     assert [p["type"] for p in webhook.posts] == ["failure", "success"]
@@ -107,18 +84,18 @@ def test_a_restart_during_an_outage_neither_alerts_again_nor_forgets_the_start(
     model_id = account.register("restart-me", school_model.url("status-500"))
     watcher = _watcher(account, state, [webhook.url], clock)
     try:
-        _round(watcher, clock)
-        _round(watcher, clock)
+        run_round(watcher, clock)
+        run_round(watcher, clock)
     finally:
         _close(watcher)
     assert [p["type"] for p in webhook.posts] == ["failure"]
     clock.now += 3600  # the process was away for an hour
     again = _watcher(account, state, [webhook.url], clock)
     try:
-        report = _round(again, clock)
+        report = run_round(again, clock)
         assert report.events == [] and report.down[0].since_ms == int(T0 * 1000)
         account.modify(model_id, "restart-me", school_model.url())
-        assert [e.type for e in _round(again, clock).events] == ["recovery"]
+        assert [e.type for e in run_round(again, clock).events] == ["recovery"]
     finally:
         _close(again)
     assert [p["type"] for p in webhook.posts] == ["failure", "success"]
@@ -132,16 +109,16 @@ def test_models_registered_or_removed_mid_watch_are_picked_up_or_dropped(
     account.register("first", school_model.url())
     watcher = _watcher(account, state, [webhook.url], clock, fail_after=1)
     try:
-        assert [s.model_name for s in _round(watcher, clock).states] == ["first"]
+        assert [s.model_name for s in run_round(watcher, clock).states] == ["first"]
         late = account.register("late", school_model.url("status-500"))
-        report = _round(watcher, clock)
+        report = run_round(watcher, clock)
         assert sorted(s.model_name for s in report.states) == ["first", "late"]
         assert [(e.type, e.state.model_id) for e in report.events] == [("alert", late)]
         account.modify(late, "late-renamed", school_model.url("status-500"))
-        report = _round(watcher, clock)
+        report = run_round(watcher, clock)
         assert report.events == [] and {s.model_name for s in report.down} == {"late-renamed"}
         account.remove(late)
-        report = _round(watcher, clock)
+        report = run_round(watcher, clock)
         assert [s.model_name for s in report.states] == ["first"] and report.events == []
         assert set(watcher.store.models()) == {s.model_id for s in report.states}
         assert {h.model_id for h in watcher.store.history()} == {report.states[0].model_id}
@@ -156,7 +133,7 @@ def test_an_smtp_alert_arrives_with_what_a_person_needs(
     model_id = account.register("mail-me", school_model.url("slow"))
     watcher = _watcher(account, state, [smtp.url], clock, fail_after=1)
     try:
-        report = _round(watcher, clock)
+        report = run_round(watcher, clock)
     finally:
         _close(watcher)
     assert [e.type for e in report.events] == ["alert"]
@@ -182,12 +159,12 @@ def test_a_target_that_fails_is_retried_next_round_and_never_stops_the_watch(
     webhook.fail = True
     caplog.set_level(logging.INFO, logger="lmreg_nb.watch")
     try:
-        _round(watcher, clock)
+        run_round(watcher, clock)
         assert webhook.posts == []
         assert "could not send to json://127.0.0.1:" in caplog.text
         assert "trying again next round" in caplog.text
         webhook.fail = False
-        _round(watcher, clock)
+        run_round(watcher, clock)
         assert len(watcher.store.pending(watcher.targets[1].id)) == 1  # the dead one keeps it
     finally:
         _close(watcher)
@@ -207,9 +184,9 @@ def test_alerts_in_chinese(
     model_id = account.register("中文模型", school_model.url("replacement-char"))
     watcher = _watcher(account, state, [webhook.url], clock, fail_after=1, school="第一中学")
     try:
-        _round(watcher, clock)
+        run_round(watcher, clock)
         account.modify(model_id, "中文模型", school_model.url())
-        _round(watcher, clock)
+        run_round(watcher, clock)
     finally:
         _close(watcher)
         i18n.set_language("en")
@@ -234,7 +211,7 @@ def test_a_refused_key_is_said_in_plain_words(
     account.register("wrong-key", school_model.url(), key="sk-not-the-right-key-0000")
     watcher = _watcher(account, state, [webhook.url], clock, fail_after=1)
     try:
-        report = _round(watcher, clock)
+        report = run_round(watcher, clock)
     finally:
         _close(watcher)
     assert report.states[0].kind == "refused-key"

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import json
@@ -32,6 +33,7 @@ from lmreg_nb.settings import Settings
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
+    from lmreg_nb.watch.watcher import RoundReport, Watcher
 
 #: The apiKey of the school model: a canary, it must never come out.
 MODEL_KEY = "sk-watch-canary-Hq27Vx9LpR4Tn8Kd"
@@ -205,3 +207,30 @@ def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Smtp]:
         yield box
     finally:
         controller.stop()
+
+
+#: A fixed start for the tests' clocks: "down for" is exact.
+T0 = 1_790_000_000.0
+
+
+class Clock:
+    """A clock the test moves: one minute per round (:func:`run_round`)."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run_round(watcher: Watcher, clock: Clock | None = None) -> RoundReport:
+    """One round of ``watcher`` in an event loop of its own; then ``clock`` moves a minute."""
+
+    async def once() -> RoundReport:
+        async with watcher:
+            return await watcher.round()
+
+    report = asyncio.run(once())
+    if clock is not None:
+        clock.now += 60
+    return report
