@@ -12,13 +12,12 @@ difference stands well clear of it; otherwise "could not tell".
 
 from __future__ import annotations
 
-import asyncio
 import statistics
-import time
 
 from ...summary.workload import PrefixCache
 from ..target import Target
 from ..wire.stream_client import ChatConnection
+from .warmup import first_token
 from .workload import ClassWorkload
 
 __all__ = ["judge_prefix", "prefix_probe"]
@@ -59,40 +58,18 @@ async def prefix_probe(
     finding (None when a request went unanswered).
     """
     short = work.short_payload(1)
-    answered, first = await _first_token(ChatConnection(target, short), bound_s)
+    answered, first = await first_token(ChatConnection(target, short), bound_s)
     if first is None:
         return answered, None
     shorts = [first]
     lesson: list[float] = []
     for _i in range(1 + LATER):
-        _answered, waited = await _first_token(work.connect(target), bound_s)
+        _answered, waited = await first_token(work.connect(target), bound_s)
         if waited is None:
             return True, None
         lesson.append(waited)
-    _answered, again = await _first_token(ChatConnection(target, short), bound_s)
+    _answered, again = await first_token(ChatConnection(target, short), bound_s)
     if again is not None:
         shorts.append(again)
-    ms = [t * 1000 for t in shorts], [t * 1000 for t in lesson]
-    return True, judge_prefix(ms[0], ms[1][0], ms[1][1:])
-
-
-async def _first_token(conn: ChatConnection, bound_s: float) -> tuple[bool, float | None]:
-    """(answered at all, seconds to the first token of any kind or None) within ``bound_s``."""
-    task = asyncio.ensure_future(conn.send())
-    end = time.perf_counter() + bound_s
-    try:
-        while not task.done():
-            current = conn.current
-            if current is not None and current.first_token_at is not None:
-                return True, current.first_token_at - current.t_start
-            left = end - time.perf_counter()
-            if left <= 0:
-                return False, None
-            await asyncio.wait([task], timeout=min(0.01, left))
-        ex = task.result()  # done between two looks, or before any token (an error)
-        first = ex.first_token_at
-        return True, (first - ex.t_start if first is not None else None)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        conn.close()
+    first_ms, *later_ms = (t * 1000 for t in lesson)
+    return True, judge_prefix([t * 1000 for t in shorts], first_ms, later_ms)

@@ -16,10 +16,47 @@ import time
 from collections.abc import Callable
 
 from ..target import Target
+from ..wire.exchange import Exchange
 from ..wire.stream_client import ChatConnection
 from .level_run import TICK_S, Connection
 
-__all__ = ["drain", "warm_up"]
+__all__ = ["drain", "first_token", "warm_up"]
+
+
+async def first_token(
+    conn: Connection, bound_s: float, *, thinking: bool = True
+) -> tuple[bool, float | None]:
+    """Send ``conn``'s request and wait, at most ``bound_s``, for its first token.
+
+    Returns (answered, seconds from sending to the first token): (True, s) once a token
+    came, (True, None) when the request ended without one (an error), (False, None) at
+    the bound. ``thinking``: a thinking token counts (else only the answer's). The
+    request is cancelled and the connection closed in every case.
+    """
+
+    def token_at(ex: Exchange | None) -> float | None:
+        if ex is None:
+            return None
+        return ex.first_token_at if thinking else (ex.times[0] if ex.times else None)
+
+    task = asyncio.ensure_future(conn.send())
+    end = time.perf_counter() + bound_s
+    try:
+        while not task.done():
+            current = conn.current
+            if (at := token_at(current)) is not None and current is not None:
+                return True, at - current.t_start
+            left = end - time.perf_counter()
+            if left <= 0:
+                return False, None
+            await asyncio.wait([task], timeout=min(TICK_S, left))
+        ex = task.result()  # done between two looks, or before any token (an error)
+        at = token_at(ex)
+        return True, (at - ex.t_start if at is not None else None)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        conn.close()
 
 
 async def warm_up(
@@ -32,23 +69,8 @@ async def warm_up(
 
     False: no answer within ``bound_s`` (the request is then cancelled).
     """
-    conn = connect(target, payload)
-    task = asyncio.ensure_future(conn.send())
-    end = time.perf_counter() + bound_s
-    try:
-        while not task.done():
-            current = conn.current
-            if current is not None and current.times:
-                return True  # the first token came: the server is warm
-            left = end - time.perf_counter()
-            if left <= 0:
-                return False
-            await asyncio.wait([task], timeout=min(TICK_S, left))
-        return True
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        conn.close()
+    answered, _first = await first_token(connect(target, payload), bound_s, thinking=False)
+    return answered
 
 
 async def drain(
@@ -66,22 +88,10 @@ async def drain(
     """
     end = time.perf_counter() + bound_s
     while (left := end - time.perf_counter()) > 0:
-        conn = connect(target, payload)
-        task = asyncio.ensure_future(conn.send())
-        try:
-            while not task.done():
-                current = conn.current
-                if current is not None and current.times:
-                    return True
-                left = end - time.perf_counter()
-                if left <= 0:
-                    return False
-                await asyncio.wait([task], timeout=min(TICK_S, left))
-            if task.result().times:
-                return True
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            conn.close()
+        answered, first = await first_token(connect(target, payload), left, thinking=False)
+        if first is not None:
+            return True
+        if not answered:
+            return False
         await asyncio.sleep(min(TICK_S, max(0.0, end - time.perf_counter())))
     return False
