@@ -1,7 +1,8 @@
 """Our own "too many open files" is named as a limit here (ulimit -n), never as the server's fault.
 
 Issue 20 (6). Real processes with a lowered RLIMIT_NOFILE against a real loopback
-sandbox: the load test of `lmreg-nb check`, and the registry client's error mapping.
+sandbox: the load test of `lmreg-nb check`, the registry client's error mapping, and
+`capacity`, which then gives no verdict about the model (issue 33).
 """
 
 from __future__ import annotations
@@ -96,3 +97,25 @@ def test_the_registry_client_names_our_open_files_limit(
     assert "limit of 64 open files (ulimit -n)" in line, line
     assert "could not connect" not in line and "not a fault of 127.0.0.1" in line
     assert sandbox.app_secret not in done.stdout + done.stderr
+
+
+def test_capacity_out_of_files_names_this_machine_not_the_model(
+    tmp_path: Path, sandbox: SandboxInfo
+) -> None:
+    # Before (issue 33): with ``ulimit -n 60`` the search measured 54 chats at once as 432
+    # errors of 432 and named the model's capacity 53, ``limited_by: errors``.
+    env = _env(
+        tmp_path, LMREG_ENV_FILE=os.devnull, LMREG_MODEL_URL=sandbox.model_url,
+        LMREG_MODEL_API_KEY=sandbox.model_api_key, LMREG_MODEL_NAME="m",
+    )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", "capacity", "--need", "60", "--max-concurrency",
+         "64", "--json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        preexec_fn=lambda: _limit_files(60),  # 60 chats at once cannot fit in 60 files
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1
+    assert "ran out of file descriptors" in done.stderr and "ulimit -n" in done.stderr
+    assert "limited_by" not in done.stdout  # no capacity named for the model
+    assert sandbox.model_api_key not in done.stdout + done.stderr
