@@ -23,9 +23,17 @@ __all__ = ["ChatEndpoint"]
 
 
 class ChatEndpoint:
-    """The endpoint in use: the registered model (resolved once), or an address given."""
+    """The endpoint in use: the registered model (resolved once), or an address given.
 
-    def __init__(self) -> None:
+    ``settings()`` and ``client()`` give the onboarding's current ones (they change with
+    the credentials); the client is asked for only to resolve a registered model
+    (notebook 05 checks an address without the platform's credentials).
+    """
+
+    def __init__(
+        self, settings: Callable[[], Settings], client: Callable[[], RegistryClient]
+    ) -> None:
+        self._settings, self._client = settings, client
         #: The registered model the checks, chat and capacity call (None: not registered).
         self.model: RegisteredModel | None = None
         self._target: Target | None = None  # ``model`` as the platform calls it, once resolved
@@ -44,31 +52,19 @@ class ChatEndpoint:
         """Other credentials: the registered model is resolved again when next called."""
         self._target = None
 
-    def resolve(
-        self,
-        settings: Settings,
-        client: Callable[[], RegistryClient],
-        model_url: str = "",
-        model: str = "",
-    ) -> Target:
+    def resolve(self, model_url: str = "", model: str = "") -> Target:
         """The endpoint to call: given, else the last checks' address, else the registered
-        model's, else the settings'. ``client()`` is asked for only to resolve a registered
-        model (notebook 05 checks an address without the platform's credentials)."""
+        model's, else the settings'."""
         if not model_url.strip() and self._given is not None:
             model_url, model = self._given[0], model or self._given[1]
+        settings = self._settings()
         if self.model is not None:
-            self._target = endpoint_.registered(settings, client(), self.model, self._target)
+            self._target = endpoint_.registered(settings, self._client(), self.model, self._target)
         return endpoint_.endpoint(settings, self._target if self.model else None, model_url, model)
 
-    def checked(
-        self,
-        settings: Settings,
-        client: Callable[[], RegistryClient],
-        model_url: str = "",
-        model: str = "",
-    ) -> Target:
+    def checked(self, model_url: str = "", model: str = "") -> Target:
         """The endpoint for the checks; an address given is kept for the chat and capacity."""
-        target = self.resolve(settings, client, model_url, model)
+        target = self.resolve(model_url, model)
         if model_url.strip():
             self._given = (target.url, model.strip())
         return target

@@ -92,7 +92,7 @@ class Onboarding:
         self._live_id: str | None = None  # the live summary's display id (interactive runs)
         self._views: list[StepView] = []  # cells that follow the run (interactive runs)
         #: The chat endpoint in use: the registered model, or the address given to the checks.
-        self.chat_endpoint = ChatEndpoint()
+        self.chat_endpoint = ChatEndpoint(lambda: self.settings, lambda: self.client)
         self.report: EndpointReport | None = None
         self.checks: list[Check] = []
         self.chat_prompt: str | None = None
@@ -164,10 +164,6 @@ class Onboarding:
 
             self._client = RegistryClient(self.settings)
         return self._client
-
-    def _client_now(self) -> RegistryClient:
-        # For ChatEndpoint, which asks for the client only when a registered model needs it.
-        return self.client
 
     def failure_text(self, exc: BaseException) -> str:
         """One line for a failed step, with every known secret masked."""
@@ -312,7 +308,7 @@ class Onboarding:
         if self.model is None:
             return outcome
         try:
-            target = self.chat_endpoint.resolve(self.settings, self._client_now)
+            target = self.chat_endpoint.resolve()
         except LmregError:
             return outcome  # no key returned, say: the checks of notebook 05 say why
         return with_address_verdict(outcome, target)
@@ -371,7 +367,7 @@ class Onboarding:
     def endpoint(self, model_url: str = "", model: str = "") -> Target:
         """The endpoint to call: given, else the last checks', else the registered model's,
         else the settings'."""
-        return self.chat_endpoint.resolve(self.settings, self._client_now, model_url, model)
+        return self.chat_endpoint.resolve(model_url, model)
 
     @step(StepName.CHECKS)
     def check_endpoint(
@@ -380,7 +376,7 @@ class Onboarding:
     ) -> Table:  # fmt: skip
         """Run the chat-endpoint checks (a load test when ``requests`` > 0): one row each.
         With ``chat_prompt``, a streamed chat reply runs with them (:meth:`reply` shows it)."""
-        target = self.chat_endpoint.checked(self.settings, self._client_now, model_url, model)
+        target = self.chat_endpoint.checked(model_url, model)
         self.report = None
         self.chat_prompt = chat_prompt.strip() if chat_prompt and chat_prompt.strip() else None
         report = self.report = endpoint_.run_checks(
