@@ -257,21 +257,16 @@ async def _queued_again(
 
 
 async def _alone(
-    client: httpx.AsyncClient, target: Target, seen: _Seen, max_tokens: int, chat_prompt: str | None
+    jobs: dict[str, Callable[[Target], Awaitable[Any]]], target: Target, seen: _Seen
 ) -> None:
     """Ask again, one at a time, for each judged stream that looks cut (see the docstring)."""
-    again = {
-        "streamed": _stream_body(target, max_tokens),
-        "utf8": _utf8_body(target, max_tokens),
-        "max_tokens": _max_tokens_body(target),
-    }
     cutting = any(looks_cut(ex) for ex in seen.pair)
-    for name, body in again.items():
+    for name in ("streamed", "utf8", "max_tokens"):
         if looks_cut(getattr(seen, name)):
             cutting = True
-            setattr(seen, name, await send(client, target, body, stream=True))
-    if cutting and chat_prompt is not None:  # the chat step's reply was likely cut too
-        seen.chat = await _chat(client, target, chat_prompt)
+            setattr(seen, name, await jobs[name](target))
+    if cutting:  # the chat step's reply was likely cut too (without a prompt: none is sent)
+        seen.chat = await jobs["chat"](target)
 
 
 def _names(target: Target, seen: _Seen) -> list[tuple[str, Exchange | None]]:
@@ -325,13 +320,13 @@ async def run_checks(
         checks.extend([*name_rows, errors_json_row([plain])])
         return result, seen.chat
     checks.append(CheckResult("chat-answers", True, "error", f"HTTP {plain.status}"))
-    await _alone(client, target, seen, max_tokens, chat_prompt)
+    await _alone(jobs, target, seen)
     checks.extend(chat_rows(plain))
     checks.append(wrong_key_row(seen.wrong))
     again = None
     if seen.streamed.ok and seen.streamed.streamed and looks_buffered(seen.streamed):
         # One lump may be a passing stall: look once more, alone, before blaming a proxy.
-        again = await send(client, target, _stream_body(target, max_tokens), stream=True)
+        again = await jobs["streamed"](target)
     _stream_part(checks, seen.streamed, again)
     result.streamed = seen.streamed
     checks.append(completion_row(seen.completion, completions_url(target.url)))
