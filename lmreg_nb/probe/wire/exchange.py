@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,18 +230,20 @@ def _failure(
     return "transport", f"{type(exc).__name__}: {_one_line(exc)}"
 
 
-async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
-    chunks: list[bytes] = []
-    size = 0
+async def _counted(reply: httpx.Response, ex: Exchange) -> AsyncIterator[bytes]:
+    """The body's decoded chunks, counted in ``ex`` (reads, size); it ends truncated at
+    :data:`MAX_BODY_BYTES`."""
     async for chunk in ainflated(reply, MAX_BODY_BYTES):
         ex.reads += 1
-        size += len(chunk)
-        ex.size = size
-        if size > MAX_BODY_BYTES:
+        ex.size += len(chunk)
+        if ex.size > MAX_BODY_BYTES:
             ex.truncated = True
-            break
-        chunks.append(chunk)
-    ex.body = b"".join(chunks)
+            return
+        yield chunk
+
+
+async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
+    ex.body = b"".join([chunk async for chunk in _counted(reply, ex)])
     if "json" in ex.content_type or ex.body[:1] in (b"{", b"["):
         try:
             ex.json_body = json.loads(ex.body)
@@ -258,16 +261,9 @@ async def _read_stream(
     ex.streamed = True
     decoder = SSEDecoder()
     ex.framing = decoder.framing
-    size = 0
     last = time.perf_counter()
-    async for chunk in ainflated(reply, MAX_BODY_BYTES):
+    async for chunk in _counted(reply, ex):
         now = time.perf_counter()
-        ex.reads += 1
-        size += len(chunk)
-        ex.size = size
-        if size > MAX_BODY_BYTES:
-            ex.truncated = True
-            break
         if _ends_mid_char(chunk):
             ex.split_chars += 1
         comments = decoder.framing.comments
@@ -278,7 +274,7 @@ async def _read_stream(
             ex.failure = "timeout"
             ex.failure_detail = _(
                 "stalled after {n} bytes: no complete event for {seconds} s"
-            ).format(n=size, seconds=f"{stall:g}")
+            ).format(n=ex.size, seconds=f"{stall:g}")
             break
         for event in events:
             if keep_events:
