@@ -109,3 +109,16 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, 
 
     monkeypatch.setattr("lmreg_nb.runner.run_notebook", fake)
     return calls
+
+
+@pytest.fixture
+def trusted(ca: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The test module's ``ca`` (a trustme CA) is the only trusted one (SSL_CERT_FILE)."""
+    from lmreg_nb._tls import tls_context
+
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    tls_context.cache_clear()
+    yield
+    tls_context.cache_clear()

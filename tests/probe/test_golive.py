@@ -147,17 +147,6 @@ def ca() -> trustme.CA:
     return trustme.CA(organization_name="Lmreg Test CA")
 
 
-@pytest.fixture()
-def trusted(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The test CA is the only trusted one (SSL_CERT_FILE), for this test."""
-    bundle = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(bundle))
-    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    tls_context.cache_clear()
-    yield
-    tls_context.cache_clear()
-
-
 def _https(ca: trustme.CA, tmp_path: Path, host: str = "127.0.0.1", **dates: dt.datetime) -> Path:
     pem = tmp_path / f"{host}-{len(list(tmp_path.iterdir()))}.pem"
     ca.issue_cert(host, **dates).private_key_and_cert_chain_pem.write_to_path(str(pem))

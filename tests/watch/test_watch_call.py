@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -154,16 +153,6 @@ def test_models_that_hang_never_hold_the_round(school_model: SchoolModel) -> Non
 @pytest.fixture(scope="module")
 def ca() -> trustme.CA:
     return trustme.CA(organization_name="Watch Test CA")
-
-
-@pytest.fixture
-def trusted(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    bundle = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(bundle))
-    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    tls_context.cache_clear()
-    yield
-    tls_context.cache_clear()
 
 
 def _https_round(ca: trustme.CA, tmp_path: Path, **dates: dt.datetime) -> Observation:
