@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
+    from conftest import Lab
     from playwright.sync_api import Locator
 
 #: Any CJK ideograph: a zh-CN page shows the toolkit's own texts in Chinese.
@@ -59,3 +60,18 @@ def platform_register(env: dict[str, str], name: str, url: str, api_key: str) ->
     """Register a model straight on the platform; its modelId."""
     body = {"modelName": name, "registryUrl": url, "apiKey": api_key}
     return str(_call(env, "/openapi/v1/registry-model", body)["modelId"])
+
+
+def connect_in_01(lab: Lab, notebook: str, app_secret: str) -> Locator:
+    """Open notebook 01 as an engineer does, type the appSecret and click Connect; the
+    credentials form once it shows the masked token."""
+    from playwright.sync_api import expect
+
+    lab.start(notebook)
+    lab.hide_file_browser()
+    panel = lab.run_all(notebook)
+    form = panel.locator(".lmreg-credentials-form")
+    form.locator(".lmreg-app-secret input").fill(app_secret)
+    form.locator(".lmreg-connect-button").click()
+    expect(form.locator(".lmreg-result")).to_contain_text("…", timeout=CLICK_TIMEOUT_MS)
+    return form

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from conftest import Lab, LabServer, lab_environment, lab_page, running_lab
-from lab_helpers import CJK, CLICK_TIMEOUT_MS, platform_models
+from lab_helpers import CJK, CLICK_TIMEOUT_MS, connect_in_01, platform_models
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -61,14 +61,7 @@ def lab(chromium: Browser, secretless_server: LabServer, tmp_path: Path) -> Iter
 def test_secret_typed_in_01_serves_02(lab: Lab, account: dict[str, str]) -> None:
     from playwright.sync_api import expect
 
-    lab.start(TOKEN)
-    lab.hide_file_browser()
-    panel = lab.run_all(TOKEN)
-    form = panel.locator(".lmreg-credentials-form")
-    form.locator(".lmreg-app-secret input").fill(account["LMREG_APP_SECRET"])
-    form.locator(".lmreg-connect-button").click()
-    result = form.locator(".lmreg-result")
-    expect(result).to_contain_text("…", timeout=CLICK_TIMEOUT_MS)  # the masked token
+    form = connect_in_01(lab, TOKEN, account["LMREG_APP_SECRET"])  # the masked token shown
     expect(form.locator(".lmreg-message")).to_have_text("")
 
     lab.open(REGISTER)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from conftest import Lab, LabServer, lab_environment, lab_page, running_lab
-from lab_helpers import CLICK_TIMEOUT_MS, platform_models
+from lab_helpers import connect_in_01, platform_models
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator
@@ -90,13 +90,7 @@ def test_01_then_onboarding_then_05_tell_one_truth(lab: Lab, account: dict[str, 
     from playwright.sync_api import expect
 
     # 01: the appSecret typed into the form.
-    lab.start(TOKEN)
-    lab.hide_file_browser()
-    panel = lab.run_all(TOKEN)
-    form = panel.locator(".lmreg-credentials-form")
-    form.locator(".lmreg-app-secret input").fill(account["LMREG_APP_SECRET"])
-    form.locator(".lmreg-connect-button").click()
-    expect(form.locator(".lmreg-result")).to_contain_text("…", timeout=CLICK_TIMEOUT_MS)
+    connect_in_01(lab, TOKEN, account["LMREG_APP_SECRET"])
 
     # The onboarding: no red token error; the configuration and the form see the token.
     lab.open(ONBOARDING)
