@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from ci_rules import deselect_peers, fail_skip_in_ci
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -25,12 +26,16 @@ _LONG_FILES = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Two lanes: `pytest -m "not slow"` for the inner loop, `pytest` for everything.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Two lanes: `pytest -m "not slow"` for the inner loop, `pytest` for everything;
+    and a third, `pytest -m peer`, for the tests against real servers.
 
     Browser and papermill tests, and nbval's cells, are slow by nature; others say so
-    with @pytest.mark.slow.
+    with @pytest.mark.slow. Tests marked ``peer`` need a real vLLM or llama-server whose
+    address the environment gives (minutes to install or build): they run only when the
+    marker expression names ``peer``, never in `.ci/run`'s default selection.
     """
+    deselect_peers(config, items)
     weight: dict[str, int] = {}
     for item in items:
         nbval_cell = type(item).__module__.startswith("nbval")
@@ -42,6 +47,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The files with the most slow tests first: the workers (one file each, --dist loadfile)
     # take files in this order, so the long ones start early instead of ending the run alone.
     items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI=1 a skipped test fails (see ``fail_skip_in_ci``)."""
+    outcome = yield
+    fail_skip_in_ci(outcome.get_result(), peer=item.get_closest_marker("peer") is not None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A whole file skipped at collection (``pytest.importorskip``) counts too."""
+    outcome = yield
+    fail_skip_in_ci(outcome.get_result(), peer=False)
 
 
 @pytest.fixture(autouse=True)
