@@ -4,6 +4,7 @@
   :class:`Contact`, :class:`ModelRecord`, :class:`Phase`, :class:`GoLive`) and the
   ``Status`` and ``Severity`` literals;
 - :mod:`.capacity`: the recorded capacity search (:class:`CapacityRecord`);
+- :mod:`.client`: the client's own event-loop stalls while it measured (:class:`ClientLag`);
 - :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
   "Contract: records"); it imports the parts, never the reverse;
 - :mod:`.summary`: :class:`Summary` and :func:`build_summary`; :meth:`Summary.from_json`
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 from .capacity import CapacityLevel, CapacityRecord, CapacitySLO, Percentiles
+from .client import ClientLag
 from .model import (
     CAPACITY_STEP,
     EXPECTED_STEPS,
@@ -44,6 +46,7 @@ __all__ = [
     "CapacityRecord",
     "CapacitySLO",
     "Check",
+    "ClientLag",
     "Contact",
     "GoLive",
     "ModelRecord",
