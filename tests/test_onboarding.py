@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 import pytest
 from hostile import hostile_server
 
+from lmreg_nb.display import Outcome, Table
 from lmreg_nb.errors import LmregError, ValidationError
 from lmreg_nb.i18n import current_language
 from lmreg_nb.models import RegisteredModel
 from lmreg_nb.onboarding import Onboarding
 from lmreg_nb.onboarding.configuration import configuration
 from lmreg_nb.onboarding.contact import Contact, check_contact
-from lmreg_nb.onboarding.display import Outcome, Table
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.summary import Step, build_summary

@@ -44,11 +44,9 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
     """A run's row values from its recorded summary (empty without one)."""
     if summary is None:
         return {}
-    perf = summary.performance or {}
-
-    def p50(key: str) -> Any:
-        value = perf.get(key)
-        return value.get("p50") if isinstance(value, Mapping) else None
+    perf = summary.performance
+    # Rates exist only for a load test: one request's 1/latency is no throughput.
+    load = perf if perf is not None and perf.load_test else None
 
     capacity = summary.capacity.concurrency if summary.capacity is not None else None
     # What the capacity (else the load test) was measured with: "lesson" or "short".
@@ -63,18 +61,23 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
         "checks_failed": len(summary.failed_checks),
         "warnings": len(summary.warnings),
         "models": len(summary.models),
-        "requests": perf.get("requests"),
-        "errors": perf.get("errors"),
-        "ttft_p50_ms": p50("ttft_ms"),
-        "itl_p50_ms": p50("itl_ms"),
-        "latency_p50_ms": p50("latency_ms"),
-        "requests_per_s": perf.get("requests_per_s"),
-        "output_tokens_per_s": perf.get("output_tokens_per_s"),
+        "requests": perf.requests if perf is not None else None,
+        "errors": perf.errors if perf is not None else None,
+        "ttft_p50_ms": _ms(perf.ttft_ms.p50) if perf is not None else None,
+        "itl_p50_ms": _ms(perf.itl_ms.p50) if perf is not None else None,
+        "latency_p50_ms": _ms(perf.latency_ms.p50) if perf is not None else None,
+        "requests_per_s": load.requests_per_s if load is not None else None,
+        "output_tokens_per_s": load.output_tokens_per_s if load is not None else None,
         "capacity": capacity,
         "class_size": summary.class_size,
         "workload": workload.name if workload is not None else None,
         "prompt_tokens": workload.prompt_tokens if workload is not None else None,
     }
+
+
+def _ms(value: float | None) -> float | None:
+    """Milliseconds to one decimal: a client's figure is not exact to the microsecond."""
+    return None if value is None else round(value, 1)
 
 
 def _csv_headers() -> list[str]:

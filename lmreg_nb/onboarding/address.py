@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
+from ..display import Outcome
 from ..i18n import _
-from .display import Outcome
 
 if TYPE_CHECKING:
     from ..probe import Target

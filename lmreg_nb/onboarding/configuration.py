@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..display import Outcome
 from ..i18n import _, listing
-from .display import Outcome
 
 if TYPE_CHECKING:
     from ..models import Token

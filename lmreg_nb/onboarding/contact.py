@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
+from ..display import Outcome
 from ..errors import ValidationError
 from ..i18n import _
 from ..summary import Contact, Step
 from ..validate import check_email, check_mobile
-from .display import Outcome
 
 __all__ = ["Contact", "card_outcome", "check_contact"]
 

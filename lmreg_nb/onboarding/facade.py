@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
+from ..display import Outcome, Table
 from ..errors import LmregError, ValidationError
 from ..i18n import _, current_language, pgettext, set_language
 from ..secret import Secret
@@ -27,7 +28,6 @@ from . import endpoint_steps as endpoint_
 from . import registry_steps as registry_
 from .chat_endpoint import ChatEndpoint
 from .contact import Contact, card_outcome, check_contact
-from .display import Outcome, Table
 from .live import StepView
 from .parameters import (
     bad_workload,
@@ -400,7 +400,7 @@ class Onboarding:
 
     def figure(self) -> Any:
         """The load test's plots, or a note when no load test ran."""
-        return endpoint_.load_figure(self.report)
+        return endpoint_.load_figure(self.report, self._step_of(StepName.CHECKS))
 
     def reply(self) -> Outcome:
         """The reply to the chat prompt sent with the checks (shown escaped, never as HTML)."""
@@ -434,7 +434,7 @@ class Onboarding:
             target, size, slo_ttft_ms, on_progress, workload=self.workload()
         )
         self.capacity_result, self._capacity_size = result, size
-        self.note(Step(StepName.CAPACITY, True, result.verdict(size)))
+        self.note(Step(StepName.CAPACITY, True, endpoint_.capacity_detail(result, size)))
         return endpoint_.capacity_outcome(result, size)
 
     def workload(self) -> WorkloadSpec:
@@ -443,7 +443,11 @@ class Onboarding:
 
     def capacity_figure(self) -> Any:
         """The capacity charts, or a note when capacity was not measured."""
-        return endpoint_.capacity_figure(self.capacity_result)
+        return endpoint_.capacity_figure(self.capacity_result, self._step_of(StepName.CAPACITY))
+
+    def _step_of(self, name: StepName) -> Step | None:
+        """The recorded step called ``name`` (None: not run)."""
+        return next((s for s in self.steps if s.name == name), None)
 
     def capacity_record(self) -> CapacityRecord | None:
         """The summary's ``capacity``: the contract JSON, the verdict and the class size."""

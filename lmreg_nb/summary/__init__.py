@@ -4,6 +4,7 @@
   :class:`Contact`, :class:`ModelRecord`, :class:`Phase`, :class:`GoLive`) and the
   ``Status`` and ``Severity`` literals;
 - :mod:`.capacity`: the recorded capacity search (:class:`CapacityRecord`);
+- :mod:`.performance`: the probe's figures, a load test's or one request's (:class:`Performance`);
 - :mod:`.client`: the client's own event-loop stalls while it measured (:class:`ClientLag`);
 - :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
   "Contract: records"); it imports the parts, never the reverse;
@@ -23,8 +24,11 @@ from .model import (
     STEP_LABELS,
     Check,
     Contact,
+    Fact,
     GoLive,
     ModelRecord,
+    Obstacle,
+    Owner,
     Phase,
     Severity,
     Status,
@@ -32,6 +36,7 @@ from .model import (
     StepName,
     step_label,
 )
+from .performance import Performance
 from .rules import decide
 from .summary import Summary, build_summary
 from .workload import PrefixCache, Workload
@@ -48,9 +53,13 @@ __all__ = [
     "Check",
     "ClientLag",
     "Contact",
+    "Fact",
     "GoLive",
     "ModelRecord",
+    "Obstacle",
+    "Owner",
     "Percentiles",
+    "Performance",
     "Phase",
     "PrefixCache",
     "Severity",

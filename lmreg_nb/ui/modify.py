@@ -6,10 +6,10 @@ import html
 
 import ipywidgets as widgets
 
+from ..display import Outcome
 from ..i18n import _, format_local_time, pgettext
 from ..models import RegisteredModel
 from ..onboarding import Onboarding
-from ..onboarding.display import Outcome
 from ..secret import Secret
 from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url

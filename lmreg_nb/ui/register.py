@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
-from ..onboarding.display import Outcome
 from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text

@@ -138,7 +138,7 @@ def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
     # A rehearsal on loopback: the steps passed, but the platform cannot reach the model.
     assert not summary.go_live.ready
     assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
-    assert summary.performance is not None and summary.performance["requests"] == 4
+    assert summary.performance is not None and summary.performance.requests == 4
     assert summary.capacity is not None and summary.capacity.class_size == 2
     assert summary.capacity.verdict and summary.capacity.levels
     nb = nbformat.read(out, as_version=4)

@@ -15,6 +15,7 @@ import httpx
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.checks.suite import run_checks
+from lmreg_nb.probe.text.checks import worded
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 TARGET = Target(URL, "sk-test-key-123456", "m", timeout=2.0)
@@ -74,7 +75,7 @@ def _handler(bursts: list[bool]) -> httpx.MockTransport:
 def _row(bursts: list[bool]) -> CheckResult:
     async def go() -> list[CheckResult]:
         async with httpx.AsyncClient(transport=_handler(bursts)) as client:
-            return list((await run_checks(client, TARGET))[0].checks)
+            return [worded(c) for c in (await run_checks(client, TARGET))[0].checks]
 
     return next(c for c in asyncio.run(go()) if c.name == "stream-not-buffered")
 

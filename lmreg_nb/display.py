@@ -10,7 +10,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import _
+from .i18n import _
 
 __all__ = ["FigureView", "Outcome", "Table"]
 
