@@ -15,6 +15,7 @@ LmregError                      base: str(exc) is one line that says what to do
 │   │   └── CredentialsError    40102 wrong appId or appSecret
 │   ├── PermissionDeniedError   40300 X-ENV missing or not the token's env
 │   ├── NotFoundError           40400
+│   │   └── ModelNameNotFound   no model of this modelName (check --registered NAME)
 │   ├── ConflictError           40900 modelName already used
 │   ├── PayloadTooLargeError    41300
 │   ├── RateLimitError          42900 (.retry_after)
@@ -49,6 +50,7 @@ __all__ = [
     "CredentialsError",
     "LmregError",
     "MalformedResponseError",
+    "ModelNameNotFound",
     "NotFoundError",
     "OutcomeUnknownError",
     "PayloadTooLargeError",
@@ -269,6 +271,22 @@ class NotFoundError(APIError):
 
     hint = N_("list the account's models and use one of their modelIds")
     meaning = N_("there is no model with this modelId in the account")
+
+
+class ModelNameNotFound(NotFoundError):
+    """No model of this modelName in the account: the account's list said so (no request
+    failed), so the message is said as it is, without "listing the models failed" or
+    the modelId advice of a 40400."""
+
+    def __init__(self, message: str) -> None:
+        LmregError.__init__(self, message)
+        self.status = None
+        self.code = None
+        self.server_message = ""
+        self.request_id = None
+        self.operation = "query-models"
+        self.server = False
+        self.typed = False
 
 
 class ConflictError(APIError):

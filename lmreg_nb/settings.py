@@ -36,6 +36,7 @@ log = logging.getLogger("lmreg_nb")
 
 __all__ = [
     "DEFAULT_TOKEN_PATH",
+    "ENV_FROM",
     "NAMED_FILE_ONLY",
     "SECRET_VARIABLES",
     "VARIABLES",
@@ -64,6 +65,8 @@ VARIABLES: dict[str, str] = {
     "notebooks": "LMREG_NOTEBOOKS",
     "notify": "LMREG_NOTIFY",
 }
+#: Set by ``onboard`` and ``batch`` for a run's child: the .env file its settings came from.
+ENV_FROM = "LMREG_ENV_FROM"
 #: The variables whose values are secrets (never shown, never parameters).
 SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY", "LMREG_NOTIFY")
 _SECRET_FIELDS = {"app_secret", "token", "model_api_key", "notify"}
@@ -107,6 +110,10 @@ class Settings:
     env_searched: tuple[Path, ...] = ()
     #: Variables of a searched-for .env that were not taken (see NAMED_FILE_ONLY).
     env_ignored: tuple[str, ...] = ()
+    #: The file the command that started this run read the settings from (LMREG_ENV_FROM,
+    #: set by ``onboard`` and ``batch`` for their child): its values came with the
+    #: environment, so the configuration view names it instead of "no .env found".
+    env_from: str | None = None
     #: Settings typed into a form (field names, e.g. "app_secret"): hints then name the
     #: form, not the LMREG_* variable.
     typed: frozenset[str] = frozenset()
@@ -147,7 +154,14 @@ class Settings:
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
-        return cls(**values, env_file=found, env_searched=searched, env_ignored=ignored)
+        came_from = env.get(ENV_FROM) or None
+        return cls(
+            **values,
+            env_file=found,
+            env_searched=searched,
+            env_ignored=ignored,
+            env_from=came_from,
+        )
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""

@@ -138,7 +138,7 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
     record proves the credentials work and the user's cache is not touched.
     """
     from ..secret import Secret
-    from ..settings import VARIABLES, Settings
+    from ..settings import ENV_FROM, VARIABLES, Settings
 
     settings = Settings.load()
     needed = ["base_url", "model_api_key", "model_name"]
@@ -152,6 +152,8 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
         if name in ("token_cache", "notebooks", "env_file") or value is None or value == "":
             continue
         env[var] = value.reveal() if isinstance(value, Secret) else str(value)
+    if settings.env_file is not None:  # where they came from, for the record's configuration
+        env[ENV_FROM] = str(settings.env_file)
     return env
 
 
@@ -182,7 +184,12 @@ def report_lines(result: Any) -> tuple[list[str], list[str]]:
         for step in summary.steps:
             label = step_label(step.name)
             said = _("{step}: {detail}").format(step=label, detail=step.detail)
-            out.append(f"  ok   {said}" if step.passed else f"  FAIL {label if named else said}")
+            if step.skipped:  # not a failure: why it did not run, in its own words
+                out.append(f"  skip {said}")
+            else:
+                out.append(
+                    f"  ok   {said}" if step.passed else f"  FAIL {label if named else said}"
+                )
         for check in summary.warnings:
             if check.name not in _IN_BLOCKERS:
                 out.append(

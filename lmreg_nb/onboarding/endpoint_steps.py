@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..display import FigureView, Outcome, Table
+from ..errors import ConfigurationError
 from ..i18n import _, ngettext, pgettext
 from ..severity import severity_label
 from ..summary import CapacityRecord, Check, Step, StepName
@@ -80,7 +81,18 @@ def endpoint(
         return replace(registered, model=model) if model else registered
     if url and registered is not None:
         return Target.from_settings(settings, url=url, model=model or registered.model)
-    return Target.from_settings(settings, url=url, model=model)
+    try:
+        return Target.from_settings(settings, url=url, model=model)
+    except ConfigurationError as exc:
+        # Nothing registered named and the address not configured: the model registered
+        # in notebook 02 is the other way, named by its modelName (no copying into .env).
+        raise ConfigurationError(
+            _(
+                "{message}; or check the model registered in notebook 02: set `registered` "
+                "to its modelName"
+            ).format(message=str(exc).rstrip(".")),
+            variable=exc.variable,
+        ) from exc
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -180,21 +192,26 @@ def load_figure(report: EndpointReport | None, skipped: Step | None = None) -> A
     if skipped is not None and skipped.skipped_after is not None:
         return None  # the checks' cell above says they were skipped, and why
     row = next((c for c in report.checks if c.name == "load-test"), None) if report else None
-    if row is not None and row.cause == "not-run":
-        return Outcome(
-            _("no load test: skipped, because the streamed check request failed"),
-            ok=False,
-            pending=True,
-        )
+    if row is not None and not row.judged:  # asked for, not run: the load-test row says why
+        return Outcome(_("no load test: {why}").format(why=row.detail), ok=False, pending=True)
     return Outcome(_("no load test ran: set check_requests above 0 to run one"))
 
 
 # -- chat -----------------------------------------------------------------------------------
-def chat_step(error: str | None) -> Step:
-    """The chat step: passed when the model replied."""
+def chat_step(error: str | None, checks: Sequence[Check] = ()) -> Step:
+    """The chat step: passed when the model replied. When the checks found why nothing can
+    answer (the server does not answer, the address serves no chat), that is the chat's
+    failure too, in the same words: one cause, said once."""
     if error:
-        return Step(StepName.CHAT, False, error)
+        found = next((c for c in checks if c.failed and c.cause in _NOTHING_ANSWERS), None)
+        return Step(StepName.CHAT, False, found.detail if found is not None else error)
     return Step(StepName.CHAT, True, _("the model replied"))
+
+
+#: Check causes that leave nothing to answer a chat (the chat step fails for them too).
+_NOTHING_ANSWERS = frozenset(
+    {"chat-path", "server-down", "server-down-unsaid", "connection-failed"}
+)
 
 
 def reply_outcome(prompt: str | None, reply: str | None, error: str | None) -> Outcome:

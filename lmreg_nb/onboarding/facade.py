@@ -265,7 +265,7 @@ class Onboarding:
         )  # fmt: skip
         self._use_model(model)
         self.note(Step(StepName.REGISTER, True, registry_.registered_detail(model, action)))
-        return registry_.registered_outcome(model, action)
+        return self.address_checked(registry_.registered_outcome(model, action))
 
     @step(StepName.MODIFY)
     def modify(
@@ -278,7 +278,7 @@ class Onboarding:
         )
         self._use_model(model)
         self.note(Step(StepName.MODIFY, True, registry_.modified_detail(model)))
-        return registry_.modify_outcome(model, self.changes)
+        return self.address_checked(registry_.modify_outcome(model, self.changes))
 
     def update(
         self, model_name: str, *, new_model_name: str = "", new_registry_url: str = "",
@@ -300,9 +300,10 @@ class Onboarding:
         )
 
     def address_checked(self, outcome: Outcome) -> Outcome:
-        """A register ``outcome``, red with the fix when the registered address does not
-        answer a chat (404/405: not the chat path of spec 4.5; 401/403: the key). One
-        request to the address just typed: the register form calls it, nothing else."""
+        """A register or modify ``outcome``, red with the fix when the registered address
+        does not answer a chat (404/405: not the chat path of spec 4.5, the school's own
+        address to register named; 401/403: the key), amber (⚠) with the cause when it does
+        not answer from here or not in time. One short request to the address registered."""
         from .address import with_address_verdict
 
         if self.model is None:
@@ -387,7 +388,7 @@ class Onboarding:
         self.note(endpoint_.checks_step(self.checks))
         if self.chat_prompt:
             self.chat_reply, self.chat_error = report.chat_reply, report.chat_error
-            self.note(endpoint_.chat_step(report.chat_error))
+            self.note(endpoint_.chat_step(report.chat_error, self.checks))
         return self.checks_table()
 
     def checks_table(self) -> Table:

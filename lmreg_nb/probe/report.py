@@ -23,7 +23,7 @@ from ..summary.workload import Workload
 from .blocking import blocking
 from .checks.conformance import CheckResult, Conformance
 from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
-from .checks.measured import LOAD_TEST, judge_load, judge_prefix_cache
+from .checks.measured import judge_load, judge_prefix_cache, load_not_run
 from .checks.suite import ChatOutcome, make_client, run_checks
 from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .load.metrics import request_metrics
@@ -203,7 +203,7 @@ async def check_endpoint_async(
         checks.append(_load_row(load, requests, max_duration))
         used = work.info()
     elif requests > 0:
-        checks.append(LOAD_TEST.failed_as("info", "not-run"))
+        checks.append(load_not_run(conf.stage))
     report = _report(target, checks, conf, chat, load)
     report.workload = used
     return report

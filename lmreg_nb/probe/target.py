@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import ModelNameNotFound, ValidationError
 from ..i18n import _, listing, ngettext
 from ..secret import Secret
 from ..terminal import snippet
@@ -194,12 +194,11 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
     wanted = model_name_key(name)
     found = [m for m in client.query_models() if model_name_key(m.model_name) == wanted]
     if not found:
-        raise NotFoundError(
+        raise ModelNameNotFound(
             _(
                 "no model named '{name}' is registered in this account; list them with "
                 "`lmreg-nb models`"
-            ).format(name=name),
-            operation="query-models",
+            ).format(name=name)
         )
     if len(found) > 1:
         # Names that differ only in Unicode form (NFC / NFD) look the same: never pick one.

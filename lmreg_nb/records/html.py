@@ -20,6 +20,8 @@ from .text import (
     fmt,
     go_live_verdict,
     local_time,
+    measured_nothing,
+    nothing_measured_note,
     one_request_note,
     percentile_rows,
     perf_sentence,
@@ -226,13 +228,19 @@ def _performance(s: Summary) -> list[str]:
     if perf is None:
         ran = any(st.name == StepName.CHECKS for st in s.steps)
         return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
+    if measured_nothing(perf):  # the one request got no reply: no table of dashes
+        return [
+            _h3(_("Performance")),
+            f"<p>{html.escape(one_request_note(s))}</p>",
+            f"<p>{html.escape(nothing_measured_note())}</p>",
+        ]
     if single_request(perf):
         # One request has one value per measure: no percentiles, no rates.
         rows = [[html.escape(label), _ms(p.p50)] for label, p in percentile_rows(perf)]
         answer = answer_sentence(perf)
         return [
             _h3(_("Performance")),
-            f"<p>{html.escape(one_request_note())}</p>",
+            f"<p>{html.escape(one_request_note(s))}</p>",
             _table(None, rows),
             *([f"<p>{html.escape(answer)}</p>"] if answer else []),
         ]

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext, pgettext
+from ..probe.text.capacity_text import capacity_line
 from ..probe.text.performance import answer_wait_sentence, ms
 from ..probe.text.workload_text import prefix_sentence, workload_sentence
 from ..severity import severity_label
@@ -20,6 +21,7 @@ from ..summary import (
     Summary,
     step_label,
 )
+from ..summary.fields import one_line
 
 __all__ = [
     "PERCENTILE_ROWS",
@@ -29,11 +31,15 @@ __all__ = [
     "fmt",
     "go_live_verdict",
     "local_time",
+    "measured_nothing",
+    "ms",
+    "nothing_measured_note",
     "one_request_note",
     "percentile_rows",
     "perf_sentence",
     "phase_label",
     "render_summary_text",
+    "served_line",
     "severity_label",
     "single_request",
     "status_badge",
@@ -77,6 +83,11 @@ def step_done(summary: Summary, step: Step) -> bool:
         found = capacity_found(summary.capacity)
         return found is not None and found >= summary.class_size
     return step.passed
+
+
+def served_line(capacity: int, class_size: int | None) -> str:
+    """The one capacity number with enough or not for the class, in one line."""
+    return capacity_line(capacity, class_size)
 
 
 def capacity_found(capacity: CapacityRecord | None) -> int | None:
@@ -160,12 +171,29 @@ def single_request(perf: Performance) -> bool:
     return not perf.load_test
 
 
-def one_request_note() -> str:
-    """What the figures of one request are, so they never read like a load test."""
+def one_request_note(summary: Summary | None = None) -> str:
+    """What the figures of one request are, so they never read like a load test; when a
+    load test was asked for and did not run, why (never "set check_requests")."""
+    asked = next((c for c in summary.checks if c.name == "load-test"), None) if summary else None
+    if asked is not None and not asked.judged:
+        return _(
+            "Measured on one request (the checks' streamed reply): the load test did not "
+            "run ({why})."
+        ).format(why=one_line(asked.detail))
     return _(
         "Measured on one request (the checks' streamed reply), not a load test: set "
         "check_requests above 0 for a load test."
     )
+
+
+def measured_nothing(perf: Performance) -> bool:
+    """The checks' one request got no reply: there is no figure to show (only dashes)."""
+    return not perf.load_test and perf.errors >= perf.requests
+
+
+def nothing_measured_note() -> str:
+    """Instead of a table of dashes."""
+    return _("No figures: the one request the checks measured got no reply.")
 
 
 def perf_sentence(perf: Performance) -> str:
@@ -249,14 +277,16 @@ def render_summary_text(s: Summary) -> str:
         if s.capacity.prefix_cache is not None:
             lines.append("  " + prefix_sentence(s.capacity.prefix_cache))
     if s.performance:
-        lines += _performance_lines(s.performance)
+        lines += _performance_lines(s.performance, s)
     return "\n".join(lines)
 
 
-def _performance_lines(perf: Performance) -> list[str]:
+def _performance_lines(perf: Performance, summary: Summary) -> list[str]:
     """The performance figures: one request's values, or a load test's percentiles."""
     one = single_request(perf)
-    lines = [one_request_note()] if one else [
+    if measured_nothing(perf):
+        return [one_request_note(summary), nothing_measured_note()]
+    lines = [one_request_note(summary)] if one else [
         _("Performance: {figures}").format(figures=perf_sentence(perf))
     ]  # fmt: skip
     for label, pct in percentile_rows(perf):

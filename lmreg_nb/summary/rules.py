@@ -78,8 +78,11 @@ def obstacles(
         owner: Owner = "provider" if step.name == StepName.TOKEN else "school"
         facts = {"step": step.name.value, "detail": one_line(step.detail)}
         found.append(Obstacle("step-failed", owner, facts))
+    checks_found = _check_obstacles(failed_checks)
+    # The address that serves no chat first: nothing works until it is registered right.
+    found += [o for o in checks_found if o.cause == "chat-path"]
     found += _url_obstacles(model_urls, checks)
-    found += _check_obstacles(failed_checks)
+    found += [o for o in checks_found if o.cause != "chat-path"]
     found += _capacity_obstacles(capacity, class_size)
     if failed_checks:
         # The chat and capacity steps wait on the failed checks: their cause is named above.
@@ -109,11 +112,12 @@ def blocker_text(obstacle: Obstacle) -> str:
         return _("The platform cannot reach the model's host: {detail}").format(
             detail=facts.get("detail")
         )
-    if cause == "plain-http" and facts.get("url"):
+    if cause == "plain-http" and facts.get("host"):
+        # The host, not the whole registryUrl again: the address is said once per run.
         return _(
-            "registryUrl {url} uses plain http: serve the model over https so the "
+            "The model on {host} is served over plain http: serve it over https so the "
             "apiKey is not sent in clear."
-        ).format(url=facts.get("url"))
+        ).format(host=facts.get("host"))
     if cause == "plain-http":
         return _("The model is served over plain http: {detail}").format(detail=facts.get("detail"))
     if cause == "capacity-not-measured":
@@ -147,11 +151,11 @@ def _check_blocker_text(obstacle: Obstacle) -> str:
         )
         return text.format(detail=facts.get("detail"))
     if obstacle.cause == "chat-path":
+        # The address to register, once; the one registered is named beside (the host).
         return _(
-            "registryUrl {registered} is not the chat endpoint (it answered HTTP {status}; "
-            "the chat path is v1/chat/completions): register {url}"
-        ).format(registered=facts.get("registered"), status=facts.get("status"),
-                 url=facts.get("url"))  # fmt: skip
+            "The registryUrl is not the chat endpoint (it answered HTTP {status}; the chat "
+            "path is v1/chat/completions): register {url}"
+        ).format(status=facts.get("status"), url=facts.get("url"))
     return ngettext(
         "Required check {names} failed: {detail}",
         "Required checks {names} failed: {detail}",
@@ -170,7 +174,7 @@ def _url_obstacles(urls: Sequence[str], checks: Sequence[Check]) -> list[Obstacl
                 Obstacle("unreachable-host", "school", {"host": _host(url), "url": url})
             )
         if "plain-http" in codes:
-            plain.append(Obstacle("plain-http", "school", {"url": url}))
+            plain.append(Obstacle("plain-http", "school", {"host": _host(url), "url": url}))
     by_name = {c.name: c for c in checks}
     host_check = by_name.get("url-public-host")
     if not unreachable and host_check is not None and host_check.failed:

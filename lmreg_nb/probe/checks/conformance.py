@@ -90,6 +90,8 @@ class Conformance:
     checks: list[CheckResult]
     first: Exchange | None = None  # the non-streamed chat request
     streamed: Exchange | None = None  # the streamed chat request, if it was judged
+    #: How far the plain chat got (:data:`~.declare.Stage`).
+    stage: Stage = "answered"
 
     @property
     def measured(self) -> Exchange | None:

@@ -10,7 +10,7 @@ from ...i18n import N_
 from ...summary import Check, Fact, PrefixCache, Severity
 from .declare import Declared, Words
 
-__all__ = ["LOAD_TEST", "PREFIX_CACHE", "judge_load", "judge_prefix_cache"]
+__all__ = ["LOAD_TEST", "PREFIX_CACHE", "judge_load", "judge_prefix_cache", "load_not_run"]
 
 
 def judge_load(
@@ -51,6 +51,8 @@ LOAD_TEST = Declared(
     says={
         "passed": Words(N_("{head}, no error")),
         "not-run": Words(N_("not run: the streamed check request failed (see the rows above)")),
+        "not-run:unreached": Words(N_("not run: the model server does not answer (see reachable)")),
+        "not-run:wrong-path": Words(N_("not run: the address serves no chat (see url-path)")),
         "local-limit": Words(
             N_(
                 "{head}: {errors} failed ({kinds}). This computer ran out of open files "
@@ -93,6 +95,14 @@ LOAD_TEST = Declared(
         },
     },
 )
+
+
+def load_not_run(stage: str) -> Check:
+    """The load test that did not run because the checks' streamed request failed: not
+    judged, with the cause the checks found (a server that does not answer, a path that
+    serves no chat)."""
+    cause = f"not-run:{stage}" if f"not-run:{stage}" in LOAD_TEST.says else "not-run"
+    return LOAD_TEST.not_judged(cause)
 
 
 def judge_prefix_cache(found: PrefixCache) -> Check:

@@ -199,7 +199,7 @@ async def run_checks(
                 await check.again(ctx, target, seen)
     rows = judge(checks, seen, target)
     plain = seen.maybe("plain")
-    result = Conformance(rows, first=plain)
+    result = Conformance(rows, first=plain, stage=seen.stage)
     if seen.stage == "answered":
         result.streamed = seen.maybe("streamed")
     chat = seen.get(CHAT.name)

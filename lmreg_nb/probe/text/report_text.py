@@ -74,11 +74,12 @@ def format_report(report: Report) -> str:
     lines.append(_("ITL ms       {figures}").format(figures=_pct(s.itl_ms)))
     lines.append(_("latency ms   {figures}").format(figures=_pct(s.latency_ms)))
     rps, tps = s.requests_per_s, s.output_tokens_per_s
-    lines.append(
-        _("throughput   {rps} requests/s, {tps} output tokens/s").format(
-            rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
+    if s.load_test:  # one request's 1/latency is no throughput: never stated as measured
+        lines.append(
+            _("throughput   {rps} requests/s, {tps} output tokens/s").format(
+                rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
+            )
         )
-    )
     if report.workload is not None:  # what the load test sent
         lines.append(_("workload: {text}").format(text=workload_sentence(report.workload)))
     lines.append(
