@@ -287,7 +287,7 @@ def test_a_run_reads_its_summary_record_once(
     outputs = _displayed(shell, "summary", Summary.from_json(SUMMARY))
     nb = _notebook_with([{"data": o.data, "metadata": o.metadata} for o in outputs])
     read = _no_json_reading(monkeypatch)
-    clean, records, summary, error = make_record(
+    clean, records, summary, error, _status_only = make_record(
         tmp_path / "onboarding.ipynb", Ended(0), nb, True, {}
     )
     paths = write_record(clean, summary, tmp_path, "onboarding", {}, "onboarding.ipynb")

@@ -205,7 +205,7 @@ def report_lines(result: Any) -> tuple[list[str], list[str]]:
             out += [f"  - {blocker}" for blocker in summary.go_live.blockers]
     if result.kernel_retried:
         out.append(_("note: the kernel did not start at first; the run was retried once"))
-    if result.error and not _said_above(result.error, summary):
+    if result.error and not (getattr(result, "status_only", False) and _explained(summary)):
         err.append(_("error: {message}").format(message=result.error))
     out.append(_("notebook: {path}").format(path=result.notebook))
     out.append(_("html: {path}").format(path=result.html))
@@ -213,18 +213,9 @@ def report_lines(result: Any) -> tuple[list[str], list[str]]:
     return out, err
 
 
-def _said_above(error: str, summary: Any) -> bool:
-    """Whether ``error`` is only the summary's status, which the go-live list explains."""
-    from ..i18n import _
-
-    if summary is None or not summary.go_live.blockers:
-        return False
-    from ..records.text import status_label
-
-    head = _("summary status {status}: {reason}").format(
-        status=status_label(summary.status), reason=""
-    )
-    return error.startswith(head.strip())
+def _explained(summary: Any) -> bool:
+    """Whether the go-live list above says why the summary is not ok."""
+    return summary is not None and bool(summary.go_live.blockers)
 
 
 def _report(result: Any) -> None:
