@@ -98,13 +98,16 @@ def parse_parameters(
 
 
 def _check_int(name: str, value: int) -> None:
-    """class_size within what the capacity test measures; lesson_tokens within its range."""
-    from ..onboarding.parameters import class_size_of, lesson_tokens_of
+    """class_size within what the capacity test measures; lesson_tokens and max_tokens
+    within their ranges."""
+    from ..onboarding.parameters import class_size_of, lesson_tokens_of, max_tokens_of
 
     if name == "class_size":
         bad = class_size_of(value)[1]
     elif name == "lesson_tokens":
         bad = lesson_tokens_of(value)[1]
+    elif name == "max_tokens":
+        bad = max_tokens_of(value)[1]
     else:
         return
     if bad is not None:

@@ -39,7 +39,9 @@ log = logging.getLogger("lmreg_nb")
 
 #: Variables whose names look secret but whose values are not (settings we define).
 _NOT_SECRET = frozenset(VARIABLES.values()) - frozenset(SECRET_VARIABLES)
-_SECRET_NAME = re.compile(r"SECRET|TOKEN|KEY|PASSWORD|PASSWD", re.IGNORECASE)
+#: "TOKENS" at a word's end (lesson_tokens, max_tokens, maxTokens) counts tokens: a setting,
+#: not a secret; "TOKEN" anywhere else (access_token, GITHUB_TOKEN) is one.
+_SECRET_NAME = re.compile(r"SECRET|TOKEN(?!S(?![A-Z]))|KEY|PASSWORD|PASSWD", re.IGNORECASE)
 #: A value this short, under a merely secret-looking name, is a flag, not a secret
 #: (masking "true" everywhere would wreck the record for nothing).
 _MIN_GUESSED = 6
