@@ -36,10 +36,12 @@ def _echo_warnings(client: RegistryClient) -> None:
 
 def _describe(model: RegisteredModel) -> str:
     from ..i18n import _
-    from ..terminal import terminal_text as shown
+    from ..terminal import shown_name, terminal_text
 
     return _("{name} (modelId {id}, registryUrl {url})").format(
-        name=shown(model.model_name), id=shown(model.model_id), url=shown(model.registry_url)
+        name=shown_name(model.model_name),
+        id=shown_name(model.model_id),
+        url=terminal_text(model.registry_url),
     )
 
 
@@ -138,7 +140,7 @@ def token_command(as_json: bool) -> None:
 def models_command(as_json: bool) -> None:
     """List the account's registered models (apiKey masked)."""
     from ..i18n import _, ngettext
-    from ..terminal import terminal_json, terminal_text
+    from ..terminal import shown_name, terminal_json, terminal_text
 
     with _client() as client:
         models = _shown_models(client, client.query_models())
@@ -163,8 +165,10 @@ def models_command(as_json: bool) -> None:
         local = frame[column].dt.tz_convert(zone)
         frame[column] = local.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
     for column in frame.columns:
-        # Each cell made safe before the table is laid out, so its columns stay aligned.
-        frame[column] = frame[column].map(terminal_text, na_action="ignore")
+        # Each cell made safe before the table is laid out, so its columns stay aligned;
+        # names by the rule every view shows names with (nothing hidden, capped).
+        safe = shown_name if column in ("modelName", "modelId") else terminal_text
+        frame[column] = frame[column].map(safe, na_action="ignore")
     # A Chinese character takes two columns of a terminal: pandas counts them so.
     with pd.option_context("display.unicode.east_asian_width", True):
         click.echo(frame.to_string(index=False))
