@@ -100,7 +100,7 @@ def test_register_url_defaults_to_lmreg_model_url(
 def test_register_prompts_hidden_on_a_terminal(
     platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(registry, "_interactive", lambda: True)
+    monkeypatch.setattr("lmreg_nb.commands._endpoint.interactive", lambda: True)
     result = run("register", "--name", "typed", "--url", URL, input=API_KEY + "\n")
     assert result.exit_code == 0 and platform.models[0]["apiKey"] == API_KEY
     assert "apiKey" in result.output  # the prompt was shown; the key was not echoed (checked)

@@ -6,17 +6,18 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._endpoint import endpoint_options, endpoint_target
 from ._types import FiniteRange
 from ._workload import workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.load.capacity import CapacityResult, Progress
-    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "capacity"]
 
 
 @click.command("capacity")
+@endpoint_options
 @click.option(
     "--slo-ttft-ms",
     type=FiniteRange(min=1, max=600_000),
@@ -77,6 +78,8 @@ __all__ = ["COMMANDS", "capacity"]
     help="Where to save the capacity figure (text output only).",
 )
 def capacity(
+    url: str | None,
+    model: str | None,
     slo_ttft_ms: float,
     slo_itl_ms: float | None,
     max_error_rate: float,
@@ -91,7 +94,10 @@ def capacity(
     as_json: bool,
     figure_path: str,
 ) -> None:
-    """Find how many chats at once the chat endpoint serves within the SLO.
+    """Find how many chats at once the chat endpoint at URL serves within the SLO.
+
+    URL defaults to LMREG_MODEL_URL, --model to LMREG_MODEL_NAME; the key comes
+    from LMREG_MODEL_API_KEY, else a hidden prompt (never an argument).
 
     With --need N: N chats at once in a closed loop first, then one level
     above N for the margin (or, when N is not served, a bisection below it).
@@ -113,7 +119,7 @@ def capacity(
     if not as_json:
         check_figure_path(figure_path)  # before the search, not minutes after it
     result = find_capacity(
-        _target(registered),
+        endpoint_target(url, model, registered),
         slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms or None, max_error_rate=max_error_rate),
         max_concurrency=max_concurrency,
         need=need,
@@ -187,17 +193,6 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
 
         save_figure(result.figure(), figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))
-
-
-def _target(registered: str | None) -> Target:
-    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
-    from ..probe.target import Target
-    from ..settings import Settings
-
-    settings = Settings.load()
-    if registered is not None:
-        return Target.from_registered(settings, registered)
-    return Target.from_settings(settings)
 
 
 COMMANDS: list[click.Command] = [capacity]

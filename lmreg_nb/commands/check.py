@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._endpoint import endpoint_options, endpoint_target
 from ._types import FiniteRange
 from ._workload import F, workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
-    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "check"]
 
@@ -22,6 +22,7 @@ def workload_options_no_context(command: F) -> F:
 
 
 @click.command("check")
+@endpoint_options
 @click.option(
     "--requests",
     "-n",
@@ -75,6 +76,8 @@ def workload_options_no_context(command: F) -> F:
     help="Where to save the load-test figure (text output with --requests > 0 only).",
 )
 def check(
+    url: str | None,
+    model: str | None,
     requests: int,
     concurrency: int,
     max_duration: float,
@@ -86,9 +89,11 @@ def check(
     lesson_tokens: int,
     max_tokens: int,
 ) -> None:
-    """Check the chat endpoint in LMREG_MODEL_URL with LMREG_MODEL_API_KEY and LMREG_MODEL_NAME.
+    """Check the chat endpoint at URL (default LMREG_MODEL_URL) for the platform.
 
-    With --registered NAME, check what is registered under NAME instead. The
+    The model is --model (default LMREG_MODEL_NAME); the key comes from
+    LMREG_MODEL_API_KEY, else a hidden prompt (never an argument). With
+    --registered NAME, check what is registered under NAME instead. The
     load test sends the lesson workload (--workload). Exit 0
     when every check of severity error passed, 1 otherwise, 2 when a setting is
     missing.
@@ -104,7 +109,7 @@ def check(
     if not as_json:
         check_figure_path(figure_path)  # before any request, not after the load test
     report = check_endpoint(
-        _target(registered),
+        endpoint_target(url, model, registered),
         requests=requests,
         concurrency=concurrency,
         progress=not as_json and sys.stderr.isatty(),
@@ -130,18 +135,6 @@ def _context_need(value: str) -> int:
         return check_context_need(value)
     except ValidationError as exc:
         raise ValidationError("--context-need", exc.reason) from None
-
-
-def _target(registered: str | None) -> Target:
-    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
-    from ..probe import Target
-    from ..settings import Settings
-
-    settings = Settings.load()
-    if registered is not None:
-        return Target.from_registered(settings, registered)
-    # Every missing variable in one message (Settings.require checks them together).
-    return Target.from_settings(settings)
 
 
 def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:

@@ -7,15 +7,15 @@ Secrets never come from arguments: apiKey is read from LMREG_MODEL_API_KEY
 from __future__ import annotations
 
 import json
-import sys
 from typing import TYPE_CHECKING
 
 import click
 
+from . import _endpoint
+
 if TYPE_CHECKING:
     from ..models import RegisteredModel
     from ..registry.client import RegistryClient
-    from ..secret import Secret
     from ..settings import Settings
 
 __all__ = ["COMMANDS"]
@@ -69,34 +69,6 @@ def _shown_models(client: RegistryClient, models: list[RegisteredModel]) -> list
         )
         for m in models
     ]
-
-
-def _interactive() -> bool:
-    """True when a person can answer a prompt (stdin is a terminal)."""
-    return sys.stdin.isatty()
-
-
-def _api_key(settings: Settings, *, purpose: str) -> Secret:
-    """apiKey from LMREG_MODEL_API_KEY, else a hidden prompt on a terminal."""
-    from ..errors import ConfigurationError
-    from ..i18n import _
-    from ..secret import Secret
-
-    key = settings.model_api_key
-    if key:
-        return key
-    if _interactive():
-        value = click.prompt(
-            _("apiKey {purpose} (hidden)").format(purpose=purpose), hide_input=True, err=True
-        )
-        return Secret(str(value))
-    raise ConfigurationError(
-        _(
-            "LMREG_MODEL_API_KEY is not set and there is no terminal to ask: set it in the "
-            "environment or in .env"
-        ),
-        variable="LMREG_MODEL_API_KEY",
-    )
 
 
 @click.command("token")
@@ -202,7 +174,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     url = url if url is not None else settings.model_url
     # What this command itself needs, reported together (not one per run).
     missing = [] if url else ["LMREG_MODEL_URL"]
-    if not settings.model_api_key and not _interactive():
+    if not settings.model_api_key and not _endpoint.interactive():
         missing.append("LMREG_MODEL_API_KEY")
     if missing:
         text = ngettext(
@@ -218,7 +190,9 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     # Check the arguments before asking for a secret.
     draft_name, draft_url = check_model_name(name), check_registry_url(url)
     draft = ModelDraft(
-        draft_name, draft_url, _api_key(settings, purpose=_("for the platform to call it"))
+        draft_name,
+        draft_url,
+        _endpoint.model_api_key(settings, purpose=_("for the platform to call it")),
     )
     with _client(settings) as client:
         from ..confusables import refuse_look_alike
@@ -268,7 +242,7 @@ def modify_command(
     checked_name = check_model_name(new_name) if new_name is not None else None
     checked_url = check_registry_url(url) if url is not None else None
     settings = Settings.load()
-    key = _api_key(settings, purpose=_("(new)")) if new_api_key else None
+    key = _endpoint.model_api_key(settings, purpose=_("(new)")) if new_api_key else None
     with _client(settings) as client:
         try:
             model = client.update_model(
