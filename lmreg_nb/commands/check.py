@@ -68,12 +68,13 @@ def workload_options_no_context(command: F) -> F:
 )
 @workload_options_no_context
 @click.option(
+    "--plot",
     "--figure",
     "figure_path",
     type=click.Path(dir_okay=False),
-    default="lmreg-check.png",
-    show_default=True,
-    help="Where to save the load-test figure (text output with --requests > 0 only).",
+    default=None,
+    metavar="FILE",
+    help="Save the load-test chart (--requests above 0) to FILE, a PNG; no chart without it.",
 )
 def check(
     url: str | None,
@@ -82,7 +83,7 @@ def check(
     concurrency: int,
     max_duration: float,
     as_json: bool,
-    figure_path: str,
+    figure_path: str | None,
     registered: str | None,
     context_need: int,
     workload: str,
@@ -106,8 +107,8 @@ def check(
 
     # What the load test sends: checked only when there is one.
     spec = workload_spec(workload, lesson_tokens, max_tokens, context_need) if requests else None
-    if not as_json:
-        check_figure_path(figure_path)  # before any request, not after the load test
+    if figure_path is not None:
+        check_figure_path(figure_path, "--plot")  # before any request, not after the load test
     report = check_endpoint(
         endpoint_target(url, model, registered),
         requests=requests,
@@ -137,23 +138,20 @@ def _context_need(value: str) -> int:
         raise ValidationError("--context-need", exc.reason) from None
 
 
-def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:
-    """The report as one JSON object, or as text with its figure saved to ``figure_path``."""
+def _show(report: EndpointReport, as_json: bool, figure_path: str | None) -> None:
+    """The report as one JSON object or as text; its chart saved to ``figure_path`` if asked."""
     import json
 
-    from ..i18n import _
-    from ..probe import format_report
+    from ._paths import show_chart
 
     if as_json:
         click.echo(json.dumps(report.to_json()))
-        return
-    click.echo(format_report(report))
-    fig = report.figure()
-    if fig is not None:
-        from ._paths import save_figure
+    else:
+        from ..probe import format_report
 
-        save_figure(fig, figure_path)
-        click.echo(_("figure: {path}").format(path=figure_path))
+        click.echo(format_report(report))
+    if figure_path is not None:
+        show_chart(report.figure, figure_path, as_json=as_json)
 
 
 COMMANDS: list[click.Command] = [check]
