@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from registry_fakes import API_KEY, APP_SECRET, FakePlatform
 
+from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.commands import registry
 from lmreg_nb.registry import client as client_module
@@ -357,3 +358,30 @@ def test_models_table_aligns_chinese_names_and_says_the_zone(
 
     local = datetime.fromisoformat(created).astimezone(ZoneInfo("Asia/Shanghai"))
     assert f"{local:%Y-%m-%d %H:%M}" in table[1]  # local time, not UTC
+
+
+@pytest.mark.parametrize(
+    ("lang", "labels", "source"),
+    [("en", ("env", "token", "expires", "source"), "exchange"),
+     ("zh-CN", ("env", "令牌", "到期时间", "来源"), "新换取")],
+)  # fmt: skip
+def test_token_shows_local_time_with_its_zone_and_labels_in_the_language(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch, lang: str,
+    labels: tuple[str, ...], source: str,
+) -> None:  # fmt: skip
+    """Issue 43 item 6: `expires: ... UTC` with English labels in zh-CN; `models` is local."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    try:
+        result = run("--lang", lang, "token")
+    finally:
+        i18n.set_language("en")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split("：" if lang == "zh-CN" else ":")[0].strip() for line in lines] == list(
+        labels
+    )
+    expires = lines[2]
+    assert "Asia/Shanghai (UTC+08:00)" in expires and " UTC " not in expires + " "
+    assert lines[3].endswith(source)
+    if lang == "zh-CN":
+        assert "小时后" in expires and "source" not in result.output and "cache" not in result.output

@@ -90,21 +90,46 @@ def token_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(info))
         return
-    # The labels are the JSON keys (identifiers): aligned, not translated.
+    from ..i18n import format_local_time, pgettext
     from ..terminal import terminal_text
 
-    click.echo(f"env:     {terminal_text(token.env)}")
-    click.echo(f"token:   {token.token.masked}")
     if token.source == "environment":
         expires = _("unknown (token from LMREG_TOKEN)")
     else:
+        # The school's local time with its zone, as `models` shows its times.
         left = token.expires_at - datetime.now(UTC)
-        expires = _("{when} UTC (in {hours} h)").format(
-            when=f"{token.expires_at:%Y-%m-%d %H:%M:%S}",
+        expires = _("{when} (in {hours} h)").format(
+            when=format_local_time(token.expires_at),
             hours=f"{max(0.0, left.total_seconds() / 3600):.1f}",
         )
-    click.echo(f"expires: {expires}")
-    click.echo(f"source:  {token.source}")
+    sources = {
+        "exchange": pgettext("token source", "exchange"),
+        "cache": pgettext("token source", "cache"),
+        "environment": pgettext("token source", "environment (LMREG_TOKEN)"),
+    }
+    _echo_fields(
+        [
+            (_("env"), terminal_text(token.env)),
+            (_("token"), token.token.masked),
+            (_("expires"), expires),
+            (pgettext("token field", "source"), sources.get(token.source, token.source)),
+        ]
+    )
+
+
+def _echo_fields(fields: list[tuple[str, str]]) -> None:
+    """``label: value`` lines, the values aligned in the columns a terminal gives them."""
+    import unicodedata
+
+    from ..i18n import pgettext
+
+    def width(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    labels = [pgettext("field label", "{label}:").format(label=label) for label, _v in fields]
+    column = max(width(label) for label in labels) + 1
+    for label, (_l, value) in zip(labels, fields, strict=True):
+        click.echo(label + " " * (column - width(label)) + value)
 
 
 @click.command("models")
