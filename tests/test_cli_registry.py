@@ -384,4 +384,6 @@ def test_token_shows_local_time_with_its_zone_and_labels_in_the_language(
     assert "Asia/Shanghai (UTC+08:00)" in expires and " UTC " not in expires + " "
     assert lines[3].endswith(source)
     if lang == "zh-CN":
-        assert "小时后" in expires and "source" not in result.output and "cache" not in result.output
+        assert (
+            "小时后" in expires and "source" not in result.output and "cache" not in result.output
+        )
