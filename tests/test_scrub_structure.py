@@ -124,3 +124,19 @@ def test_the_page_gate_reads_what_a_person_reads(page: str, leaks: bool) -> None
             assert_page_clean(page, secrets, what="the page")
     else:
         assert_page_clean(page, secrets, what="the page")
+
+
+@pytest.mark.parametrize("key", STRUCTURAL_KEYS[:3])
+def test_the_css_of_our_own_html_outputs_stays_whole(tmp_path: Path, key: str) -> None:
+    from lmreg_nb.onboarding.display import Outcome
+    from lmreg_nb.records.html import render_summary_html
+
+    secrets = {"LMREG_MODEL_API_KEY": key}
+    card = render_summary_html(demo_summary("en"))
+    outcome = Outcome("chat", [("reply", f"the server said {key}")])._repr_html_()
+    nb = _notebook(key)
+    nb.cells[1].outputs[1].data["text/html"] = card + outcome
+    clean = scrub_notebook(nb, secrets)
+    shown = clean.cells[1].outputs[1].data["text/html"]
+    assert shown == card + outcome.replace(key, f"…{key[-4:]}")  # only the echo changed
+    write_record(clean, None, tmp_path, "onboarding", secrets, "onboarding.ipynb")

@@ -42,6 +42,13 @@ def assert_notebook_clean(nb: nbformat.NotebookNode, secrets: Secrets, *, what: 
     structure: list[str] = []
 
     def read(value: str, kind: Kind) -> str:
+        if kind == "html":  # an output's HTML: its text as a person reads it, its CSS apart
+            reader = _PageReader()
+            reader.feed(value)
+            reader.close()
+            text.extend([*reader.text, "\n"])
+            structure.extend(reader.structure)
+            return value
         (text if kind == "text" else structure).append(value)
         if kind == "text":
             text.append("\n")  # values apart: a piece across two of them is nobody's

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Kind",
+    "html_parts",
     "looks_secret",
     "map_strings",
     "scrub_notebook",
@@ -98,9 +99,17 @@ _STRUCTURE: tuple[tuple[str, ...], ...] = (
     ("cells", "*", "outputs", "*", "name"),
 )
 
-#: What a string of the notebook is: text a person or a server wrote, binary data in
-#: base64, or the format's own structure.
-Kind = Literal["text", "binary", "structure"]
+#: What a string of the notebook is: text a person or a server wrote, an HTML output
+#: (text between markup and CSS), binary data in base64, or the format's own structure.
+Kind = Literal["text", "html", "binary", "structure"]
+#: The markup of an HTML output: a style block, a tag. Only a whole secret is masked in
+#: it (an apiKey holding "padding" garbled our own cards' CSS); the text between is text.
+_MARKUP = re.compile(r"(<style\b[^>]*>.*?</style\s*>|<[^>]*>)", re.IGNORECASE | re.DOTALL)
+
+
+def html_parts(html: str) -> list[tuple[str, bool]]:
+    """``html`` split into (part, is_markup): style blocks and tags, and the text between."""
+    return [(part, i % 2 == 1) for i, part in enumerate(_MARKUP.split(html)) if part]
 
 
 def _is_structure(path: tuple[str, ...]) -> bool:
@@ -116,8 +125,9 @@ def map_strings(value: Any, change: Callable[[str, Kind], str], path: tuple[str,
     if isinstance(value, str):
         if _is_structure(path):
             return change(value, "structure")
-        binary = any(step.startswith(_BINARY_PREFIXES) for step in path)
-        return change(value, "binary" if binary else "text")
+        if any(step.startswith(_BINARY_PREFIXES) for step in path):
+            return change(value, "binary")
+        return change(value, "html" if "text/html" in path else "text")
     if isinstance(value, list):
         return [map_strings(v, change, (*path, "*")) for v in value]
     if isinstance(value, dict):
@@ -133,6 +143,11 @@ def _masking(masker: Masker) -> Callable[[str, Kind], str]:
     def change(text: str, kind: Kind) -> str:
         if kind == "structure":
             return text
+        if kind == "html":
+            # A whole secret anywhere first (one may straddle a "<" of its own), then the
+            # pieces in the text between the markup.
+            whole = masker(text, binary=True)
+            return "".join(part if markup else masker(part) for part, markup in html_parts(whole))
         return masker(text, binary=kind == "binary")
 
     return change
