@@ -79,6 +79,10 @@ class Conformance:
         """The request the one-request figures describe: the streamed one, else the first."""
         return self.streamed or self.first
 
+    def exchanges(self) -> list[Exchange]:
+        """The plain and the streamed chat request, those that were made."""
+        return [ex for ex in (self.first, self.streamed) if ex is not None]
+
     @property
     def answered_stream(self) -> bool:
         """The streamed request got a 2xx: a load test makes sense."""
