@@ -75,9 +75,9 @@ def test_a_window_of_exactly_the_need_fails_on_vllm(vllm: Peer) -> None:
     code, report = _check(vllm, "--context-need", "4096")
     assert code == 1
     failed = _failed(report)
-    assert "context-window" in failed and "maximum context length is 4096" in failed[
-        "context-window"
-    ]
+    assert (
+        "context-window" in failed and "maximum context length is 4096" in failed["context-window"]
+    )
 
 
 def test_capacity_serves_four_with_the_prefix_cache_not_denied(vllm: Peer) -> None:

@@ -189,8 +189,10 @@ def test_a_too_long_prompt_gets_a_json_400_also_when_streamed() -> None:
         return ex, context_row(found)
 
     ex, row = asyncio.run(go())
-    assert ex.status == 400 and not ex.streamed and "maximum context length is 4096" in (
-        ex.failure_detail
+    assert (
+        ex.status == 400
+        and not ex.streamed
+        and "maximum context length is 4096" in (ex.failure_detail)
     )
     assert not row.passed and "maximum context length is 4096" in row.detail
     assert "--max-model-len" in row.detail
