@@ -138,7 +138,10 @@ def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
     return load.summary(), load
 
 
-def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResult:
+def _load_row(
+    load: LoadResult, requests: int, max_duration: float, *, window_refused: bool = False
+) -> CheckResult:
+    """The load-test row; ``window_refused``: the context-window check saw a prompt refused."""
     summary = load.summary()
     done, errors = summary["requests"], summary["errors"]
     kinds = kinds_text(load.errors_by_kind)
@@ -165,6 +168,14 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
             "{head}: {errors} failed ({kinds}). This computer ran out of open files "
             "(ulimit -n), so some requests were never sent: raise the limit or lower the "
             "concurrency, then run the load test again"
+        ).format(head=head, errors=errors, kinds=kinds)
+        return CheckResult("load-test", False, severity, detail)
+    if window_refused and set(load.errors_by_kind) == {"status 400"}:
+        # The lesson's prompts are longer than the server's window: not a matter of load.
+        detail = _(
+            "{head}: {errors} failed ({kinds}). The lesson's prompts are longer than the "
+            "server's context window takes (see context-window): raise the window, or "
+            "measure with a shorter lesson (--lesson-tokens) and shorter replies (--max-tokens)"
         ).format(head=head, errors=errors, kinds=kinds)
         return CheckResult("load-test", False, severity, detail)
     detail = _(
@@ -272,7 +283,9 @@ async def _load_part(
         progress=progress,
         workload=work,
     )
-    checks.append(_load_row(load, requests, max_duration))
+    refused = any(c.name == "context-window" and not c.passed and c.severity == "error"
+                  for c in checks)  # fmt: skip
+    checks.append(_load_row(load, requests, max_duration, window_refused=refused))
     return load, work.info()
 
 

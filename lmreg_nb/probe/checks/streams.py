@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ...i18n import _, clauses, listing, ngettext
-from ...summary.client import ClientLag, Stall
+from ...summary.client import STALL_MS, ClientLag, Stall
 from ...terminal import snippet
 from ..text.client_text import seconds
 from ..wire.exchange import Exchange
@@ -33,6 +33,18 @@ def _spread(ex: Exchange) -> str:
     return _("{n} chunks over {spread} ms in {reads} network reads").format(
         n=len(ex.times), spread=f"{(ex.times[-1] - ex.times[0]) * 1000:.0f}", reads=ex.reads
     )
+
+
+#: A reply the server made faster than this (ms, by its own timings) arrives in one lump
+#: at any client late by less than the stalls the client notes (twice STALL_MS).
+TOO_FAST_MS = 2 * STALL_MS
+
+
+def _made_in_ms(ex: Exchange) -> float | None:
+    """How long the server took to make the reply's tokens, by its own timings (llama.cpp's
+    ``predicted_ms``); None when it does not say."""
+    timings = ex.timings or {}
+    return timings.get("predicted_ms")
 
 
 def stalls_during(client: ClientLag | None, exchanges: list[Exchange]) -> list[Stall]:
@@ -65,6 +77,12 @@ def _burst(
             "the first stream arrived in one lump, a second one streamed ({spread}): "
             "a passing stall, not a buffering proxy"
         ).format(spread=_spread(again))
+    made_ms = _made_in_ms(ex)
+    if made_ms is not None and made_ms < TOO_FAST_MS:
+        return False, _(
+            "could not tell: the server made the whole reply in {ms} ms (its own timings), "
+            "faster than the chunks can arrive apart at a client a little late"
+        ).format(ms=f"{made_ms:.0f}")
     lumps = [ex] + ([again] if again is not None and again.streamed and again.times else [])
     if all(stalls_during(client, [lump]) for lump in lumps):
         stalls = stalls_during(client, lumps)
