@@ -49,12 +49,20 @@ def _failed(report: dict) -> dict[str, str]:
             if c["severity"] == "error" and c["passed"] is False}  # fmt: skip
 
 
+#: What each peer's window takes: vLLM 4096 tokens; the tiny GGUF was trained for 2048
+#: (n_ctx_train), so llama-server caps every slot there whatever -c says.
+_SIZES = {
+    "vllm": ("--context-need", "3500"),
+    "llama_server": ("--context-need", "2000", "--lesson-tokens", "800", "--max-tokens", "100"),
+}
+
+
 @pytest.mark.parametrize("which", ["vllm", "llama_server"])
 def test_every_required_check_but_the_address_passes(
     which: str, request: pytest.FixtureRequest
 ) -> None:
     peer: Peer = request.getfixturevalue(which)
-    _, report = _check(peer, "--requests", "8", "--concurrency", "2", "--context-need", "3500")
+    _, report = _check(peer, "--requests", "8", "--concurrency", "2", *_SIZES[which])
     failed = _failed(report)
     assert set(failed) <= _ADDRESS_CHECKS, failed
     # The client watched itself over the whole run (contract: "The client checks itself").
@@ -112,3 +120,12 @@ def test_u_fffd_the_model_wrote_is_never_a_failed_stream(vllm: Peer) -> None:
         severities.append(row.passed)
     if all(severities):
         pytest.fail("no reply held U+FFFD: serve the random-weights model (VLLM_TINY=random)")
+
+
+def test_llama_server_shows_its_own_timings(llama_server: Peer) -> None:
+    _, report = _check(llama_server, "--context-need", "1000")
+    server = report["server"]
+    assert server is not None and server["source"] == "llamacpp-timings", report
+    assert server["requests"] >= 1 and server["ttft_ms"]["p50"] is not None
+    buffered = next(c for c in report["checks"] if c["name"] == "stream-not-buffered")
+    assert buffered["passed"], buffered["detail"]  # a fast server is no buffering proxy

@@ -256,6 +256,8 @@ async def _read_body(reply: httpx.Response, ex: Exchange) -> None:
     if ex.stream_requested and isinstance(ex.json_body, dict) and "choices" in ex.json_body:
         # A streamed request answered with one body: the whole text arrives at once.
         ex.take_whole(ex.json_body, time.perf_counter())
+    elif isinstance(ex.json_body, dict):
+        ex.take_timings(ex.json_body)  # llama.cpp's own times ride on a whole reply too
 
 
 async def _read_stream(

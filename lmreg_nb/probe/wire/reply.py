@@ -135,7 +135,7 @@ class Reply:
         usage = usage_of(obj)
         if usage is not None:
             self.usage = usage
-        self._timed(obj)
+        self.take_timings(obj)
         choices = obj.get("choices")
         if not choices:
             if usage is not None:
@@ -174,10 +174,10 @@ class Reply:
         usage = usage_of(obj)
         if usage is not None:
             self.usage = usage
-        self._timed(obj)
+        self.take_timings(obj)
         return added
 
-    def _timed(self, obj: dict[str, Any]) -> None:
+    def take_timings(self, obj: dict[str, Any]) -> None:
         """Keep llama.cpp's ``timings`` (finite, non-negative numbers only: untrusted)."""
         timings = obj.get("timings")
         if not isinstance(timings, dict):
