@@ -138,6 +138,11 @@ def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
     return load.summary(), load
 
 
+#: How a server answers a prompt longer than its window: vLLM and llama.cpp a 400;
+#: llama-cpp-python a 200 stream that closes without an event.
+TOO_LONG_KINDS = frozenset({"status 400", "bad stream"})
+
+
 def _load_row(
     load: LoadResult, requests: int, max_duration: float, *, window_refused: bool = False
 ) -> CheckResult:
@@ -170,7 +175,7 @@ def _load_row(
             "concurrency, then run the load test again"
         ).format(head=head, errors=errors, kinds=kinds)
         return CheckResult("load-test", False, severity, detail)
-    if window_refused and set(load.errors_by_kind) == {"status 400"}:
+    if window_refused and errors == done and set(load.errors_by_kind) <= TOO_LONG_KINDS:
         # The lesson's prompts are longer than the server's window: not a matter of load.
         detail = _(
             "{head}: {errors} failed ({kinds}). The lesson's prompts are longer than the "
