@@ -130,9 +130,13 @@ class PrefixCache:
     stalls: int = 0
     worst_stall_ms: float = 0.0
     hit_share: float | None = None
+    #: Why it was not measured: the error kind of a student's question that failed
+    #: (``"status 400"``, ``"timeout"``, ``"bad stream"``...); None: it was measured.
+    failure: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"reused", "first_ms", "next_ms", "stalls", "worst_stall_ms", "hit_share"}``."""
+        """``{"reused", "first_ms", "next_ms", "stalls", "worst_stall_ms", "hit_share",
+        "failure"}``."""
         return {
             "reused": self.reused,
             "first_ms": self.first_ms,
@@ -140,6 +144,7 @@ class PrefixCache:
             "stalls": self.stalls,
             "worst_stall_ms": round(self.worst_stall_ms, 1),
             "hit_share": self.hit_share,
+            "failure": self.failure,
         }
 
     @classmethod
@@ -157,12 +162,18 @@ class PrefixCache:
             max(0, int_or_none(found.get("stalls")) or 0),
             max(0.0, float_or_none(found.get("worst_stall_ms")) or 0.0),
             min(1.0, max(0.0, share)) if share is not None else None,
+            _kind_or_none(found.get("failure")),
         )
 
     def sentence(self) -> str:
         """The finding in one sentence, with the fix when the lesson is not reused."""
         first = f"{self.first_ms:.0f}" if self.first_ms is not None else "-"
         later = f"{self.next_ms:.0f}" if self.next_ms is not None else "-"
+        if self.failure is not None:
+            return _(
+                "Not measured whether the server reuses the shared lesson: a student's"
+                " question about it failed ({why})."
+            ).format(why=_failure_label(self.failure))
         if self.hit_share is not None and self.reused is not None:
             return self._counted(first, later)
         if self.reused:
@@ -220,3 +231,23 @@ class PrefixCache:
             " the whole lesson. Turn on a prefix cache: vLLM --enable-prefix-caching,"
             " llama.cpp --cache-reuse 256."
         ).format(share=share)
+
+
+def _kind_or_none(value: Any) -> str | None:
+    """A recorded error kind (a short identifier), or None."""
+    return value[:40] if isinstance(value, str) and value else None
+
+
+def _failure_label(kind: str) -> str:
+    """An error kind as people read it (the load test's labels)."""
+    if kind.startswith("status "):
+        return "HTTP " + kind.removeprefix("status ")
+    labels = {
+        "connect": _("cannot connect"),
+        "timeout": _("timed out"),
+        "transport": _("connection broke"),
+        "bad stream": _("malformed stream"),
+        "bad body": _("malformed reply"),
+        "cut stream": _("cut stream"),
+    }
+    return labels.get(kind, kind)

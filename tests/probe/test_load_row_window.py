@@ -30,6 +30,9 @@ def test_a_lesson_longer_than_the_window_is_not_called_a_load_problem(lang: str)
     load = rows["load-test"]
     assert not load.passed and "context-window" in load.detail, load.detail
     assert "rate limits" not in load.detail
+    # The prefix-cache finding says why it is missing (before: no row, no reason).
+    prefix = rows["prefix-cache"]
+    assert "HTTP 400" in prefix.detail, prefix.detail
     words = re.sub(r"\(.*?\)", "", load.detail)
     assert bool(re.search(r"[\u4e00-\u9fff]", words)) is (lang == "zh-CN")
 

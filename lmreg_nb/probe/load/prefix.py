@@ -130,7 +130,8 @@ async def prefix_probe(
     """The samples of the module docstring, one request at a time (also the warm-up).
 
     Returns whether the server answered the first request within ``bound_s``, and the
-    finding (None when a request went unanswered). ``lag``: the run's watch on the
+    finding (None when the first, short question went unanswered; "not measured" with
+    the error kind when a student's question about the lesson failed). ``lag``: the run's watch on the
     client's own stalls (one of its own is kept when none is given).
     """
     if lag is not None:
@@ -158,9 +159,11 @@ async def _probe(
     shorts = [first]
     lesson: list[Sample] = []
     for _i in range(1 + LATER):
-        _answered, waited = await _timed(work.connect(target), bound_s)
-        if waited is None:
-            return True, None
+        conn = work.connect(target)
+        _answered, waited = await _timed(conn, bound_s)
+        if waited is None:  # the lesson's question failed: say how, not nothing
+            kind = conn.current.failure if conn.current is not None else None
+            return True, PrefixCache(None, failure=kind or "timeout")
         lesson.append(waited)
     after = await _metrics(target) if before is not None else None
     _answered, again = await _timed(ChatConnection(target, short), bound_s)
