@@ -222,8 +222,7 @@ def render_summary_text(s: Summary) -> str:
     if busy is not None:
         lines.append("  " + busy)
     # Details may quote a server: control and bidi characters made visible, as on a terminal.
-    return terminal_text("
-".join(lines), lines=True, limit=None)
+    return terminal_text("\n".join(lines), lines=True, limit=None)
 
 
 def _performance_lines(perf: Mapping[str, Any]) -> list[str]:
