@@ -131,8 +131,8 @@ async def prefix_probe(
 
     Returns whether the server answered the first request within ``bound_s``, and the
     finding (None when the first, short question went unanswered; "not measured" with
-    the error kind when a student's question about the lesson failed). ``lag``: the run's watch on the
-    client's own stalls (one of its own is kept when none is given).
+    the error kind when a student's question about the lesson failed). ``lag``: the run's
+    watch on the client's own stalls (one of its own is kept when none is given).
     """
     if lag is not None:
         return await _probe(work, target, bound_s, lag)
