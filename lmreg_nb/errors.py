@@ -15,7 +15,7 @@ LmregError                      base: str(exc) is one line that says what to do
 │   │   └── CredentialsError    40102 wrong appId or appSecret
 │   ├── PermissionDeniedError   40300 X-ENV missing or not the token's env
 │   ├── NotFoundError           40400
-│   │   └── ModelNameNotFound   no model of this modelName (check --registered NAME)
+│   │   └── ModelNameNotFoundError no model of this modelName (check --registered NAME)
 │   ├── ConflictError           40900 modelName already used
 │   ├── PayloadTooLargeError    41300
 │   ├── RateLimitError          42900 (.retry_after)
@@ -36,6 +36,7 @@ same (no advice said twice).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .i18n import N_, _, pgettext
 from .terminal import terminal_text
@@ -50,7 +51,7 @@ __all__ = [
     "CredentialsError",
     "LmregError",
     "MalformedResponseError",
-    "ModelNameNotFound",
+    "ModelNameNotFoundError",
     "NotFoundError",
     "OutcomeUnknownError",
     "PayloadTooLargeError",
@@ -273,20 +274,16 @@ class NotFoundError(APIError):
     meaning = N_("there is no model with this modelId in the account")
 
 
-class ModelNameNotFound(NotFoundError):
+class ModelNameNotFoundError(NotFoundError):
     """No model of this modelName in the account: the account's list said so (no request
     failed), so the message is said as it is, without "listing the models failed" or
     the modelId advice of a 40400."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        # Said as it is: the account's list answered, nothing else failed.
         LmregError.__init__(self, message)
-        self.status = None
-        self.code = None
-        self.server_message = ""
-        self.request_id = None
         self.operation = "query-models"
-        self.server = False
-        self.typed = False
 
 
 class ConflictError(APIError):

@@ -39,7 +39,7 @@ def test_index_has_readable_widths_and_no_repeated_error(tmp_path: Path) -> None
     by_text = {text: cls for cls, text in cells}
     assert "nowrap" in by_text["成功"] and "nowrap" in by_text["失败"]
     assert "school" in by_text["第一中学"]  # a min-width: not one character a line
-    assert any("nowrap" in cls and "25" in text for cls, text in cells)  # the counts
+    assert any("checks" in cls and "25" in text for cls, text in cells)  # the counts
     assert page.count("nothing listens on 127.0.0.1:9") == 1  # in the go-live cell only
     assert "kernel died" in page  # a run without a summary still says why
 

@@ -162,7 +162,7 @@ def test_configuration_masks_secrets() -> None:
     text = repr(outcome) + outcome._repr_html_()
     assert "abcdefgh" not in text and "…5678" in text
     assert "LMREG_APP_ID: not set" in repr(outcome) and not outcome.ok
-    assert ".env: none read: the values above come from the environment" in repr(outcome)
+    assert ".env: none found" in repr(outcome)
 
 
 def test_outcome_html_escapes_server_text() -> None:

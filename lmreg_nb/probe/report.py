@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker
+from ..summary.client import ClientLag
 from ..summary.performance import Performance
+from ..summary.server import ServerFigures
 from ..summary.workload import Workload
 from .blocking import blocking
 from .checks.conformance import CheckResult, Conformance
@@ -29,12 +31,14 @@ from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .load.metrics import request_metrics
 from .load.prefix import prefix_probe
 from .load.workload import WorkloadSpec, check_workload, prepare_workload
+from .loop_lag import LoopLag
 from .target import Target
 from .text.checks import worded
 from .text.report_text import format_report, sorted_checks
 from .wire.chat import ChatEndpointError
 from .wire.exchange import Exchange
 from .wire.reasons import LOCAL_LIMIT, kinds_text
+from .wire.server_metrics import figures_between, llamacpp_figures, read_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,6 +71,10 @@ class EndpointReport:
     chat_error: str | None = None  # why that reply failed (one line, masked)
     #: What the load test sent (None: no load test ran).
     workload: Workload | None = None
+    #: The toolkit's own stalls over the whole run (checks, prefix probe, load test).
+    client: ClientLag | None = None
+    #: What the server measured itself over the run (None: it publishes nothing we read).
+    server: ServerFigures | None = None
 
     @property
     def ok(self) -> bool:
@@ -79,11 +87,14 @@ class EndpointReport:
         return [c for c in _sorted(self.checks) if c.failed]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"checks": [...], "summary": {...}, "workload": {...} | None}`` (DESIGN.md)."""
+        """``{"checks": [...], "summary": {...}, "workload": {...} | None, "client": {...}
+        | None, "server": {...} | None}`` (DESIGN.md)."""
         return {
             "checks": [c.to_json() for c in self.checks],
             "summary": self.summary.to_json(),
             "workload": self.workload.to_json() if self.workload is not None else None,
+            "client": self.client.to_json() if self.client is not None else None,
+            "server": self.server.to_json() if self.server is not None else None,
         }
 
     def checks_frame(self) -> pd.DataFrame:
@@ -127,7 +138,15 @@ def _single_summary(ex: Exchange | None) -> tuple[Performance, LoadResult]:
     return load.summary(load_test=False), load
 
 
-def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResult:
+#: How a server answers a prompt longer than its window: vLLM and llama.cpp a 400;
+#: llama-cpp-python a 200 stream that closes without an event.
+TOO_LONG_KINDS = frozenset({"status 400", "bad stream"})
+
+
+def _load_row(
+    load: LoadResult, requests: int, max_duration: float, *, window_refused: bool = False
+) -> CheckResult:
+    """The load-test row; ``window_refused``: the context-window check saw a prompt refused."""
     summary = load.summary()
     return judge_load(
         done=summary.requests,
@@ -139,6 +158,7 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
         kinds=kinds_text(load.errors_by_kind),
         local_limit=LOCAL_LIMIT in load.errors_by_kind,
         cut_streams=load.cut_streams,
+        too_long=window_refused and set(load.errors_by_kind) <= TOO_LONG_KINDS,
     )
 
 
@@ -173,40 +193,68 @@ async def check_endpoint_async(
     spec = dataclasses.replace(workload or WorkloadSpec(), context_need=context_need)
     if requests > 0:
         check_workload(spec)
-    async with make_client(target.timeout) as client:
+    # One watch on the toolkit's own stalls over the whole run (contract: "The client
+    # checks itself"), and the server's own figures read before and after it.
+    async with LoopLag() as lag, make_client(target.timeout) as client:
+        before = await read_metrics(client, target)
         conf, chat = await run_checks(
             client,
             target,
             max_tokens=min(max_tokens, 64),
             chat_prompt=chat_prompt,
             context_need=context_need,
+            lag=lag,
         )
-    checks = list(conf.checks)
-    load: LoadResult | None = None
-    used: Workload | None = None
-    if requests > 0 and conf.answered_stream:
-        log.info("load test: %d requests at concurrency %d", requests, concurrency)
-        work = await prepare_workload(target, spec)
-        if work.lesson_mode:  # before the load, students alone: the prefix cache
-            _answered, found = await prefix_probe(work, target, target.timeout)
-            if found is not None:
-                checks.append(judge_prefix_cache(found))
-        load = await run_load(
-            target,
-            requests,
-            concurrency,
-            max_duration=max_duration,
-            max_tokens=max_tokens,
-            progress=progress,
-            workload=work,
-        )
-        checks.append(_load_row(load, requests, max_duration))
-        used = work.info()
-    elif requests > 0:
-        checks.append(load_not_run(conf.stage))
+        checks = list(conf.checks)
+        load, used = await _load_part(
+            target, checks, conf, spec, lag, requests, concurrency, max_duration, max_tokens,
+            progress,
+        )  # fmt: skip
+        after = await read_metrics(client, target) if before is not None else None
     report = _report(target, checks, conf, chat, load)
     report.workload = used
+    report.client = lag.result()
+    report.server = figures_between(before, after) or llamacpp_figures(conf.exchanges())
     return report
+
+
+async def _load_part(
+    target: Target,
+    checks: list[CheckResult],
+    conf: Conformance,
+    spec: WorkloadSpec,
+    lag: LoopLag,
+    requests: int,
+    concurrency: int,
+    max_duration: float,
+    max_tokens: int,
+    progress: bool,
+) -> tuple[LoadResult | None, Workload | None]:
+    """The prefix probe and the load test (their rows join ``checks``), when asked for."""
+    if requests <= 0:
+        return None, None
+    if not conf.answered_stream:
+        checks.append(load_not_run(conf.stage))
+        return None, None
+    log.info("load test: %d requests at concurrency %d", requests, concurrency)
+    work = await prepare_workload(target, spec)
+    if work.lesson_mode:  # before the load, students alone: the prefix cache
+        _answered, found = await prefix_probe(work, target, target.timeout, lag=lag)
+        if found is not None:
+            checks.append(judge_prefix_cache(found))
+    load = await run_load(
+        target,
+        requests,
+        concurrency,
+        max_duration=max_duration,
+        max_tokens=max_tokens,
+        progress=progress,
+        workload=work,
+    )
+    refused = any(c.name == "context-window" and c.failed and c.severity == "error"
+                  for c in checks)  # fmt: skip
+    checks.append(_load_row(load, requests, max_duration, window_refused=refused))
+    return load, work.info()
 
 
 #: The blocking twin of :func:`check_endpoint_async` (same parameters).

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext, pgettext
 from ..probe.text.capacity_text import capacity_line
+from ..probe.text.client_text import client_sentence, server_lines
 from ..probe.text.performance import answer_wait_sentence, ms
 from ..probe.text.workload_text import prefix_sentence, workload_sentence
 from ..severity import severity_label
@@ -22,6 +23,7 @@ from ..summary import (
     step_label,
 )
 from ..summary.fields import one_line
+from ..terminal import shown_name, terminal_text
 
 __all__ = [
     "PERCENTILE_ROWS",
@@ -29,6 +31,7 @@ __all__ = [
     "below_class",
     "capacity_found",
     "fmt",
+    "fmt_name",
     "go_live_verdict",
     "local_time",
     "measured_nothing",
@@ -110,6 +113,12 @@ def fmt(value: Any) -> str:
     if isinstance(value, Mapping | list):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def fmt_name(value: Any) -> str:
+    """A name (the school, a contact's, a model's name or id) by the one rule every view
+    shows names with (:func:`lmreg_nb.terminal.shown_name`): one line, capped, nothing hidden."""
+    return shown_name(fmt(value))
 
 
 def local_time(value: Any, lang: str | None = None) -> str:
@@ -230,7 +239,7 @@ def render_summary_text(s: Summary) -> str:
     mark = {True: "[x]", False: "[ ]"}
     lines = [
         _("Onboarding record: {school} — {status}").format(
-            school=fmt(s.school), status=status_badge(s)[1]
+            school=fmt_name(s.school), status=status_badge(s)[1]
         )
     ]
     ok, text = steps_verdict(s)
@@ -241,7 +250,7 @@ def render_summary_text(s: Summary) -> str:
     if s.contact:
         card = s.contact
         contact = pgettext("list separator", ", ").join(
-            fmt(v) for v in (card.name, card.mobile, card.email)
+            fmt_name(v) for v in (card.name, card.mobile, card.email)
         )
         lines.append(_("Contact: {contact}").format(contact=contact))
     for label, value in (
@@ -263,7 +272,8 @@ def render_summary_text(s: Summary) -> str:
     if s.models:
         lines.append(_("Models:"))
         lines += [
-            f"  {fmt(m.model_name)} ({fmt(m.model_id)}) {fmt(m.registry_url)}" for m in s.models
+            f"  {fmt_name(m.model_name)} ({fmt_name(m.model_id)}) {fmt(m.registry_url)}"
+            for m in s.models
         ]
     if s.checks:
         lines.append(_("Checks:"))
@@ -278,7 +288,12 @@ def render_summary_text(s: Summary) -> str:
             lines.append("  " + prefix_sentence(s.capacity.prefix_cache))
     if s.performance:
         lines += _performance_lines(s.performance, s)
-    return "\n".join(lines)
+    lines += ["  " + line for line in server_lines(s.server)]
+    busy = client_sentence(s.client)
+    if busy is not None:
+        lines.append("  " + busy)
+    # Details may quote a server: control and bidi characters made visible, as on a terminal.
+    return terminal_text("\n".join(lines), lines=True, limit=None)
 
 
 def _performance_lines(perf: Performance, summary: Summary) -> list[str]:

@@ -6,6 +6,7 @@
 - :mod:`.capacity`: the recorded capacity search (:class:`CapacityRecord`);
 - :mod:`.performance`: the probe's figures, a load test's or one request's (:class:`Performance`);
 - :mod:`.client`: the client's own event-loop stalls while it measured (:class:`ClientLag`);
+- :mod:`.server`: what the server measured itself meanwhile (:class:`ServerFigures`);
 - :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
   "Contract: records"); it imports the parts, never the reverse;
 - :mod:`.summary`: :class:`Summary` and :func:`build_summary`; :meth:`Summary.from_json`
@@ -38,6 +39,7 @@ from .model import (
 )
 from .performance import Performance
 from .rules import decide
+from .server import ServerFigures
 from .summary import Summary, build_summary
 from .workload import PrefixCache, Workload
 
@@ -62,6 +64,7 @@ __all__ = [
     "Performance",
     "Phase",
     "PrefixCache",
+    "ServerFigures",
     "Severity",
     "Status",
     "Step",

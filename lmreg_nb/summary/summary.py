@@ -16,6 +16,7 @@ from typing import Any
 from ..i18n import _
 from ..models import RegisteredModel
 from .capacity import CapacityRecord
+from .client import ClientLag
 from .fields import int_or_none, list_of, one_line, text_or_none, time_or_none
 from .model import (
     STATUSES,
@@ -30,6 +31,7 @@ from .model import (
 )
 from .performance import Performance
 from .rules import decide, phases
+from .server import ServerFigures
 from .workload import Workload
 
 __all__ = ["Summary", "build_summary"]
@@ -57,6 +59,10 @@ class Summary:
     class_size: int | None = None
     #: What the load test sent (``check --json``'s ``workload``); the capacity has its own.
     workload: Workload | None = None
+    #: The toolkit's own stalls while the checks measured (``check --json``'s ``client``).
+    client: ClientLag | None = None
+    #: What the server measured itself meanwhile (``check --json``'s ``server``).
+    server: ServerFigures | None = None
 
     # -- readers' helpers ----------------------------------------------------
     @property
@@ -101,6 +107,8 @@ class Summary:
             "checks": [c.to_record() for c in self.checks],
             "performance": self.performance.to_record() if self.performance else None,
             "workload": self.workload.to_json() if self.workload is not None else None,
+            "client": self.client.to_json() if self.client is not None else None,
+            "server": self.server.to_json() if self.server is not None else None,
             "capacity": self.capacity.to_json() if self.capacity is not None else None,
             "class_size": self.class_size,
             "status": self.status,
@@ -163,6 +171,8 @@ class Summary:
             phases=[Phase.from_json(p) for p in list_of(data.get("phases"))],
             class_size=class_size,
             workload=Workload.from_json(data.get("workload")),
+            client=ClientLag.from_json(data.get("client")),
+            server=ServerFigures.from_json(data.get("server")),
         )
 
 
@@ -182,6 +192,8 @@ def build_summary(
     generated_at: datetime | None = None,
     target_urls: Sequence[str] | None = None,
     workload: Workload | None = None,
+    client: ClientLag | None = None,
+    server: ServerFigures | None = None,
 ) -> Summary:
     """Make the summary from what happened, deciding status and go_live.
 
@@ -212,4 +224,6 @@ def build_summary(
         phases=phases(step_list, go_live),
         class_size=size,
         workload=workload,
+        client=client,
+        server=server,
     )

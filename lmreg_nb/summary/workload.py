@@ -68,14 +68,24 @@ QUICK_MS = 100.0
 class PrefixCache:
     """Whether the server reused the shared lesson: the first answer against the next one's.
 
-    ``reused`` None: could not tell, either because both came too fast (the lesson costs
-    the server nothing: :attr:`quick`) or because the same question's times wandered by
-    ``noise_ms`` from one ask to the next, more than the lesson could show.
+    ``reused`` None: could not tell: both came too fast (the lesson costs the server
+    nothing: :attr:`quick`), the same question's times wandered by ``noise_ms`` from one
+    ask to the next, more than the lesson could show, or this machine stalled while it
+    timed them (``stalls``, ``worst_stall_ms``). ``hit_share``: the share of the later
+    students' lesson tokens the server's own counters say came from its cache (vLLM's
+    ``/metrics``); when given, the verdict is the server's word, not the timing's.
+    Its words are :mod:`lmreg_nb.probe.checks.measured`'s ``prefix-cache`` row.
     """
 
     reused: bool | None
     first_ms: float | None = None
     next_ms: float | None = None
+    stalls: int = 0
+    worst_stall_ms: float = 0.0
+    hit_share: float | None = None
+    #: Why it was not measured: the error kind of a student's question that failed
+    #: (``"status 400"``, ``"timeout"``, ``"bad stream"``...); None: it was measured.
+    failure: str | None = None
     #: How far the times of alike requests wandered (ms; None: not measured).
     noise_ms: float | None = None
 
@@ -85,11 +95,16 @@ class PrefixCache:
         return max(self.first_ms or 0.0, self.next_ms or 0.0) < QUICK_MS
 
     def to_json(self) -> dict[str, Any]:
-        """``{"reused", "first_ms", "next_ms", "noise_ms"}``."""
+        """``{"reused", "first_ms", "next_ms", "stalls", "worst_stall_ms", "hit_share",
+        "failure", "noise_ms"}``."""
         return {
             "reused": self.reused,
             "first_ms": self.first_ms,
             "next_ms": self.next_ms,
+            "stalls": self.stalls,
+            "worst_stall_ms": round(self.worst_stall_ms, 1),
+            "hit_share": self.hit_share,
+            "failure": self.failure,
             "noise_ms": self.noise_ms,
         }
 
@@ -100,9 +115,19 @@ class PrefixCache:
         if not found:
             return None
         reused = found.get("reused")
+        share = float_or_none(found.get("hit_share"))
         return cls(
             reused if isinstance(reused, bool) else None,
             float_or_none(found.get("first_ms")),
             float_or_none(found.get("next_ms")),
+            max(0, int_or_none(found.get("stalls")) or 0),
+            max(0.0, float_or_none(found.get("worst_stall_ms")) or 0.0),
+            min(1.0, max(0.0, share)) if share is not None else None,
+            _kind_or_none(found.get("failure")),
             float_or_none(found.get("noise_ms")),
         )
+
+
+def _kind_or_none(value: Any) -> str | None:
+    """A recorded error kind (a short identifier), or None."""
+    return value[:40] if isinstance(value, str) and value else None

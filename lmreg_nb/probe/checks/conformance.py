@@ -20,7 +20,9 @@ chat-answers             error     the chat request gets a 2xx (not 429/5xx)
 chat-reply-shape         error     id, object, choices[0].message.role/content,
                                    finish_reason are there
 chat-usage               warning   the reply has usage.completion_tokens
-wrong-key-rejected       error     a made-up key gets 401 or 403
+wrong-key-rejected       error     a made-up key gets 401 or 403 (warning: refused
+                                   with another 4xx, e.g. LiteLLM's 400 "No
+                                   connected db.")
 completion-form          warning   POST .../v1/completions (model, prompt,
                                    temperature) answers with choices[0].text
 errors-are-json          warning   error replies are JSON, not HTML or text
@@ -97,6 +99,10 @@ class Conformance:
     def measured(self) -> Exchange | None:
         """The request the one-request figures describe: the streamed one, else the first."""
         return self.streamed or self.first
+
+    def exchanges(self) -> list[Exchange]:
+        """The plain and the streamed chat request, those that were made."""
+        return [ex for ex in (self.first, self.streamed) if ex is not None]
 
     @property
     def answered_stream(self) -> bool:
@@ -505,6 +511,14 @@ def _wrong_key(seen: Seen, target: Target) -> Check:
         return WRONG_KEY_REJECTED.passed(status=status)
     if 200 <= status < 300:
         return WRONG_KEY_REJECTED.failed("accepted")
+    if 400 <= status < 500 and status != 429:
+        # Refused, so nobody else can use the model, but not as an authentication error
+        # (LiteLLM's proxy without a database: 400 "No connected db."): clients then tell
+        # the school its request is wrong, not its key.
+        said = snippet(ex.failure_detail, 120) or "-"
+        return WRONG_KEY_REJECTED.failed_as(
+            "warning", "refused-otherwise", status=status, said=said
+        )
     return WRONG_KEY_REJECTED.failed("other-status", status=status)
 
 
@@ -518,6 +532,13 @@ WRONG_KEY_REJECTED = Declared(
             N_(
                 "a made-up key was accepted: anyone who finds the URL can use the model. "
                 "Check Authorization: Bearer <apiKey> and answer 401 when it is wrong"
+            )
+        ),
+        "refused-otherwise": Words(
+            N_(
+                "a made-up key was refused, but with HTTP {status} ({said}), not 401 or 403: "
+                "clients will report a bad request instead of a wrong key. Answer a wrong key "
+                "with 401 (LiteLLM's proxy does once it has its database)"
             )
         ),
         "other-status": Words(

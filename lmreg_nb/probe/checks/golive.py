@@ -3,8 +3,10 @@
 =====================  ==============  ==========================================
 name                   severity        passes when
 =====================  ==============  ==========================================
-stream-utf8            error           a streamed reply to a Chinese prompt is
-                                       valid UTF-8 event by event, without U+FFFD
+stream-utf8            error/warning   a streamed reply to a Chinese prompt is
+                                       valid UTF-8 event by event, without U+FFFD;
+                                       a warning when the same request unstreamed
+                                       holds as many (the model writes them)
 max-tokens-honoured    warning         with a small max_tokens the reply has at
                                        most that many tokens, or finish "length"
 model-name-served      warning         the name the platform sends as ``model``
@@ -35,7 +37,7 @@ from ...summary import Check, Fact
 from ...terminal import snippet
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
-from ..wire.shapes import model_ids
+from ..wire.shapes import model_ids, reply_text
 from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate, inspect_certificate
 from .declare import Context, Declared, Request, Seen, Words
 from .requests import PLAIN
@@ -48,10 +50,14 @@ __all__ = [
     "MODEL_NAME_SERVED",
     "STREAM_UTF8",
     "TLS_CERTIFICATE",
+    "UTF8_SEED",
     "ModelList",
+    "cut_in_a_character",
     "get_json",
     "list_models",
     "models_url",
+    "needs_whole",
+    "utf8_body",
 ]
 
 #: The prompt of the stream-utf8 request (a reply in Chinese, many multi-byte characters).
@@ -67,17 +73,56 @@ def _ok(ex: Exchange) -> bool:
 
 
 # -- stream-utf8 ----------------------------------------------------------------------------
+#: The stream-utf8 request's seed: greedy and seeded, the same request asked again without
+#: streaming makes the same tokens, so their texts can be compared.
+UTF8_SEED = 7
+
+
+def utf8_body(target: Target, max_tokens: int, *, stream: bool = True) -> dict[str, Any]:
+    """The stream-utf8 request (and, unstreamed, the one it is compared with)."""
+    return chat_body(target.model, CHINESE_PROMPT, stream=stream, max_tokens=max_tokens,
+                     temperature=0.0, seed=UTF8_SEED)  # fmt: skip
+
+
 async def _utf8_request(ctx: Context, target: Target) -> Exchange:
-    body = chat_body(target.model, CHINESE_PROMPT, stream=True, max_tokens=ctx.max_tokens)
-    return await send(ctx.client, target, body, stream=True)
+    return await send(ctx.client, target, utf8_body(target, ctx.max_tokens), stream=True)
 
 
 #: A streamed reply to a Chinese prompt.
 UTF8 = Request("utf8", _utf8_request)
 
 
+def cut_in_a_character(ex: Exchange) -> bool:
+    """The reply's only U+FFFD ends it and max_tokens ended it: the cap fell inside a
+    character (its first bytes were made, the rest never was)."""
+    text = ex.text
+    return ex.finish == "length" and text.endswith("\ufffd") and text.count("\ufffd") == 1
+
+
+def needs_whole(ex: Exchange) -> bool:
+    """Whether stream-utf8 should compare the stream with the same request unstreamed."""
+    if ex.status is None or not 200 <= ex.status < 300:
+        return False
+    bad = ex.framing.bad_utf8 if ex.framing is not None else 0
+    return not bad and "\ufffd" in ex.text and not cut_in_a_character(ex)
+
+
+async def _utf8_whole(ctx: Context, target: Target, seen: Seen) -> None:
+    """U+FFFD in the stream: the stream's doing, or the model's? Ask once unstreamed."""
+    ex = seen.maybe("utf8")
+    if ex is not None and needs_whole(ex):
+        body = utf8_body(target, ctx.max_tokens, stream=False)
+        seen.set("utf8-whole", await send(ctx.client, target, body, stream=False))
+
+
 def _utf8(seen: Seen, target: Target) -> Check:
-    """The Chinese stream decoded event by event, no U+FFFD in its text."""
+    """The Chinese stream decoded event by event, no U+FFFD in its text.
+
+    When the stream holds U+FFFD, the same request without streaming (``utf8-whole``)
+    tells whose doing it is: as many there, the model itself wrote them (random or
+    badly quantized weights, a byte-fallback tokenizer): a warning about the model,
+    not a failure of the server's streaming.
+    """
     ex = seen.exchange("utf8")
     if not _ok(ex):
         return STREAM_UTF8.failed("request-failed", **seen_facts(ex))
@@ -86,15 +131,35 @@ def _utf8(seen: Seen, target: Target) -> Check:
     garbled = text.count("\ufffd")
     if not text:
         return STREAM_UTF8.failed("no-text")
-    if bad or garbled:
-        where = text.index("\ufffd") if garbled else 0
-        sample = repr(snippet(text[max(0, where - 8) :], 30))
-        return STREAM_UTF8.failed("garbled", garbled=garbled, bad=bad, sample=sample)
+    if bad or (garbled and not cut_in_a_character(ex)):
+        return _garbled(ex, bad, garbled, seen.maybe("utf8-whole"))
     if ex.split_chars:
         return STREAM_UTF8.passed(
             "passed-split", chars=len(text), events=ex.events, split=ex.split_chars
         )
+    if garbled:
+        return STREAM_UTF8.passed("passed-cut-char", chars=len(text), events=ex.events)
     return STREAM_UTF8.passed(chars=len(text), events=ex.events)
+
+
+def _garbled(ex: Exchange, bad: int, garbled: int, whole: Exchange | None) -> Check:
+    """stream-utf8 for a stream holding U+FFFD or bytes that are not UTF-8."""
+    text = ex.text
+    where = text.index("\ufffd") if garbled else 0
+    sample = repr(snippet(text[max(0, where - 8) :], 30))
+    whole_text = reply_text(whole.json_body) if whole is not None and whole.ok else None
+    if bad or whole is None:
+        return STREAM_UTF8.failed("garbled", garbled=garbled, bad=bad, sample=sample)
+    if whole_text is None:
+        return STREAM_UTF8.failed(
+            "garbled-not-compared", garbled=garbled, sample=sample, **seen_facts(whole)
+        )
+    in_whole = whole_text.count("\ufffd")
+    if in_whole >= garbled:
+        return STREAM_UTF8.failed_as(
+            "warning", "model-writes", garbled=garbled, sample=sample, whole=in_whole
+        )
+    return STREAM_UTF8.failed("garbled-vs-whole", garbled=garbled, sample=sample, whole=in_whole)
 
 
 STREAM_UTF8 = Declared(
@@ -115,8 +180,42 @@ STREAM_UTF8 = Declared(
             ),
             count="split",
         ),
+        "passed-cut-char": Words(
+            N_(
+                "a Chinese reply of {chars} characters in {events} events, all valid UTF-8; "
+                "max_tokens cut its last character in two, so that one shows as U+FFFD"
+            )
+        ),
         "request-failed": Words(
             N_("the streamed Chinese request failed ({seen}); it could not be checked")
+        ),
+        "garbled-not-compared": Words(
+            N_(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+                "characters, e.g. {sample}: students see garbled text. The same request "
+                "without streaming could not be compared ({seen}), so whether the server "
+                "sends pieces of characters or the model writes U+FFFD itself is not known; "
+                "check the server's detokenizer and the model's weights"
+            )
+        ),
+        "model-writes": Words(
+            N_(
+                "the model itself writes U+FFFD replacement characters: the streamed reply "
+                "to a Chinese prompt holds {garbled}, e.g. {sample}, and the same request "
+                "without streaming holds {whole}, so the server's streaming is not at fault. "
+                "Students see garbled text where the model writes broken characters (random "
+                "or badly quantized weights, a tokenizer that does not match the model): "
+                "serve the model's original weights and tokenizer, or a better quantization"
+            )
+        ),
+        "garbled-vs-whole": Words(
+            N_(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+                "characters, e.g. {sample}, while the same request without streaming holds "
+                "{whole}: students see garbled text. The server sends pieces of characters "
+                "(byte-level tokens decoded one at a time); update it or its detokenizer so "
+                "each chunk carries whole characters"
+            )
         ),
         "no-text": Words(N_("the streamed Chinese reply carried no text")),
         "garbled": Words(
@@ -132,6 +231,7 @@ STREAM_UTF8 = Declared(
     parts=SAID_PARTS,
     sends=(UTF8,),
     judge=_utf8,
+    again=_utf8_whole,
 )
 
 

@@ -6,7 +6,7 @@ Declared like every check (their words and causes here), judged by the report
 
 from __future__ import annotations
 
-from ...i18n import N_
+from ...i18n import N_, Nn_
 from ...summary import Check, Fact, PrefixCache, Severity
 from .declare import Declared, Words
 
@@ -24,8 +24,11 @@ def judge_load(
     kinds: str,
     local_limit: bool,
     cut_streams: int,
+    too_long: bool = False,
 ) -> Check:
-    """The load test: every request answered, or how many failed and why."""
+    """The load test: every request answered, or how many failed and why. ``too_long``:
+    every failure is how a server answers a prompt over its window, and the
+    context-window check saw one refused: the lesson is too long, not a matter of load."""
     facts: dict[str, Fact] = {
         "head": "deadline" if done < requests else "all",
         "done": done,
@@ -41,6 +44,8 @@ def judge_load(
     if local_limit:
         # Requests this computer could not even send say nothing about the server.
         return LOAD_TEST.failed_as(severity, "local-limit", **facts)
+    if too_long and errors == done:
+        return LOAD_TEST.failed_as(severity, "too-long", **facts)
     cut = "" if not cut_streams else "alone" if concurrency == 1 else "interrupt"
     return LOAD_TEST.failed_as(severity, "errors", cut=cut, **facts)
 
@@ -58,6 +63,14 @@ LOAD_TEST = Declared(
                 "{head}: {errors} failed ({kinds}). This computer ran out of open files "
                 "(ulimit -n), so some requests were never sent: raise the limit or lower the "
                 "concurrency, then run the load test again"
+            )
+        ),
+        "too-long": Words(
+            N_(
+                "{head}: {errors} failed ({kinds}). The lesson's prompts are longer than the "
+                "server's context window takes (see context-window): raise the window, or "
+                "measure with a shorter lesson (--lesson-tokens) and shorter replies "
+                "(--max-tokens)"
             )
         ),
         "errors": Words(
@@ -106,15 +119,31 @@ def load_not_run(stage: str) -> Check:
 
 
 def judge_prefix_cache(found: PrefixCache) -> Check:
-    """Whether the server reused the shared lesson (passed unless it clearly did not)."""
+    """Whether the server reused the shared lesson (passed unless it clearly did not); not
+    judged when a student's question about the lesson failed."""
     facts: dict[str, Fact] = {
         "first": f"{found.first_ms:.0f}" if found.first_ms is not None else "-",
         "next": f"{found.next_ms:.0f}" if found.next_ms is not None else "-",
     }
+    if found.failure is not None:
+        kind = found.failure
+        if kind.startswith("status "):
+            return PREFIX_CACHE.not_judged(
+                "not-measured", why="status", why_status=kind.removeprefix("status ")
+            )
+        return PREFIX_CACHE.not_judged("not-measured", why=kind)
+    if found.hit_share is not None and found.reused is not None:
+        share = f"{found.hit_share * 100:.0f}"
+        if found.reused:
+            return PREFIX_CACHE.passed("counted-reused", share=share, **facts)
+        return PREFIX_CACHE.failed("counted-not-reused", share=share)
     if found.reused:
         return PREFIX_CACHE.passed("reused", **facts)
     if found.reused is False:
         return PREFIX_CACHE.failed("not-reused", **facts)
+    if found.stalls:
+        seconds = f"{found.worst_stall_ms / 1000:.1f}"
+        return PREFIX_CACHE.passed("stalled", n=found.stalls, seconds=seconds, **facts)
     if found.quick:
         slowest = max(found.first_ms or 0.0, found.next_ms or 0.0)
         return PREFIX_CACHE.passed("quick", slowest=f"{slowest:.0f}")
@@ -132,6 +161,39 @@ PREFIX_CACHE = Declared(
                 "The server reuses the shared lesson (a prefix cache): the first student's"
                 " answer started after {first} ms, the next student's after {next} ms."
             )
+        ),
+        "counted-reused": Words(
+            N_(
+                "The server reuses the shared lesson (a prefix cache): by its own counters,"
+                " {share} % of the later students' lesson tokens came from its cache (the"
+                " first student's answer started after {first} ms, the next student's after"
+                " {next} ms)."
+            )
+        ),
+        "counted-not-reused": Words(
+            N_(
+                "The server does not reuse the shared lesson: by its own counters, {share} % of"
+                " the later students' lesson tokens came from a cache, so every student pays for"
+                " the whole lesson. Turn on a prefix cache: vLLM --enable-prefix-caching,"
+                " llama.cpp --cache-reuse 256."
+            )
+        ),
+        "not-measured": Words(
+            N_(
+                "Not measured whether the server reuses the shared lesson: a student's"
+                " question about it failed ({why})."
+            )
+        ),
+        "stalled": Words(
+            *Nn_(
+                "Could not tell whether the server reuses the shared lesson: this machine"
+                " stalled {n} time, up to {seconds} s, while it timed the answers (the first"
+                " student's started after {first} ms, the next students' after {next} ms).",
+                "Could not tell whether the server reuses the shared lesson: this machine"
+                " stalled {n} times, up to {seconds} s, while it timed the answers (the first"
+                " student's started after {first} ms, the next students' after {next} ms).",
+            ),
+            count="n",
         ),
         "wandered": Words(
             N_(
@@ -162,5 +224,16 @@ PREFIX_CACHE = Declared(
                 " llama.cpp --cache-reuse 256."
             )
         ),
+    },
+    parts={
+        "why": {
+            "status": Words("HTTP {status}", raw=True),
+            "connect": Words(N_("cannot connect")),
+            "timeout": Words(N_("timed out")),
+            "transport": Words(N_("connection broke")),
+            "bad stream": Words(N_("malformed stream")),
+            "bad body": Words(N_("malformed reply")),
+            "cut stream": Words(N_("cut stream")),
+        }
     },
 )

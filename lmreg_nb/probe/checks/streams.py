@@ -28,6 +28,7 @@ import json
 
 from ...i18n import N_, Nn_
 from ...summary import Check, Fact
+from ...summary.client import STALL_MS, ClientLag, Stall
 from ...terminal import snippet
 from ..target import Target
 from ..wire.exchange import Exchange
@@ -39,6 +40,7 @@ __all__ = [
     "STREAM_ANSWERS",
     "STREAM_CHECKS",
     "looks_buffered",
+    "stalls_during",
 ]
 
 
@@ -271,10 +273,33 @@ async def _look_again(ctx: Context, target: Target, seen: Seen) -> None:
         seen.set("streamed-again", await STREAMED.send(ctx, target))
 
 
+#: A reply the server made faster than this (ms, by its own timings) arrives in one lump
+#: at any client late by less than the stalls the client notes (twice STALL_MS).
+TOO_FAST_MS = 2 * STALL_MS
+
+
+def _made_in_ms(ex: Exchange) -> float | None:
+    """How long the server took to make the reply's tokens, by its own timings (llama.cpp's
+    ``predicted_ms``); None when it does not say."""
+    timings = ex.timings or {}
+    made = timings.get("predicted_ms")
+    return float(made) if isinstance(made, int | float) else None
+
+
+def stalls_during(client: ClientLag | None, exchanges: list[Exchange]) -> list[Stall]:
+    """The client's stalls that overlap the exchanges' times (sent to last piece)."""
+    if client is None:
+        return []
+    windows = [(ex.t_start, ex.times[-1] if ex.times else ex.t_end) for ex in exchanges]
+    return [s for s in client.intervals if any(s.start < end and s.end > a for a, end in windows)]
+
+
 def _not_buffered(seen: Seen, target: Target) -> Check | None:
     """Judged again on a second stream when the first came in one lump: a busy server or
     a busy checker can deliver one stream in a lump too; a proxy that buffers does it
-    every time."""
+    every time. A lump that came while the checker itself stalled (its ``client-lag``)
+    proves nothing: a stalled client reads a stream's chunks in one go, as a buffering
+    proxy sends them; nor does a reply the server made too fast to arrive apart."""
     ex = _streamed(seen)
     if ex is None:
         return None
@@ -286,6 +311,16 @@ def _not_buffered(seen: Seen, target: Target) -> Check | None:
         return STREAM_NOT_BUFFERED.passed("spread", spread="chunks", **_spread(ex, "spread"))
     if again is not None and again.streamed and len(again.times) >= 3 and not looks_buffered(again):
         return STREAM_NOT_BUFFERED.passed("stall", spread="chunks", **_spread(again, "spread"))
+    made_ms = _made_in_ms(ex)
+    if made_ms is not None and made_ms < TOO_FAST_MS:
+        return STREAM_NOT_BUFFERED.passed("too-fast", ms=f"{made_ms:.0f}")
+    client = seen.get("client-lag")
+    lag = client if isinstance(client, ClientLag) else None
+    lumps = [ex] + ([again] if again is not None and again.streamed and again.times else [])
+    if all(stalls_during(lag, [lump]) for lump in lumps):
+        stalls = stalls_during(lag, lumps)
+        worst = f"{max(s.ms for s in stalls) / 1000:.1f}"
+        return STREAM_NOT_BUFFERED.passed("client-stalled", n=len(stalls), seconds=worst)
     spread = times[-1] - times[0]
     waited = times[0] - ex.t_start
     return STREAM_NOT_BUFFERED.failed(
@@ -311,6 +346,23 @@ STREAM_NOT_BUFFERED = Declared(
                 "the first stream arrived in one lump, a second one streamed ({spread}): "
                 "a passing stall, not a buffering proxy"
             )
+        ),
+        "too-fast": Words(
+            N_(
+                "could not tell: the server made the whole reply in {ms} ms (its own timings), "
+                "faster than the chunks can arrive apart at a client a little late"
+            )
+        ),
+        "client-stalled": Words(
+            *Nn_(
+                "could not tell: this machine stalled {n} time, up to {seconds} s, while the "
+                "stream arrived in one lump; a client that stalls reads a stream so, as a "
+                "buffering proxy would send it",
+                "could not tell: this machine stalled {n} times, up to {seconds} s, while the "
+                "stream arrived in one lump; a client that stalls reads a stream so, as a "
+                "buffering proxy would send it",
+            ),
+            count="n",
         ),
         "buffered": Words(
             N_(

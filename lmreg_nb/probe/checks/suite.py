@@ -41,6 +41,7 @@ from typing import Any
 import httpx
 
 from ..._tls import tls_context
+from ..loop_lag import LoopLag
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
 from .catalog import CHECKS
@@ -176,6 +177,7 @@ async def run_checks(
     max_tokens: int = 64,
     chat_prompt: str | None = None,
     context_need: int = DEFAULT_CONTEXT_NEED,
+    lag: LoopLag | None = None,
     checks: tuple[Declared, ...] = CHECKS,
 ) -> tuple[Conformance, ChatOutcome]:
     """Every declared check against ``target``; never raises for the server.
@@ -184,7 +186,9 @@ async def run_checks(
     ``model`` too when it differs from ``target.model``. ``chat_prompt``: one
     streamed chat reply made beside the checks (the onboarding's chat step).
     ``context_need``: tokens of the longest prompt the course apps send
-    (context-window). ``checks``: the declarations to run (all, by default).
+    (context-window). ``lag``: the client's own stalls, watched over the run (kept as
+    ``client-lag``): a finding judged on samples taken while it stalled says it could not
+    tell. ``checks``: the declarations to run (all, by default).
     """
     ctx = Context(client, max_tokens, chat_prompt, context_need,
                   "lmreg-probe-wrong-" + secrets.token_hex(8))  # fmt: skip
@@ -197,6 +201,8 @@ async def run_checks(
         for check in checks:
             if check.again is not None:
                 await check.again(ctx, target, seen)
+    if lag is not None:
+        seen.set("client-lag", lag.result())
     rows = judge(checks, seen, target)
     plain = seen.maybe("plain")
     result = Conformance(rows, first=plain, stage=seen.stage)

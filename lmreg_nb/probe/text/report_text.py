@@ -8,8 +8,11 @@ from typing import Protocol
 from ...i18n import _
 from ...severity import severity_label
 from ...summary import SEVERITIES, Check, Percentiles, Workload
+from ...summary.client import ClientLag
 from ...summary.performance import Performance
+from ...summary.server import ServerFigures
 from ..wire.reasons import kinds_text
+from .client_text import client_sentence, server_lines
 from .performance import answer_wait_sentence, pct_line
 from .workload_text import workload_sentence
 
@@ -30,6 +33,10 @@ class Report(Protocol):
     def workload(self) -> Workload | None: ...
     @property
     def ok(self) -> bool: ...
+    @property
+    def client(self) -> ClientLag | None: ...
+    @property
+    def server(self) -> ServerFigures | None: ...
 
 
 def sorted_checks(checks: Sequence[Check]) -> list[Check]:
@@ -71,6 +78,7 @@ def format_report(report: Report) -> str:
     if s.reasoning_apart:  # a reasoning model: thinking comes first
         lines.append(_("answer ms    {figures}").format(figures=_pct(s.first_answer_ms)))
         lines.append("             " + answer_wait_sentence())
+    lines.extend("             " + line for line in server_lines(report.server))
     lines.append(_("ITL ms       {figures}").format(figures=_pct(s.itl_ms)))
     lines.append(_("latency ms   {figures}").format(figures=_pct(s.latency_ms)))
     rps, tps = s.requests_per_s, s.output_tokens_per_s
@@ -82,6 +90,9 @@ def format_report(report: Report) -> str:
         )
     if report.workload is not None:  # what the load test sent
         lines.append(_("workload: {text}").format(text=workload_sentence(report.workload)))
+    busy = client_sentence(report.client)
+    if busy is not None:
+        lines.append(busy)
     lines.append(
         _("verdict: OK") if report.ok else _("verdict: FAILED (a check of severity error failed)")
     )
