@@ -658,3 +658,17 @@ ERRORS_ARE_JSON = Declared(
     when=frozenset({"refused", "failed", "answered"}),
     unjudged=frozenset({"wrong-path"}),
 )
+
+#: The address's rows, shown first (they need no answer).
+ADDRESS: tuple[Declared, ...] = (URL_HTTPS, URL_PATH, URL_PUBLIC_HOST)
+#: The conformance rows, in the order they are shown (a new one joins here).
+CHECKS: tuple[Declared, ...] = (
+    REACHABLE,
+    KEY_ACCEPTED,
+    CHAT_ANSWERS,
+    CHAT_REPLY_SHAPE,
+    CHAT_USAGE,
+    WRONG_KEY_REJECTED,
+    COMPLETION_FORM,
+    ERRORS_ARE_JSON,
+)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMON",
+    "DECLARED",
     "STAGES",
     "Context",
     "Declared",
@@ -68,6 +69,9 @@ class Words:
     count: str | None = None
     raw: bool = False
 
+
+#: Every declaration made, by check name (the last one made of a name counts).
+DECLARED: dict[str, Declared] = {}
 
 #: Causes any check may have: not judged, for the stage that left nothing to judge.
 COMMON: Mapping[str, Words] = {
@@ -173,6 +177,10 @@ class Declared:
     owners: Mapping[str, Owner] = field(default_factory=dict)
     #: Pieces of its details that vary on their own: fact name -> variant -> words.
     parts: Mapping[str, Mapping[str, Words]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Declared once, found by name (the words of an outcome read back from a record).
+        DECLARED[self.name] = self
 
     def outcome(
         self, cause: str, passed: bool | None, severity: Severity | None = None, /, **facts: Fact

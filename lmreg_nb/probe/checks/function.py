@@ -30,6 +30,7 @@ from ...terminal import snippet
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
 from ..wire.shapes import reply_reasoning, reply_text
+from .context_window import CONTEXT_WINDOW
 from .declare import Context, Declared, Request, Words
 from .golive import UTF8
 from .requests import PLAIN, STREAMED, stream_body
@@ -297,3 +298,6 @@ REASONING_SEPARATED = Declared(
         [seen.maybe(n) for n in ("plain", "streamed", "utf8", "system")], seen.maybe("streamed")
     ),
 )
+
+#: The function rows, in the order they are shown (a new one joins here).
+CHECKS: tuple[Declared, ...] = (SYSTEM_ROLE, CONTEXT_WINDOW, STREAMS_NOT_CUT, REASONING_SEPARATED)

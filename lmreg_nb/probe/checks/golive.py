@@ -543,3 +543,8 @@ TLS_CERTIFICATE = Declared(
     judge=_certificate,
     when=frozenset({"unreached", "wrong-path", "refused", "failed", "answered"}),
 )
+
+#: The row of the connection itself, shown with the address's rows.
+CONNECTION: tuple[Declared, ...] = (TLS_CERTIFICATE,)
+#: The go-live rows, in the order they are shown (a new one joins here).
+CHECKS: tuple[Declared, ...] = (STREAM_UTF8, MAX_TOKENS_HONOURED, MODEL_NAME_SERVED)

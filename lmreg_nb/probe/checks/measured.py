@@ -237,3 +237,6 @@ PREFIX_CACHE = Declared(
         }
     },
 )
+
+#: The rows of what was measured after the checks (judged by the report, not the suite).
+MEASURED: tuple[Declared, ...] = (PREFIX_CACHE, LOAD_TEST)

@@ -37,8 +37,8 @@ from .declare import Context, Declared, Seen, Words
 from .requests import STREAMED
 
 __all__ = [
+    "CHECKS",
     "STREAM_ANSWERS",
-    "STREAM_CHECKS",
     "looks_buffered",
     "stalls_during",
 ]
@@ -472,8 +472,8 @@ STREAM_FRAMING = Declared(
     judge=_framing,
 )
 
-#: The stream rows, in the order they are shown.
-STREAM_CHECKS: tuple[Declared, ...] = (
+#: The stream rows, in the order they are shown (a new one joins here).
+CHECKS: tuple[Declared, ...] = (
     STREAM_ANSWERS,
     STREAM_IS_STREAMED,
     STREAM_CONTENT_TYPE,

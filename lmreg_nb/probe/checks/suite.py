@@ -50,7 +50,7 @@ from .context_window import DEFAULT_CONTEXT_NEED, ContextFinding
 from .declare import Context, Declared, Request, Seen
 from .diagnosis import diagnose
 from .function import looks_cut
-from .requests import CHAT, ChatOutcome
+from .requests import CHAT, PLAIN, ChatOutcome
 
 __all__ = ["CHECK_CONNECTIONS", "ChatOutcome", "judge", "make_client", "requests_of", "run_checks"]
 
@@ -70,8 +70,9 @@ def make_client(timeout: float) -> httpx.AsyncClient:
 
 
 def requests_of(checks: tuple[Declared, ...]) -> dict[str, Request]:
-    """Every request the checks send, once each, by name (the onboarding's chat too)."""
-    found: dict[str, Request] = {}
+    """Every request the checks send, once each, by name; the plain chat (the diagnosis
+    reads it) and the onboarding's chat always."""
+    found: dict[str, Request] = {PLAIN.name: PLAIN}
     for check in checks:
         for request in check.sends:
             found.setdefault(request.name, request)
