@@ -3,13 +3,16 @@
 A small hostile school model (tests/hostile.py's ``/canary/`` paths) puts the
 Authorization header it receives into a 500 JSON error body, an HTML error
 page and the reply itself, in raw, JSON-escaped, URL-encoded and base64 forms
-and in pieces. `lmreg-nb check`, `lmreg-nb onboard` and `lmreg-nb batch` run
-against it as real processes; every byte they print or write is searched with the
-leak detector of tests/leaks.py, written independently of the toolkit's own masker.
+and in pieces. `lmreg-nb check` runs against it in this process (CliRunner: what it
+prints and what it logs), `lmreg-nb onboard` and `lmreg-nb batch` as real processes
+(their notebook runs are processes anyway); every byte they print, log or write is
+searched with the leak detector of tests/leaks.py, written independently of the
+toolkit's own masker.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -17,10 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hostile import echoes, hostile_server
 from leaks import CANARY_KEY, leaks_in
 
+from lmreg_nb.cli import main
 from lmreg_nb.sandbox.process import SandboxInfo
+
+pytestmark = pytest.mark.slow  # a hostile server on loopback; onboard and batch run notebooks
 
 
 @pytest.fixture(scope="module")
@@ -45,23 +52,36 @@ def _files_text(folder: Path) -> dict[Path, str]:
 
 
 @pytest.mark.parametrize("where", ["e500", "ehtml", "ereply"])
-def test_check_never_prints_an_echoed_key(echo_base: str, tmp_path: Path, where: str) -> None:
+def test_check_never_prints_an_echoed_key(
+    echo_base: str,
+    tmp_path: Path,
+    where: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     env = {
         "LMREG_MODEL_URL": f"{echo_base}/{where}/v1/chat/completions",
         "LMREG_MODEL_API_KEY": CANARY_KEY,
         "LMREG_MODEL_NAME": "echo-llm",
         "LMREG_TIMEOUT": "5",
     }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)  # where the load test's figure goes
     for args in (
         ["check"],
         ["check", "--json"],
         ["check", "--requests", "4", "--concurrency", "2"],
     ):
-        done = _cli(args, env, tmp_path, timeout=120)
+        caplog.clear()
+        done = CliRunner().invoke(main, args)
+        assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
         assert "Traceback" not in done.stderr, done.stderr[-2000:]
-        assert done.returncode in (0, 1), done.stderr[-2000:]
+        assert done.exit_code in (0, 1), done.stderr[-2000:]
         out = done.stdout + done.stderr
         assert out.strip(), "check printed nothing"
+        # What a process prints of its logs: warnings and worse (Python's last resort).
+        out += "".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
         assert leaks_in(out, {"apiKey": CANARY_KEY}) == [], f"{args} leaked the key:\n{out[-3000:]}"
 
 
