@@ -29,7 +29,8 @@ from typing import Any
 
 import pytest
 
-#: Files not guarded yet (paths from the repository's root): the later round empties it.
+#: Files not guarded yet (paths from the repository's root; matched by file name, so a file
+#: moved into its room stays listed): the later round of issue 44 empties it.
 UNGUARDED: frozenset[str] = frozenset(
     {
         "tests/probe/test_capacity.py",
@@ -85,6 +86,8 @@ UNGUARDED: frozenset[str] = frozenset(
     }
 )
 
+_NAMES = frozenset(path.rsplit("/", 1)[-1] for path in UNGUARDED)
+
 #: Programs a library runs by itself once per process, not a test's doing: matplotlib asks
 #: fontconfig for the system's fonts when it builds its font cache; Python's
 #: platform.processor() runs uname (openai's client asks it for its request headers).
@@ -114,7 +117,9 @@ class LaneGuard:
         """Whether ``item`` is a fast-lane test of a guarded file."""
         if any(item.get_closest_marker(m) for m in STARTING_MARKERS):
             return False
-        return self.guard_all or item.nodeid.split("::")[0] not in UNGUARDED
+        # By file name: a file of the list moved into its room stays unguarded until it
+        # is emptied (names are unique under tests/, as pytest's prepend import needs).
+        return self.guard_all or item.nodeid.split("::")[0].rsplit("/", 1)[-1] not in _NAMES
 
     # -- what starts something -----------------------------------------------------------
 

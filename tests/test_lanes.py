@@ -102,9 +102,12 @@ def test_the_slow_and_peer_lanes_are_not_guarded(guard: LaneGuard, marker: str) 
 def test_a_file_not_yet_guarded_is_guarded_with_the_flag() -> None:
     if not UNGUARDED:
         return  # every file is guarded: nothing to check
-    item = _Item(sorted(UNGUARDED)[0] + "::t")
+    path = sorted(UNGUARDED)[0]
+    item = _Item(path + "::t")
     assert not LaneGuard().guarded(item)  # type: ignore[arg-type]
     assert LaneGuard(guard_all=True).guarded(item)  # type: ignore[arg-type]
+    moved = _Item("tests/someroom/" + path.rsplit("/", 1)[-1] + "::t")  # moved to its room
+    assert not LaneGuard().guarded(moved)  # type: ignore[arg-type]
 
 
 def test_a_fixture_that_started_something_counts_for_the_fast_tests_using_it(
