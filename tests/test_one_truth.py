@@ -1,19 +1,23 @@
 """Issue 40: one truth on every screen. Every view renders one typed result.
 
 Each test names the item of the issue it covers and fails on the code before it.
-Real parts where the point is what a server does (a mock school model on loopback),
-the platform in this process (tests/app_platform.py), every view in both languages.
+In-process: the platform (tests/app_platform.py) and a school model that answers its
+chat path and 404s elsewhere (an httpx MockTransport the checks' client is given); a
+model that is down is an address where nothing listens (127.0.0.1:9). Every view in
+both languages.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+import json
 import re
-import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from app_platform import AppPlatform, app_platform
 
@@ -27,7 +31,6 @@ from lmreg_nb.records.html import render_summary_html
 from lmreg_nb.records.principal import obstacles, render_principal_html
 from lmreg_nb.records.text import render_summary_text, steps_verdict
 from lmreg_nb.registry.client import RegistryClient
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.settings import Settings
 from lmreg_nb.summary import CapacityRecord, Check, Step, Summary, build_summary
 
@@ -36,23 +39,66 @@ pytestmark = pytest.mark.timeout(120)
 KEY = "sk-one-truth-0123456789abcdef"
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[str]:
-    """A mock school model; its chat endpoint is ``{base}/v1/chat/completions``."""
-    with serving(MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)) as base:
-        yield base
+#: Where the in-process school model answers (never dialled: the transport answers).
+MODEL = "http://127.0.0.1:8766"
+#: An address where nothing listens: a model that is down.
+DOWN = "http://127.0.0.1:9/v1/chat/completions"
+REPLY = {
+    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "ok"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}  # fmt: skip
+
+
+def _chunk(content: str | None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+class _Stream(httpx.AsyncByteStream):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for k in range(6):
+            await asyncio.sleep(0.005)
+            yield _chunk(f"w{k} ")
+        yield _chunk(None, "stop") + b"data: [DONE]\n\n"
+
+
+def _school_model(request: httpx.Request) -> httpx.Response:
+    """The chat path and /v1/models answer; any other path is a 404 (as vLLM's router)."""
+    path = request.url.path
+    if path == "/v1/models":
+        return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
+    if path != "/v1/chat/completions":
+        return httpx.Response(404, json={"detail": "Not Found"})
+    if request.headers.get("authorization") != f"Bearer {KEY}":
+        return httpx.Response(401, json={"error": {"message": "bad key"}})
+    if json.loads(request.content).get("stream"):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Stream())
+    return httpx.Response(200, json=REPLY)
+
+
+@pytest.fixture
+def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks' client talks to :func:`_school_model` (and refuses 127.0.0.1:9)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.port == 9:
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+        return _school_model(request)
+
+    def client(timeout: float) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=timeout, transport=httpx.MockTransport(handle))
+
+    monkeypatch.setattr("lmreg_nb.probe.report.make_client", client)
 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppPlatform]:
     with app_platform(tmp_path_factory.mktemp("one-truth") / "platform.sqlite3") as plat:
         yield plat
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _onboarding(
@@ -115,10 +161,10 @@ def test_item1_the_verdict_says_the_capacity_not_the_class_asked_for(lang: str) 
 
 
 def test_item2_a_url_that_stops_at_v1_is_the_finding_with_the_school_s_own_address(
-    model: str, lang: str
+    in_process: None, lang: str
 ) -> None:
-    url = f"{model}/v1"
-    fixed = f"{model}/v1/chat/completions"
+    url = f"{MODEL}/v1"
+    fixed = f"{MODEL}/v1/chat/completions"
     report = check_endpoint(Target(url, KEY, "m", timeout=5), requests=4)
     rows = {c.name: c for c in report.checks}
     path = rows["url-path"]
@@ -158,8 +204,7 @@ def test_item3_registering_an_address_that_is_down_is_a_warning_not_a_tick(
 ) -> None:
     run, client = _onboarding(platform, tmp_path, lang)
     with client:
-        down = f"http://127.0.0.1:{_closed_port()}/v1/chat/completions"
-        outcome = run.register("down-model", down)
+        outcome = run.register("down-model", DOWN)
     assert outcome.ok and outcome.warning and outcome.mark == "⚠", outcome
     assert "✔" not in outcome._repr_html_()
     said = dict(outcome.rows)
@@ -168,12 +213,19 @@ def test_item3_registering_an_address_that_is_down_is_a_warning_not_a_tick(
 
 
 def test_item2_registering_a_v1_address_names_the_address_to_register(
-    platform: AppPlatform, model: str, tmp_path: Path, lang: str
+    platform: AppPlatform, tmp_path: Path, lang: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import lmreg_nb.onboarding.address as address
+
+    def post(url: str, **_kw: Any) -> httpx.Response:  # the school model, in process
+        return _school_model(httpx.Request("POST", url, headers={"authorization": f"Bearer {KEY}"},
+                                           json={"stream": False}))  # fmt: skip
+
+    monkeypatch.setattr(address, "_post", post)
     run, client = _onboarding(platform, tmp_path, lang)
     with client:
-        outcome = run.register("v1-model", f"{model}/v1")
-    assert not outcome.ok and f"{model}/v1/chat/completions" in repr(outcome)
+        outcome = run.register("v1-model", f"{MODEL}/v1")
+    assert not outcome.ok and f"{MODEL}/v1/chat/completions" in repr(outcome)
 
 
 # -- item 4: no advice the run's own parameters contradict -----------------------------------
@@ -183,10 +235,9 @@ def test_item4_a_model_that_is_down_gets_one_cause_and_no_contradicted_advice(
     platform: AppPlatform, tmp_path: Path, lang: str
 ) -> None:
     run, client = _onboarding(platform, tmp_path, lang, class_size=4)
-    down = f"http://127.0.0.1:{_closed_port()}/v1/chat/completions"
     with client:
         run.connect()
-        run.register("down-model", down)
+        run.register("down-model", DOWN)
         run.list_models()
         run.check_endpoint(8, 2, chat_prompt="Hello")
         figure = run.figure()
@@ -277,16 +328,16 @@ def test_item8_the_html_record_carries_the_summary_card_once(lang: str) -> None:
 
 
 def test_item8_the_checks_panel_shows_the_table_and_leaves_verdict_and_chart_to_their_cells(
-    model: str,
+    in_process: None,
 ) -> None:
     from lmreg_nb.display import Table
     from lmreg_nb.ui.checks import ChecksPanel
 
     run = Onboarding("")
-    run.chat_endpoint._given = (f"{model}/v1/chat/completions", "m")
+    run.chat_endpoint._given = (f"{MODEL}/v1/chat/completions", "m")
     panel = ChecksPanel(run, requests=4, concurrency=2)
     settings = Settings.load(
-        environ={"LMREG_MODEL_URL": f"{model}/v1/chat/completions",
+        environ={"LMREG_MODEL_URL": f"{MODEL}/v1/chat/completions",
                  "LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_NAME": "m"}
     )  # fmt: skip
     run._settings = settings

@@ -11,13 +11,15 @@ the words of the checks' ``reachable`` row: never a green ✔.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..display import Outcome
 from ..i18n import _
 from ..validate import chat_path_fix
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..probe import Target
 
 __all__ = ["Verdict", "address_verdict", "chat_path_fix", "with_address_verdict"]
@@ -37,7 +39,7 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
     body = chat_body(target.model, "ping", stream=False, max_tokens=1, include_usage=False)
     headers = {"Authorization": f"Bearer {target.api_key.reveal()}"}
     try:
-        reply = httpx.post(target.url, json=body, headers=headers, timeout=target.timeout)
+        reply = _post(target.url, json=body, headers=headers, timeout=target.timeout)
     except httpx.HTTPError as exc:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             return "down", _(
@@ -58,6 +60,13 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
             "the model server expects"
         ).format(status=status)
     return "ok", _("answered a chat: HTTP {status}").format(status=status)
+
+
+def _post(url: str, *, json: Any, headers: dict[str, str], timeout: float) -> httpx.Response:
+    """One POST to the address (tests hand it a school model in this process)."""
+    import httpx
+
+    return httpx.post(url, json=json, headers=headers, timeout=timeout)
 
 
 def with_address_verdict(outcome: Outcome, target: Target) -> Outcome:
