@@ -526,5 +526,7 @@ CONTEXT_WINDOW = Declared(
         },
     },
     sends=(CONTEXT,),
-    judge=lambda seen, target: judge_context(seen.get("context")),
+    judge=lambda seen, target: (
+        judge_context(found) if (found := seen.of("context", ContextFinding)) else None
+    ),
 )

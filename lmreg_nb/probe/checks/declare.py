@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ...i18n import N_
 from ...summary import Check, Fact, Owner, Severity
@@ -47,6 +47,8 @@ __all__ = [
     "Stage",
     "Words",
 ]
+
+T = TypeVar("T")
 
 #: How far the plain chat request got, which decides what can be judged:
 #: ``unreached`` no HTTP answer; ``wrong-path`` HTTP 404/405 from a path that is not the
@@ -112,19 +114,33 @@ class Request:
 class Seen:
     """What the requests brought back, by request name."""
 
-    def __init__(self, found: Mapping[str, Any] | None = None) -> None:
-        self._found: dict[str, Any] = dict(found or {})
+    def __init__(self, found: Mapping[str, object] | None = None) -> None:
+        self._found: dict[str, object] = dict(found or {})
         #: How far the plain chat got (set by the suite before anything is judged).
         self.stage: Stage = "answered"
 
     def __contains__(self, name: str) -> bool:
         return name in self._found
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> object:
         """The answer kept under ``name`` (None: not sent)."""
         return self._found.get(name)
 
-    def set(self, name: str, value: Any) -> None:
+    def of(self, name: str, kind: type[T]) -> T | None:
+        """The answer kept under ``name`` when it is a ``kind`` (else None)."""
+        found = self._found.get(name)
+        return found if isinstance(found, kind) else None
+
+    def exchanges(self, name: str) -> list[Exchange]:
+        """The exchanges kept under ``name`` (a request that is several, as two streams at
+        once; an empty list when none was sent)."""
+        from ..wire.exchange import Exchange
+
+        found = self._found.get(name)
+        items = found if isinstance(found, list) else [found]
+        return [ex for ex in items if isinstance(ex, Exchange)]
+
+    def set(self, name: str, value: object) -> None:
         """Keep ``value`` under ``name`` (an answer asked for again)."""
         self._found[name] = value
 

@@ -221,7 +221,7 @@ STREAMS_NOT_CUT = Declared(
         },
     },
     sends=(PAIR, STREAMED),
-    judge=lambda seen, target: judge_streams(seen.get("pair") or [], seen.exchange("streamed")),
+    judge=lambda seen, target: judge_streams(seen.exchanges("pair"), seen.exchange("streamed")),
 )
 
 

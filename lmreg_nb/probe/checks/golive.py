@@ -400,7 +400,7 @@ def _name_served(seen: Seen, target: Target) -> Check | None:
     """model-name-served over the names the platform may send, with how to align them."""
     if seen.stage in ("refused", "failed") and not name_suspect(seen, target):
         return None  # the checks stopped early: the name is kept only where it may be why
-    listing = seen.get("models") if isinstance(seen.get("models"), ModelList) else None
+    listing = seen.of("models", ModelList)
     alias = seen.maybe("alias")
     names = [(target.model, seen.exchange("plain"), "model")]
     if alias is not None and target.alias is not None:

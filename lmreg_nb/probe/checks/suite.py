@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import replace
-from typing import Any
 
 import httpx
 
@@ -85,7 +84,7 @@ async def _gather(ctx: Context, requests: dict[str, Request], target: Target) ->
     return Seen(dict(zip(requests, done, strict=True)))
 
 
-def _timed_out(found: Any) -> bool:
+def _timed_out(found: object) -> bool:
     """A request (or the requests of one name) that waited past the read timeout."""
     if isinstance(found, Exchange):
         return found.failure == "timeout"
@@ -96,7 +95,7 @@ def _timed_out(found: Any) -> bool:
     return False
 
 
-def _answered(found: Any) -> bool:
+def _answered(found: object) -> bool:
     """A whole reply came (2xx, nothing broke off)."""
     return isinstance(found, Exchange) and found.status is not None and found.ok
 
@@ -112,7 +111,7 @@ async def _queued_again(
     :data:`QUEUE_CAP_S`); once two requests sent again time out too, the rest stay as seen.
     """
     late = [name for name in requests if _timed_out(seen.get(name))]
-    answered = [ex for name in requests if _answered(ex := seen.get(name))]
+    answered = [ex for name in requests if (ex := seen.maybe(name)) and _answered(ex)]
     if not late or not answered:
         return
     chat = seen.get(CHAT.name)
