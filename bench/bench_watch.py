@@ -125,7 +125,7 @@ def fleet_scenario(
     ``shared_cache``: every school's env_file names one LMREG_TOKEN_CACHE file for all,
     else none does and the fleet gives each school its own (the default).
     """
-    from lmreg_nb.commands.watch import read_fleet
+    from lmreg_nb.watch.fleet import read_fleet
 
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         base = Path(tmp)

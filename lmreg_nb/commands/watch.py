@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from ._types import FiniteRange
-
-if TYPE_CHECKING:
-    from ..watch.fleet import School
 
 __all__ = ["COMMANDS", "watch"]
 
@@ -123,6 +119,7 @@ def watch(
 
     from ..errors import ConfigurationError
     from ..i18n import _
+    from ..watch.fleet import read_fleet
     from ..watch.service import run_watch
     from ..watch.state import default_state_path
     from ..watch.watcher import WatchConfig
@@ -158,45 +155,6 @@ def watch(
     finally:
         logger.removeHandler(handler)
     sys.exit(code)
-
-
-def read_fleet(plan: Path) -> list[School]:
-    """The schools of a batch plan; a bad row is one line naming its line and column.
-
-    A row whose env_file is missing or whose variables are incomplete is kept with its
-    problem: the watch reports it and watches the other schools.
-    """
-    import dataclasses
-    import os
-
-    from ..batch.plan import load_env_file, read_plan
-    from ..errors import LmregError
-    from ..i18n import current_language
-    from ..runner import clean_environment
-    from ..settings import Settings
-    from ..watch.fleet import School
-
-    schools = []
-    for run in read_plan(plan, lang=current_language(), check_contacts=True, env_required=False):
-        name = str(run.parameters.get("school") or run.run_id)
-        email = str(run.parameters.get("contact_email") or "")
-        settings, problem = None, ""
-        try:
-            env = load_env_file(run.env_file, run.run_id) if run.env_file else {}
-            settings = Settings.load(environ=clean_environment(env))
-            settings.require("base_url")
-            if "LMREG_TOKEN_CACHE" not in env and settings.token_cache is not None:
-                # One cache file per school: 1,000 tokens in one file rewrite it 1,000
-                # times under its lock (bench_watch: a first round 3x slower).
-                # Beside the provider's own LMREG_TOKEN_CACHE when it sets one.
-                own = os.environ.get("LMREG_TOKEN_CACHE")
-                folder = Path(own).expanduser().parent if own else settings.token_cache.parent
-                cache = folder / "fleet" / f"{run.run_id}.json"
-                settings = dataclasses.replace(settings, token_cache=cache)
-        except LmregError as exc:
-            settings, problem = None, str(exc)
-        schools.append(School(run.run_id, name, settings, problem, email, run.lang, line=run.line))
-    return schools
 
 
 COMMANDS: list[click.Command] = [watch]

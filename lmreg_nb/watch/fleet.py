@@ -1,9 +1,10 @@
 """The provider's fleet: the schools of a batch plan, each with its account and contact.
 
-The CLI reads the plan (the batch's parser, one line naming the line and the
-column for a bad row) and builds one :class:`School` per row; a row that cannot
-be used (its env_file missing, its variables incomplete) keeps its ``problem``
-and is reported by the watch, never stopping the others. A school's alerts go
+:func:`read_fleet` reads the plan (:mod:`lmreg_nb.plan`, every mistake at once,
+one line each naming the line and the column) and builds one :class:`School`
+per row, with no notebook involved: the watch runs none. A row that cannot be
+used (its env_file missing, its variables incomplete) keeps its ``problem`` and
+is reported by the watch, never stopping the others. A school's alerts go
 by the provider's one mail sender (:func:`mail_target`: the sender's Apprise
 ``mailto://`` URL with ``to=`` set to the school's contact) in the school's
 language.
@@ -11,22 +12,40 @@ language.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, LmregError
 from ..i18n import _
 from ..secret import Masker, Secret
+from ..terminal import terminal_text
 
 if TYPE_CHECKING:
+    from ..plan import PlanRow
     from ..settings import Settings
     from .notify import NotifyTarget
 
-__all__ = ["MAIL_SCHEMES", "School", "mail_target", "parse_mail"]
+__all__ = ["MAIL_SCHEMES", "MAX_NAME", "School", "mail_target", "parse_mail", "read_fleet",
+           "shown_name"]  # fmt: skip
 
 MAIL_SCHEMES = ("mailto", "mailtos")
+#: The longest school or model name shown (a page, a log line, a mail's subject).
+MAX_NAME = 100
+
+
+def shown_name(name: str) -> str:
+    """A name from a plan or a platform as every view shows it: one line, capped.
+
+    Control, bidi and zero-width characters are made visible (terminal.py's rule):
+    a CR LF cannot forge a log line or a mail header, a U+202E cannot turn a name
+    around on the status page; 100,000 characters cost no view a second.
+    """
+    return terminal_text(" ".join(name.split()), limit=MAX_NAME)
 
 
 @dataclass(frozen=True)
@@ -41,6 +60,9 @@ class School:
     contact_email: str = ""
     lang: str | None = None
     line: int = 0
+    #: The secrets the school's account holds (its appSecret, token): masked in its
+    #: model names too.
+    secrets: tuple[Secret, ...] = dataclasses.field(default=(), repr=False)
 
 
 def parse_mail(url: str) -> NotifyTarget:
@@ -71,3 +93,44 @@ def mail_target(mail: NotifyTarget, to: str) -> NotifyTarget:
     shown = Masker(secrets)(url)
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
     return NotifyTarget(Secret(url), digest, shown, tuple(secrets))
+
+
+def read_fleet(plan: Path, *, lang: str | None = None) -> list[School]:
+    """The schools of a plan; every mistake of the plan at once (a PlanError, exit 2).
+
+    A row whose env_file is missing or whose variables are incomplete is kept with its
+    problem: the watch reports it and watches the other schools. ``lang``: the rows'
+    language unless a row has its own (default: the current one).
+    """
+    from ..i18n import current_language
+    from ..plan import read_rows
+
+    rows = read_rows(plan, lang=lang or current_language(), check_contacts=True, env_required=False)
+    return [school_of(row) for row in rows]
+
+
+def school_of(row: PlanRow) -> School:
+    """One plan row as a watched school: its account's settings, or why it has none."""
+    from ..settings import Settings
+
+    name = shown_name(row.cells.get("school") or row.run_id)
+    email = row.contacts.get("contact_email", "")
+    if row.env_problem:
+        return School(row.run_id, name, None, row.env_problem, email, row.lang, row.line)
+    try:
+        # The row's variables only: no .env searched, no ${VAR} expanded, nothing of the
+        # provider's own environment (its LMREG_NOTIFY_MAIL password) reaches a school.
+        settings = Settings.load(environ={**row.env, "LMREG_ENV_FILE": os.devnull})
+        settings.require("base_url")
+        if "LMREG_TOKEN_CACHE" not in row.env and settings.token_cache is not None:
+            # One cache file per school: 1,000 tokens in one file rewrite it 1,000
+            # times under its lock (bench_watch: a first round 3x slower).
+            # Beside the provider's own LMREG_TOKEN_CACHE when it sets one.
+            own = os.environ.get("LMREG_TOKEN_CACHE")
+            folder = Path(own).expanduser().parent if own else settings.token_cache.parent
+            cache = folder / "fleet" / f"{row.run_id}.json"
+            settings = dataclasses.replace(settings, token_cache=cache)
+    except LmregError as exc:
+        return School(row.run_id, name, None, str(exc), email, row.lang, row.line)
+    secrets = tuple(Secret(s) for s in settings.secret_values())
+    return School(row.run_id, name, settings, "", email, row.lang, row.line, secrets)

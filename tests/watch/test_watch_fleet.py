@@ -30,7 +30,7 @@ from watch_helpers import (
     run_round,
 )
 
-from lmreg_nb.commands.watch import read_fleet
+from lmreg_nb.watch.fleet import read_fleet
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.registry.client import RegistryClient
