@@ -81,7 +81,9 @@ class RoundReport:
 
 def school_name(given: str, settings: Settings) -> str:
     """The school's name for alerts: as given, else the platform's host name."""
+    from .names import shown_name
+
     if given.strip():
-        return given.strip()
+        return shown_name(given)
     host, _port, _https = model_host(settings.base_url or "")
-    return host or _("(school not named)")
+    return shown_name(host) or _("(school not named)")

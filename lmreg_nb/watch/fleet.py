@@ -22,30 +22,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, LmregError
 from ..i18n import _
-from ..secret import Masker, Secret
-from ..terminal import terminal_text
+from ..secret import Secret
+from .names import shown_name
 
 if TYPE_CHECKING:
     from ..plan import PlanRow
     from ..settings import Settings
     from .notify import NotifyTarget
 
-__all__ = ["MAIL_SCHEMES", "MAX_NAME", "School", "mail_target", "parse_mail", "read_fleet",
-           "shown_name"]  # fmt: skip
+__all__ = ["MAIL_SCHEMES", "School", "mail_target", "parse_mail", "read_fleet", "school_of"]
 
 MAIL_SCHEMES = ("mailto", "mailtos")
-#: The longest school or model name shown (a page, a log line, a mail's subject).
-MAX_NAME = 100
-
-
-def shown_name(name: str) -> str:
-    """A name from a plan or a platform as every view shows it: one line, capped.
-
-    Control, bidi and zero-width characters are made visible (terminal.py's rule):
-    a CR LF cannot forge a log line or a mail header, a U+202E cannot turn a name
-    around on the status page; 100,000 characters cost no view a second.
-    """
-    return terminal_text(" ".join(name.split()), limit=MAX_NAME)
 
 
 @dataclass(frozen=True)
@@ -83,16 +70,30 @@ def parse_mail(url: str) -> NotifyTarget:
 
 
 def mail_target(mail: NotifyTarget, to: str) -> NotifyTarget:
-    """The sender's URL with ``to=`` the school's contact (any recipient it named replaced)."""
+    """The sender's URL with ``to=`` the school's contact (any recipient it named replaced).
+
+    ``to`` is an address :func:`lmreg_nb.validate.check_email` accepted; it goes in angle
+    brackets, which Apprise reads as one address whatever it holds (``o'brien+x@...``
+    without them became ``brien+x@...``, another mailbox). ConfigurationError (one line)
+    when Apprise would still mail anyone but exactly ``to``.
+    """
+    import apprise
+
     from .notify import NotifyTarget
 
     parts = urlsplit(mail.url.reveal())
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "to"]
-    url = urlunsplit(parts._replace(query=urlencode([*query, ("to", to)])))
+    url = urlunsplit(parts._replace(query=urlencode([*query, ("to", f"<{to}>")])))
+    plugin = apprise.Apprise.instantiate(url)
+    mailed = [address for _name, address in getattr(plugin, "targets", None) or []]
+    if mailed != [to]:
+        raise ConfigurationError(
+            _("the contact address {address} cannot be mailed as it is (Apprise reads {read})")
+            .format(address=to, read=", ".join(mailed) or "-")
+        )  # fmt: skip
     secrets = list(mail.secrets)
-    shown = Masker(secrets)(url)
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
-    return NotifyTarget(Secret(url), digest, shown, tuple(secrets))
+    return NotifyTarget(Secret(url), digest, to, tuple(secrets))
 
 
 def read_fleet(plan: Path, *, lang: str | None = None) -> list[School]:

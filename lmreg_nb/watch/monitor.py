@@ -222,13 +222,13 @@ class Monitor:
             return Outcome(_("no round has run yet: run one above"), [], pending=True)
         states = sorted(states, key=lambda s: -(s.latency_s or 0))[:CHART_MODELS]
         with StateStore(self.state_path) as store:
-            history = {s.model_id: store.history(s.model_id) for s in states}
+            history = {s.key: store.history(s.key) for s in states}
         t = plot_gettext()
         zone = local_zone()
         fig = Figure(figsize=(8, 3.2))
         ax = fig.add_subplot()
         for state in states:
-            rows = history[state.model_id]
+            rows = history[state.key]
             good = [r for r in rows if r.ok and r.latency_s is not None]
             bad = [r for r in rows if not r.ok]
             latency = [r.latency_s or 0.0 for r in good]

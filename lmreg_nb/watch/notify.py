@@ -12,9 +12,11 @@ kept out of ours.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,10 +30,21 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .messages import Message
 
-__all__ = ["SEND_TIMEOUT_S", "Notifier", "NotifyTarget", "parse_targets", "targets_masker"]
+__all__ = [
+    "SEND_CONCURRENCY",
+    "SEND_TIMEOUT_S",
+    "Notifier",
+    "NotifyTarget",
+    "parse_targets",
+    "targets_masker",
+]
 
 #: The longest one notification may take (an SMTP server that does not answer).
 SEND_TIMEOUT_S = 30.0
+#: Targets sent to at once (each send is a thread: Apprise blocks). 500 schools' mails
+#: of ~0.2 s each leave within seconds, and one SMTP server sees at most this many
+#: connections from the watch.
+SEND_CONCURRENCY = 16
 _EXAMPLES = "mailtos://, dingtalk://, wecombot://, feishu://, json://"
 
 
@@ -157,6 +170,21 @@ class Notifier:
         # One Apprise object per target, made at its first message (a fleet has 1,000 mail
         # targets, most of which never get one).
         self._apprise: dict[str, Any] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def asend(self, target: NotifyTarget, message: Message) -> str | None:
+        """:meth:`send` on a thread of the notifier's own (SEND_CONCURRENCY of them)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(SEND_CONCURRENCY, thread_name_prefix="lmreg-send")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, self.send, target, message
+        )
+
+    def close(self) -> None:
+        """Let the sending threads go (a send in progress finishes on its own)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
 
     def _sender(self, target: NotifyTarget) -> Any:
         import apprise

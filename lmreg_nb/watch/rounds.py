@@ -22,6 +22,7 @@ from ..probe.wire.pool import pooled_transport
 from ..probe.wire.tls import Certificate, inspect_certificate
 from .alerts import TlsSeen
 from .call import ProbeResult, probe_model, tls_failure
+from .slots import FairSlots
 
 if TYPE_CHECKING:
     import httpx
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "MIN_CALL_S",
     "Observation",
     "make_client",
     "model_host",
@@ -40,6 +42,9 @@ __all__ = [
 
 #: Calls in flight at once: 1,000 models of ~0.2 s each take a few seconds.
 DEFAULT_CONCURRENCY = 32
+#: A call is not started with less than this left of its school's round (it could not
+#: tell a slow model from a dead one).
+MIN_CALL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -127,23 +132,30 @@ async def probe_all(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     allow_private: bool = True,
-    slots: asyncio.Semaphore | None = None,
+    slots: FairSlots | None = None,
+    school: str = "",
+    deadline: float | None = None,
 ) -> list[Observation]:
     """Call every model once (at most ``concurrency`` at a time); one Observation each.
 
     ``settings``: one for all, or one per model (the fleet: each school's own).
     ``allow_private`` False: a model at a loopback or private address is not called.
-    ``slots``: a bound shared with other calls of the round (the fleet's schools).
+    ``slots``: the round's call slots, shared fairly with the other schools (``school``
+    is this one's key). ``deadline`` (the event loop's clock; default: one timeout from
+    now): the school's round ends then, whatever its models do; a call gets what is
+    left, and a model whose turn has not come by then is ``not-called`` (models are
+    called in the order given: the caller puts first those not called last time).
 
     Each https host's handshake is made once, outside the bound (it waits on the
     network, not on this machine): a host whose handshake does not complete costs its
-    models one timeout, in parallel with everything else, and takes no call slot; so a
-    round lasts about as long however many hang there.
+    models one timeout, in parallel with everything else, and takes no call slot.
     """
     each = [settings] * len(models) if not isinstance(settings, Sequence) else list(settings)
     first = each[0] if each else None
     timeout = first.timeout if first is not None else 10.0
-    slots = slots if slots is not None else asyncio.Semaphore(max(1, concurrency))
+    loop = asyncio.get_running_loop()
+    deadline = deadline if deadline is not None else loop.time() + timeout
+    slots = slots if slots is not None else FairSlots(max(1, concurrency))
     blocked: dict[str, str | None] = {}
     if not allow_private:
         names = sorted({model_host(m.registry_url)[0] for m in models})
@@ -155,7 +167,7 @@ async def probe_all(
 
     async def handshake(host: str, port: int) -> tuple[Certificate | None, float]:
         began = time.perf_counter()
-        cert = await inspect_certificate(host, port, timeout)
+        cert = await inspect_certificate(host, port, max(0.001, deadline - loop.time()))
         return cert, time.perf_counter() - began
 
     async def call(model: RegisteredModel, its: Settings) -> Observation:
@@ -170,11 +182,29 @@ async def probe_all(
             cert, took = await asyncio.shield(handshakes[host, port])
             if cert is None:  # no TLS connection: the call could not make one either
                 return Observation(model, _no_handshake(host, port, took, timeout), None)
-        async with slots:
-            result = await probe_model(model, its, client)
+        try:
+            async with asyncio.timeout_at(deadline - MIN_CALL_S):
+                await slots.acquire(school)
+        except TimeoutError:
+            return Observation(model, _not_called(timeout), _seen(cert))
+        try:
+            result = await probe_model(model, its, client, budget=deadline - loop.time())
+        finally:
+            slots.release(school)
         return Observation(model, tls_failure(result, cert, host), _seen(cert))
 
     return list(await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True))))
+
+
+def _not_called(timeout: float) -> ProbeResult:
+    return ProbeResult(
+        False,
+        "not-called",
+        _(
+            "not called within this round's {seconds} s: the school's other models did not "
+            "answer and held its call slots"
+        ).format(seconds=f"{timeout:g}"),
+    )
 
 
 def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeResult:

@@ -180,7 +180,7 @@ def render_status(
             str(s.fails),
             latency,
             "" if s.tls_days is None else str(s.tls_days),
-            _spark(history.get(s.model_id, ())),
+            _spark(history.get(s.key, ())),
             e(_what(s)),
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

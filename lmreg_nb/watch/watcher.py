@@ -32,18 +32,21 @@ from ..errors import (
 )
 from ..i18n import _
 from ..models import RegisteredModel
-from .alerts import Event, ModelState, SchoolState, school_step, step
+from .alerts import Event, ModelState, SchoolState, school_step
 from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
+from .decide import call_order, decide, identities
 from .delivery import deliver_outbox
 from .fleet import School
-from .lines import current_state, event_line, failure_line, round_line, school_line
+from .lines import event_line, failure_line, removed_line, round_line, school_line
 from .messages import (
     Message,
     blind_message,
+    mail_failing_message,
     round_messages,
     sees_again_message,
 )
 from .rounds import Observation, make_client, probe_all
+from .slots import FairSlots
 from .state import HistoryRow, StateStore
 from .status_html import render_status, write_status
 
@@ -70,6 +73,7 @@ class _Unit:
     registry: RegistryClient | None
     mail: NotifyTarget | None = None
     owned: bool = False  # the Watcher made the client: it closes it
+    mail_problem: str = ""  # why its contact cannot be mailed (told to the provider once)
 
 
 @dataclass
@@ -138,6 +142,8 @@ class Watcher:
             if schools is not None
             else [_Unit(School("", self.school, settings), registry)]
         )
+        self._by_key = {u.school.key: u for u in self.units}
+        self._mail_told = False
         # Target secrets for every line logged (apiKeys are masked per call, at the probe).
         self.mask: Masker = targets_masker([*self.targets, *([mail] if mail else [])])
         self._client: httpx.AsyncClient | None = None
@@ -151,20 +157,40 @@ class Watcher:
         from ..registry.client import RegistryClient
         from .fleet import mail_target
 
-        to = mail_target(mail, school.contact_email) if mail and school.contact_email else None
+        to, problem = None, ""
+        if mail and school.contact_email:
+            try:
+                to = mail_target(mail, school.contact_email)
+            except ConfigurationError as exc:
+                problem = str(exc)
         if school.problem or school.settings is None:
-            return _Unit(school, None, to)
+            return _Unit(school, None, to, mail_problem=problem)
         try:
             registry = RegistryClient(school.settings)
         except LmregError as exc:
-            return _Unit(replace(school, problem=str(exc)), None, to)
-        return _Unit(school, registry, to, owned=True)
+            return _Unit(replace(school, problem=str(exc)), None, to, mail_problem=problem)
+        return _Unit(school, registry, to, owned=True, mail_problem=problem)
 
     async def __aenter__(self) -> Watcher:
         self._client = make_client(self.config.concurrency, self.settings.timeout)
         # The registry client blocks: its reads run on threads of their own, so that
         # notifications (the default executor) do not wait behind 1,000 schools' reads.
         self._readers = ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="lmreg-read")
+        try:
+            interrupted = self.store.interrupted()
+        except sqlite3.Error as exc:
+            interrupted = []
+            self._log(logging.WARNING, _state_error(self.store.path, exc))
+        shown = {t.id: t.shown for t in self._all_targets()}
+        for row in interrupted:
+            # At most once: it may have arrived before the watch stopped (kill -9, power).
+            self._log(
+                logging.WARNING,
+                _(
+                    "not sent again to {target}: {title} (the watch stopped while sending it; "
+                    "it may have arrived)"
+                ).format(target=shown.get(row.target, row.target), title=row.message.title),
+            )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -206,20 +232,40 @@ class Watcher:
         return _Read(unit, models)
 
     async def _read_and_call(
-        self, unit: _Unit, read_slots: asyncio.Semaphore, call_slots: asyncio.Semaphore
-    ) -> tuple[_Read, list[Observation]]:
+        self,
+        unit: _Unit,
+        read_slots: asyncio.Semaphore,
+        slots: FairSlots,
+        previous: dict[str, ModelState],
+    ) -> tuple[_Read, list[tuple[ModelState, Observation]]]:
         read = await self._read(unit, read_slots)
         if not read.models:
             return read, []
         assert self._client is not None
+        current = identities(read.models, unit.school.key, unit.school.secrets)
+        order = call_order(current, previous)
+        settings = unit.school.settings or self.settings
+        # The school's own deadline: its models that hang end with it, and never hold up
+        # another school's round (at most LMREG_TIMEOUT once its models are read).
+        deadline = asyncio.get_running_loop().time() + settings.timeout
         seen = await probe_all(
-            read.models,
-            unit.school.settings or self.settings,
+            [read.models[i] for i in order],
+            settings,
             self._client,
             allow_private=self.config.allow_private,
-            slots=call_slots,
+            slots=slots,
+            school=unit.school.key,
+            deadline=deadline,
         )
-        return read, seen
+        return read, [(current[i], o) for i, o in zip(order, seen, strict=True)]
+
+    def _previous(self) -> dict[str, ModelState]:
+        """The models' states before this round (a round kept in memory included)."""
+        previous: dict[str, ModelState] = self._stored(self.store.models, {})
+        if self._unsaved is not None:
+            previous |= self._unsaved.states
+            previous = {k: s for k, s in previous.items() if k not in self._unsaved.removed}
+        return previous
 
     async def round(self) -> RoundReport:
         """Read the models, call each once, decide, write the state, notify; the report."""
@@ -232,23 +278,23 @@ class Watcher:
         now = self._now_ms()
         report = RoundReport(number)
         assert self._client is not None, "use the Watcher as an async context manager"
+        previous = self._previous()
         read_slots = asyncio.Semaphore(READ_CONCURRENCY)
-        call_slots = asyncio.Semaphore(self.config.concurrency)
+        slots = FairSlots(self.config.concurrency)
         # Each school's models are called as soon as they are read: a round lasts about
         # as long as the longer of the two, not their sum.
         done = await asyncio.gather(
-            *(self._read_and_call(u, read_slots, call_slots) for u in self.units)
+            *(self._read_and_call(u, read_slots, slots, previous) for u in self.units)
         )
         reads = [read for read, _seen in done]
         if any(r.models is not None for r in reads):
             self._read_models_once = True
-        outbox = self._schools(report, reads, now)
+        outbox = self._schools(report, reads, now) + self._mail_problems(now)
         if report.blind and not self.fleet:
             report.platform_error = report.blind[0].detail
-        observed = [o for _read, seen in done for o in seen]
-        keys = [read.unit.school.key for read, seen in done for _o in seen]
+        seen = [pair for _read, pairs in done for pair in pairs]
         read_ok = {r.unit.school.key for r in reads if r.models is not None}
-        self._decide(report, observed, keys, read_ok, now, outbox)
+        self._decide(report, previous, seen, read_ok, now, outbox)
         self._after_round(report, now)
         await self.deliver()
         report.seconds = time.perf_counter() - started
@@ -297,60 +343,45 @@ class Watcher:
     def _decide(
         self,
         report: RoundReport,
-        observed: Sequence[Observation],
-        keys: Sequence[str],
+        previous: dict[str, ModelState],
+        seen: Sequence[tuple[ModelState, Observation]],
         read_ok: set[str],
         now: int,
         outbox: list[tuple[str, int, Message]],
     ) -> None:
-        previous: dict[str, ModelState] = self._stored(self.store.models, {})
-        if self._unsaved is not None:
-            previous |= self._unsaved.states
-            previous = {m: s for m, s in previous.items() if m not in self._unsaved.removed}
-        history: list[HistoryRow] = []
-        for seen, key in zip(observed, keys, strict=True):
-            current = current_state(seen.model, key)
-            state, events = step(
-                previous.get(current.model_id),
-                current,
-                seen.result,
-                now_ms=now,
-                fail_after=self.config.fail_after,
-                tls=seen.tls,
-            )
-            report.states.append(state)
-            report.events += events
-            result = seen.result
-            history.append(
-                HistoryRow(
-                    report.number, state.model_id, now, result.ok, result.latency_s, result.kind
-                )
-            )
-            if not result.ok:
-                self._log(logging.WARNING, failure_line(state, self.config.fail_after))
-            for event in events:
-                self._log(logging.WARNING, event_line(event, len(self.targets)))
-        names = {u.school.key: u.school.name for u in self.units}
-        name_of = (lambda e: names.get(e.state.school, e.state.school)) if self.fleet else None
+        states, events, history = decide(
+            previous, seen, number=report.number, now_ms=now, fail_after=self.config.fail_after
+        )
+        report.states, report.events = states, events
+        units = {u.school.key: u for u in self.units}
+        for state in states:
+            if state.status not in ("up", "new") and state.checked_ms == now and state.fails:
+                name = self._school_of(state)
+                self._log(logging.WARNING, failure_line(state, name, self.config.fail_after))
+        for event in events:
+            unit = units.get(event.state.school)
+            queued = len(self.targets) + (1 if unit is not None and unit.mail else 0)
+            self._log(logging.WARNING, event_line(event, self._school_of(event.state), queued))
+        name_of = (lambda e: self._school_of(e.state)) if self.fleet else None
         for message in round_messages(report.events, self.school, name_of):
             outbox += [(t.id, now, message) for t in self.targets]
         outbox += self._mail(report.events)
-        ids = {s.model_id for s in report.states}
+        keys = {s.key for s in states}
         # A school whose models could not be read keeps them (and their state) as they were.
-        kept = [s for s in previous.values() if s.model_id not in ids and s.school not in read_ok]
+        kept = [s for s in previous.values() if s.key not in keys and s.school not in read_ok]
         report.states += kept
-        removed = [m for m, s in previous.items() if m not in ids and s.school in read_ok]
-        for model_id in removed:
-            self._log(
-                logging.INFO,
-                _("model {name} is no longer registered; dropped from the watch").format(
-                    name=previous[model_id].model_name
-                ),
-            )
+        removed = [k for k, s in previous.items() if k not in keys and s.school in read_ok]
+        for key in removed:
+            self._log(logging.INFO, removed_line(previous[key], self._school_of(previous[key])))
         self._save(report, history, removed, outbox)
 
+    def _school_of(self, state: ModelState) -> str:
+        """The name of the school a model belongs to."""
+        unit = self._by_key.get(state.school)
+        return unit.school.name if unit is not None else self.school
+
     def _mail(self, events: Sequence[Event]) -> list[tuple[str, int, Message]]:
-        """Each school's own events, to its contact, in its language."""
+        """Each school's own events, to its contact, in its language: one mail a round."""
         from ..i18n import speaking
 
         by_school: dict[str, list[Event]] = {}
@@ -362,7 +393,8 @@ class Watcher:
             if not mine or unit.mail is None:
                 continue
             with speaking(unit.school.lang):
-                messages = round_messages(mine, unit.school.name)
+                # A digest per contact: 5 alerts of one round are one mail, not five.
+                messages = round_messages(mine, unit.school.name, digest_after=1)
             outbox += [(unit.mail.id, mine[0].at_ms, m) for m in messages]
         return outbox
 
@@ -374,7 +406,7 @@ class Watcher:
         history: dict[str, list[HistoryRow]] = {}
         rows: list[HistoryRow] = self._stored(lambda: self.store.history(last=60), [])
         for row in rows:
-            history.setdefault(row.model_id, []).append(row)
+            history.setdefault(row.key, []).append(row)
         page = render_status(
             report.states,
             history,
@@ -430,7 +462,7 @@ class Watcher:
             )
             self._unsaved = _Unsaved(
                 report.number,
-                {s.model_id: s for s in report.states},
+                {s.key: s for s in report.states},
                 {s.key: s for s in report.schools},
                 history,
                 set(removed),
@@ -453,9 +485,39 @@ class Watcher:
             self._log(logging.WARNING, _state_error(self.store.path, exc))
 
     async def _deliver(self) -> None:
-        await deliver_outbox(
+        failing = await deliver_outbox(
             self.store, self.notifier, self._all_targets(), self._now_ms(), self._log
         )
+        # A school whose contact's mail keeps failing: the provider hears of it, once a row.
+        mails = {u.mail.id: u for u in self.units if u.mail is not None}
+        now = self._now_ms()
+        told: list[tuple[str, int, Message]] = []
+        for target_id, error in failing:
+            unit = mails.get(target_id)
+            if unit is None or unit.mail is None:
+                continue
+            message = mail_failing_message(unit.school.name, unit.mail.shown, error)
+            self._log(logging.WARNING, message.title)
+            told += [(t.id, now, message) for t in self.targets]
+        if told:
+            self.store.enqueue(told)
+            await deliver_outbox(self.store, self.notifier, self.targets, now, self._log)
+
+    def _mail_problems(self, now: int) -> list[tuple[str, int, Message]]:
+        """Contacts that cannot be mailed at all: told to the provider in the first round."""
+        if self._mail_told:
+            return []
+        self._mail_told = True
+        outbox: list[tuple[str, int, Message]] = []
+        for unit in self.units:
+            if not unit.mail_problem:
+                continue
+            message = mail_failing_message(
+                unit.school.name, unit.school.contact_email, unit.mail_problem
+            )
+            self._log(logging.WARNING, message.title + ": " + unit.mail_problem)
+            outbox += [(t.id, now, message) for t in self.targets]
+        return outbox
 
     # -- the loop ----------------------------------------------------------------
 

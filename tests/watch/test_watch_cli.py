@@ -85,7 +85,7 @@ def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
     account.register("cli-down", school_model.url("status-500"))
     done = _watch([*base, "--rounds", "2", "--school", "CLI School"], env)
     assert done.returncode == 1, done.stderr
-    assert "model cli-down is down: alert to 1 target" in done.stderr
+    assert "school CLI School: model cli-down is down: alert queued for 1 target" in done.stderr
     assert [p["title"] for p in webhook.posts] == ["[CLI School] model cli-down is down"]
     assert leaks_in(done.stderr, SECRETS) == []
     assert f"json://127.0.0.1:{webhook.port}/hook/…" in done.stderr  # shown, masked

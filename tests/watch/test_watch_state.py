@@ -26,6 +26,7 @@ DOWN = ModelState(
     kind="timeout",
     detail="no reply",
     tls_days=9,
+    key="/m1",
 )
 
 
@@ -36,7 +37,7 @@ def _mode(path: Path) -> int:
 def test_the_file_and_its_wal_are_private_and_the_folder_too(tmp_path: Path) -> None:
     path = tmp_path / "new" / "deeper" / "watch.sqlite3"
     with StateStore(path) as store:
-        store.save_round(1, [DOWN], [HistoryRow(1, "m1", 1000, False, None, "timeout")])
+        store.save_round(1, [DOWN], [HistoryRow(1, "/m1", 1000, False, None, "timeout")])
         files = sorted(p.name for p in path.parent.iterdir())
         assert {"watch.sqlite3", "watch.sqlite3-wal", "watch.sqlite3-shm"} <= set(files)
         assert {p.name: _mode(p) for p in path.parent.iterdir() if "sqlite3" in p.name} == {
@@ -83,13 +84,13 @@ def test_states_history_and_outbox_survive_a_reopen(tmp_path: Path) -> None:
             store.save_round(
                 n,
                 [DOWN],
-                [HistoryRow(n, "m1", n * 1000, False, None, "timeout")],
+                [HistoryRow(n, "/m1", n * 1000, False, None, "timeout")],
                 outbox=[("target-a", n * 1000, message)] if n == 1 else [],
             )
     with StateStore(path) as store:
-        assert store.models() == {"m1": DOWN}
+        assert store.models() == {"/m1": DOWN}
         assert store.last_round() == KEEP_ROUNDS + 5
-        rounds = [h.round for h in store.history("m1")]
+        rounds = [h.round for h in store.history("/m1")]
         assert rounds == list(range(6, KEEP_ROUNDS + 6))  # older ones pruned
         (row,) = store.pending("target-a")
         assert row.message == message and store.pending("target-b") == []
@@ -97,20 +98,20 @@ def test_states_history_and_outbox_survive_a_reopen(tmp_path: Path) -> None:
         assert store.pending("target-a")[0].attempts == 1
         assert store.expire(now_ms=1000 + 24 * 3600 * 1000 + 1) == 1
         assert store.pending("target-a") == []
-        store.save_round(KEEP_ROUNDS + 6, [], [], removed=["m1"])
-        assert store.models() == {} and store.history("m1") == []
+        store.save_round(KEEP_ROUNDS + 6, [], [], removed=["/m1"])
+        assert store.models() == {} and store.history("/m1") == []
 
 
 def test_the_four_metrics_follow_the_models(tmp_path: Path) -> None:
     metrics = WatchMetrics()
-    up = ModelState("m2", "other-llm", status="up", latency_s=0.25)
+    up = ModelState("m2", "other-llm", status="up", latency_s=0.25, key="/m2")
     metrics.update([DOWN, up])
     text = metrics.text()
     for name in METRIC_NAMES:
         assert f"# TYPE {name} gauge" in text
     m1, m2 = (
-        'model="campus-llm",model_id="m1",school=""',
-        'model="other-llm",model_id="m2",school=""',
+        'model="campus-llm",model_id="m1",run_id="",school=""',
+        'model="other-llm",model_id="m2",run_id="",school=""',
     )
     assert f"lmreg_model_up{{{m1}}} 0.0" in text
     assert f"lmreg_model_up{{{m2}}} 1.0" in text
@@ -118,13 +119,13 @@ def test_the_four_metrics_follow_the_models(tmp_path: Path) -> None:
     assert f"lmreg_model_failures_in_a_row{{{m1}}} 4.0" in text
     assert f"lmreg_tls_days_left{{{m1}}} 9.0" in text
     assert 'lmreg_tls_days_left{model="other-llm"' not in text
-    latency = metrics.latency.labels("campus-llm", "m1", "")._value.get()
+    latency = metrics.latency.labels("campus-llm", "m1", "", "")._value.get()
     assert math.isnan(latency)
-    renamed = ModelState("m1", "campus-llm-2", status="up", latency_s=0.3)
+    renamed = ModelState("m1", "campus-llm-2", status="up", latency_s=0.3, key="/m1")
     metrics.update([renamed])  # m2 removed, m1 renamed
     text = metrics.text()
     assert 'campus-llm"' not in text and "other-llm" not in text
-    assert 'lmreg_model_up{model="campus-llm-2",model_id="m1",school=""} 1.0' in text
+    assert 'lmreg_model_up{model="campus-llm-2",model_id="m1",run_id="",school=""} 1.0' in text
 
 
 def test_metrics_are_served_on_loopback_only() -> None:
