@@ -78,7 +78,6 @@ _STATE_HELP = (
 @click.option(
     "--mail",
     "mail",
-    envvar="LMREG_NOTIFY_MAIL",
     default=None,
     metavar="URL",
     help="With --plan: the provider's mail sender, an Apprise mailtos:// URL without a "
@@ -86,9 +85,15 @@ _STATE_HELP = (
     "LMREG_NOTIFY_MAIL (prefer it: the URL holds a password).",
 )
 @click.option(
+    "--no-school-mail",
+    is_flag=True,
+    help="With --plan: mail no school's contact; every alert goes to the provider's own "
+    "targets only (--notify, LMREG_NOTIFY).",
+)
+@click.option(
     "--allow-private",
     is_flag=True,
-    envvar="LMREG_ALLOW_PRIVATE",
+    default=None,
     help="Call models registered at loopback or private addresses too (rehearsals on the "
     "sandbox); the platform cannot reach them. Default: LMREG_ALLOW_PRIVATE=1.",
 )
@@ -103,7 +108,8 @@ def watch(
     concurrency: int,
     plan: Path | None,
     mail: str | None,
-    allow_private: bool,
+    no_school_mail: bool,
+    allow_private: bool | None,
 ) -> None:
     """Watch every registered model as the platform calls it, and alert the school's contact.
 
@@ -111,16 +117,14 @@ def watch(
     chat with its registryUrl and apiKey. After --fail-after failed rounds in a row one alert
     goes to every target; the first passing round after that sends one recovery. Runs until
     SIGINT or SIGTERM (exit 0), or for --rounds rounds. With --plan, every school of the
-    plan is watched with its own account and its alerts go to its own contact.
+    plan is watched with its own account and its alerts go to its own contact: that needs a
+    mail sender (--mail or LMREG_NOTIFY_MAIL), or --no-school-mail.
     """
     import asyncio
     import logging
     import sys
 
-    from ..errors import ConfigurationError
-    from ..i18n import _
-    from ..watch.fleet import read_fleet
-    from ..watch.service import run_watch
+    from ..watch.service import WatchRequest, run_watch
     from ..watch.state import default_state_path
     from ..watch.watcher import WatchConfig
 
@@ -131,25 +135,23 @@ def watch(
         rounds=rounds,
         concurrency=concurrency,
         school=school,
-        allow_private=allow_private,
+        allow_private=bool(allow_private),
     )
-    if mail and plan is None:
-        raise ConfigurationError(_("--mail needs --plan: it sends each school's alerts"))
-    schools = read_fleet(plan) if plan is not None else None
+    request = WatchRequest(
+        notify=notify,
+        mail=mail,
+        plan=plan,
+        school_mail=not no_school_mail,
+        allow_private=allow_private,
+        metrics_port=metrics_port,
+    )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
     logger = logging.getLogger("lmreg_nb")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        code = run_watch(
-            config,
-            notify=notify,
-            metrics_port=metrics_port,
-            handler=handler,
-            schools=schools,
-            mail=mail if plan is not None else None,
-        )
+        code = run_watch(config, request, handler=handler)
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second signal: stopped at once
         code = 130
     finally:

@@ -39,9 +39,7 @@ def identities(
     for model in models:
         own = Masker([*secrets, *([model.api_key] if model.api_key else [])])
         host, _port, _https = model_host(model.registry_url)
-        model_id = shown_name(
-            model.model_id.strip() or f"name:{model.model_name.strip()}", own
-        )
+        model_id = shown_name(model.model_id.strip() or f"name:{model.model_name.strip()}", own)
         seen[model_id] = seen.get(model_id, 0) + 1
         found.append(
             ModelState(

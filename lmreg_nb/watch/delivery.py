@@ -102,9 +102,7 @@ async def _deliver_to(
                 sent += len(batch)
                 log(
                     logging.INFO,
-                    _("sent to {target}: {title}").format(
-                        target=target.shown, title=message.title
-                    ),
+                    _("sent to {target}: {title}").format(target=target.shown, title=message.title),
                 )
                 continue
             first = batch[0]

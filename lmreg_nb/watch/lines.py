@@ -41,8 +41,7 @@ def failure_line(state: ModelState, school: str, fail_after: int) -> str:
             state.fails,
         ).format(school=school, name=state.model_name, n=state.fails, what=what_failed(state))
     return ngettext(
-        "school {school}: model {name} failed {n} round in a row (down after {fail_after}): "
-        "{what}",
+        "school {school}: model {name} failed {n} round in a row (down after {fail_after}): {what}",
         "school {school}: model {name} failed {n} rounds in a row (down after {fail_after}): "
         "{what}",
         state.fails,
@@ -83,9 +82,9 @@ def event_line(event: Event, school: str, targets: int) -> str:
 
 def removed_line(state: ModelState, school: str) -> str:
     """A model the platform no longer lists."""
-    return _("school {school}: model {name} is no longer registered; dropped from the watch").format(
-        school=school, name=state.model_name
-    )
+    return _(
+        "school {school}: model {name} is no longer registered; dropped from the watch"
+    ).format(school=school, name=state.model_name)
 
 
 def round_line(report: RoundReport, fail_after: int) -> str:

@@ -16,8 +16,8 @@ import asyncio
 import hashlib
 import logging
 import re
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,11 @@ _EXAMPLES = "mailtos://, dingtalk://, wecombot://, feishu://, json://"
 def _quiet_apprise() -> None:
     # Apprise logs the URLs it posts to (tokens in their paths) at DEBUG; its lines never
     # reach our handlers. What a failure says is read from the result, masked.
-    logging.getLogger("apprise").propagate = False
+    logger = logging.getLogger("apprise")
+    logger.propagate = False
+    # Its DEBUG lines carry the SMTP exception that says why a mail failed (read from
+    # the result of each send, masked); without this level they are never made.
+    logger.setLevel(logging.DEBUG)
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,9 @@ class Notifier:
                 notify_type=message.notify_type,
                 body_format=apprise.NotifyFormat.TEXT,
                 timeout=self.timeout,
-                log_level=logging.WARNING,
+                # DEBUG: the SMTP exception that says why (AUTH, TLS, a refused recipient)
+                # is only logged there; these lines stay in the result, never in our log.
+                log_level=logging.DEBUG,
             )
         except Exception as exc:  # a plugin's bug must not stop the watch; say what it was
             return mask(snippet(f"{type(exc).__name__}: {exc}", 200))
@@ -216,14 +222,64 @@ class Notifier:
             return None
         if getattr(result, "timeout_count", 0):
             return _("no answer within {seconds} s").format(seconds=f"{self.timeout:g}")
-        said = [e.message for e in result.logs() if e.level in ("WARNING", "ERROR", "CRITICAL")]
-        if not said:
+        said = [mask(snippet(e.message, 300)) for e in result.logs()]
+        cause = smtp_cause(said)
+        if cause is not None:
+            return cause
+        warned = [
+            mask(snippet(e.message, 200))
+            for e in result.logs()
+            if e.level in ("WARNING", "ERROR", "CRITICAL")
+        ]
+        if not warned:
             return _("the service did not accept the notification")
-        return plain_reason(mask(snippet(said[-1], 200)))
+        return plain_reason(warned[-1])
 
 
 #: Apprise's English reasons, in the reader's words (its text stays as the detail).
 _STATUS = re.compile(r"\b([1-5][0-9]{2})\b")
+_SMTP_CODE = re.compile(r"\(?\b([45][0-9]{2})\b[,:\s]+b?['\"]?([^'\")]{0,120})")
+
+
+def smtp_cause(lines: Sequence[str]) -> str | None:
+    """The real reason an e-mail was not sent, from Apprise's log of the send, or None.
+
+    Apprise says "Connection error while submitting email" for all of them; the SMTP
+    exception it logs at DEBUG ("Socket Exception: ...") says which: the server takes
+    no login, refuses the password, offers no TLS, refuses TLS, or refuses the recipient.
+    """
+    raised = [
+        ln.split("Socket Exception:", 1)[1].strip() for ln in lines if "Socket Exception:" in ln
+    ]
+    refused = [ln for ln in lines if "recipient" in ln.lower() and "refused" in ln.lower()]
+    said = (raised or refused or [""])[-1]
+    lowered = said.lower()
+    if not said:
+        return None
+    if "auth extension not supported" in lowered:
+        return _(
+            "the mail server takes no login (it offers no SMTP AUTH): use its submission "
+            "port (587 with mailtos://, or 465) or the sending address your mail provider gives"
+        )
+    if "(535" in said or "authentication" in lowered or "username and password" in lowered:
+        return _(
+            "the mail server refused the sender's user name or password (SMTP AUTH): check "
+            "--mail / LMREG_NOTIFY_MAIL"
+        )
+    if "starttls extension not supported" in lowered:
+        return _(
+            "the mail server offers no TLS (STARTTLS): use its TLS port, or mailto:// for a "
+            "server on your own network"
+        )
+    if any(word in lowered for word in ("ssl", "certificate", "tls", "wrong version")):
+        return _("the mail server's TLS was refused: {detail}").format(detail=snippet(said, 120))
+    code = _SMTP_CODE.search(said)
+    if refused or (code is not None and code.group(1) in ("550", "551", "553", "554")):
+        shown = f"{code.group(1)} {code.group(2).strip()}" if code else snippet(said, 120)
+        return _("the mail server refused the recipient ({said}): check the contact_email").format(
+            said=shown
+        )
+    return None
 
 
 def plain_reason(said: str) -> str:

@@ -6,10 +6,10 @@ failures in a row, since when, last alert, certificate), ``history`` (each
 model's last :data:`KEEP_ROUNDS` calls, for the chart and the page), ``outbox``
 (notifications not yet delivered to a target: retried each round, dropped after
 :data:`OUTBOX_MAX_AGE_MS`; one being sent is marked first, so a watch killed
-while sending never sends it again) and ``meta`` (the round counter). A round is written in one transaction, so a crash leaves the
-previous round whole. The file names models, hosts and alert texts, never an
-apiKey or a notification URL (targets are known by a hash). SQLite creates
-the -wal and -shm files with the database's mode, so all three stay 0600.
+while sending never sends it again) and ``meta`` (the round counter). A round is
+written in one transaction, so a crash leaves the previous round whole. The
+file names models, hosts and alert texts, never an apiKey or a notification URL (targets are known by a hash). SQLite
+creates the -wal and -shm files with the database's mode, so all three stay 0600.
 One ``lmreg-nb watch`` at a time writes a state file (a lock file beside it).
 """
 
@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from ..errors import ConfigurationError
@@ -185,9 +185,7 @@ class StateStore:
     def schools(self) -> dict[str, SchoolState]:
         """Every school's reading state, by key."""
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {', '.join(SCHOOL_COLUMNS)} FROM schools"
-            ).fetchall()
+            rows = self._conn.execute(f"SELECT {', '.join(SCHOOL_COLUMNS)} FROM schools").fetchall()
         states = (typed_row(self.path, SchoolState, "schools", row) for row in rows)
         return {s.key: s for s in states}
 

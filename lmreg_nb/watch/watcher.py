@@ -20,7 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,8 +31,7 @@ from ..errors import (
     PermissionDeniedError,
 )
 from ..i18n import _
-from ..models import RegisteredModel
-from .alerts import Event, ModelState, SchoolState, school_step
+from .alerts import ModelState, SchoolState, school_step
 from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
 from .decide import call_order, decide, identities
 from .delivery import deliver_outbox
@@ -49,6 +48,7 @@ from .rounds import Observation, make_client, probe_all
 from .slots import FairSlots
 from .state import HistoryRow, StateStore
 from .status_html import render_status, write_status
+from .units import Read, Unit, mail_outbox, mail_problems, make_unit
 
 if TYPE_CHECKING:
     import httpx
@@ -63,25 +63,6 @@ __all__ = ["RoundReport", "WatchConfig", "Watcher", "school_name"]
 
 log = logging.getLogger("lmreg_nb.watch")
 _T = TypeVar("_T")
-
-
-@dataclass
-class _Unit:
-    """One account watched: its school, its registry client, its mail target."""
-
-    school: School
-    registry: RegistryClient | None
-    mail: NotifyTarget | None = None
-    owned: bool = False  # the Watcher made the client: it closes it
-    mail_problem: str = ""  # why its contact cannot be mailed (told to the provider once)
-
-
-@dataclass
-class _Read:
-    unit: _Unit
-    models: list[RegisteredModel] | None
-    error: str | None = None
-    sign_in: bool = False
 
 
 @dataclass
@@ -138,9 +119,9 @@ class Watcher:
             else school_name(config.school, settings)
         )
         self.units = (
-            [self._unit(s, mail) for s in schools]
+            [make_unit(s, mail) for s in schools]
             if schools is not None
-            else [_Unit(School("", self.school, settings), registry)]
+            else [Unit(School("", self.school, settings), registry)]
         )
         self._by_key = {u.school.key: u for u in self.units}
         self._mail_told = False
@@ -151,25 +132,6 @@ class Watcher:
         self._said: dict[str, str] = {}  # school key -> the problem last logged
         self._unsaved: _Unsaved | None = None
         self._readers = ThreadPoolExecutor(1)  # replaced on entry
-
-    @staticmethod
-    def _unit(school: School, mail: NotifyTarget | None) -> _Unit:
-        from ..registry.client import RegistryClient
-        from .fleet import mail_target
-
-        to, problem = None, ""
-        if mail and school.contact_email:
-            try:
-                to = mail_target(mail, school.contact_email)
-            except ConfigurationError as exc:
-                problem = str(exc)
-        if school.problem or school.settings is None:
-            return _Unit(school, None, to, mail_problem=problem)
-        try:
-            registry = RegistryClient(school.settings)
-        except LmregError as exc:
-            return _Unit(replace(school, problem=str(exc)), None, to, mail_problem=problem)
-        return _Unit(school, registry, to, owned=True, mail_problem=problem)
 
     async def __aenter__(self) -> Watcher:
         self._client = make_client(self.config.concurrency, self.settings.timeout)
@@ -213,9 +175,9 @@ class Watcher:
 
     # -- one round -------------------------------------------------------------
 
-    async def _read(self, unit: _Unit, slots: asyncio.Semaphore) -> _Read:
+    async def _read(self, unit: Unit, slots: asyncio.Semaphore) -> Read:
         if unit.registry is None:
-            return _Read(unit, None, unit.school.problem, sign_in=True)
+            return Read(unit, None, unit.school.problem, sign_in=True)
         registry = unit.registry
         try:
             async with slots:
@@ -228,16 +190,16 @@ class Watcher:
             )
             if refused and not self.fleet and not self._read_models_once:
                 raise  # one account whose credentials never worked: a configuration error
-            return _Read(unit, None, self.mask(str(exc)), sign_in=refused and self.fleet)
-        return _Read(unit, models)
+            return Read(unit, None, self.mask(str(exc)), sign_in=refused and self.fleet)
+        return Read(unit, models)
 
     async def _read_and_call(
         self,
-        unit: _Unit,
+        unit: Unit,
         read_slots: asyncio.Semaphore,
         slots: FairSlots,
         previous: dict[str, ModelState],
-    ) -> tuple[_Read, list[tuple[ModelState, Observation]]]:
+    ) -> tuple[Read, list[tuple[ModelState, Observation]]]:
         read = await self._read(unit, read_slots)
         if not read.models:
             return read, []
@@ -302,7 +264,7 @@ class Watcher:
         return report
 
     def _schools(
-        self, report: RoundReport, reads: Sequence[_Read], now: int
+        self, report: RoundReport, reads: Sequence[Read], now: int
     ) -> list[tuple[str, int, Message]]:
         """Each school's reading state; what to tell the provider about the blind ones."""
         previous: dict[str, SchoolState] = self._stored(self.store.schools, {})
@@ -365,7 +327,7 @@ class Watcher:
         name_of = (lambda e: self._school_of(e.state)) if self.fleet else None
         for message in round_messages(report.events, self.school, name_of):
             outbox += [(t.id, now, message) for t in self.targets]
-        outbox += self._mail(report.events)
+        outbox += mail_outbox(self.units, report.events)
         keys = {s.key for s in states}
         # A school whose models could not be read keeps them (and their state) as they were.
         kept = [s for s in previous.values() if s.key not in keys and s.school not in read_ok]
@@ -379,24 +341,6 @@ class Watcher:
         """The name of the school a model belongs to."""
         unit = self._by_key.get(state.school)
         return unit.school.name if unit is not None else self.school
-
-    def _mail(self, events: Sequence[Event]) -> list[tuple[str, int, Message]]:
-        """Each school's own events, to its contact, in its language: one mail a round."""
-        from ..i18n import speaking
-
-        by_school: dict[str, list[Event]] = {}
-        for event in events:
-            by_school.setdefault(event.state.school, []).append(event)
-        outbox: list[tuple[str, int, Message]] = []
-        for unit in self.units:
-            mine = by_school.get(unit.school.key)
-            if not mine or unit.mail is None:
-                continue
-            with speaking(unit.school.lang):
-                # A digest per contact: 5 alerts of one round are one mail, not five.
-                messages = round_messages(mine, unit.school.name, digest_after=1)
-            outbox += [(unit.mail.id, mine[0].at_ms, m) for m in messages]
-        return outbox
 
     def _after_round(self, report: RoundReport, now: int) -> None:
         names = {u.school.key: u.school.name for u in self.units}
@@ -508,15 +452,9 @@ class Watcher:
         if self._mail_told:
             return []
         self._mail_told = True
-        outbox: list[tuple[str, int, Message]] = []
-        for unit in self.units:
-            if not unit.mail_problem:
-                continue
-            message = mail_failing_message(
-                unit.school.name, unit.school.contact_email, unit.mail_problem
-            )
-            self._log(logging.WARNING, message.title + ": " + unit.mail_problem)
-            outbox += [(t.id, now, message) for t in self.targets]
+        outbox, lines = mail_problems(self.units, self.targets, now)
+        for line in lines:
+            self._log(logging.WARNING, line)
         return outbox
 
     # -- the loop ----------------------------------------------------------------
