@@ -8,8 +8,9 @@ model's last :data:`KEEP_ROUNDS` calls, for the chart and the page), ``outbox``
 :data:`OUTBOX_MAX_AGE_MS`; one being sent is marked first, so a watch killed
 while sending never sends it again) and ``meta`` (the round counter). A round is
 written in one transaction, so a crash leaves the previous round whole. The
-file names models, hosts and alert texts, never an apiKey or a notification URL (targets are known by a hash). SQLite
-creates the -wal and -shm files with the database's mode, so all three stay 0600.
+file names models, hosts and alert texts, never an apiKey or a notification
+URL (targets are known by a hash). SQLite creates the -wal and -shm files with
+the database's mode, so all three stay 0600.
 One ``lmreg-nb watch`` at a time writes a state file (a lock file beside it).
 """
 

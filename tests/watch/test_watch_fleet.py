@@ -30,14 +30,13 @@ from watch_helpers import (
     run_round,
 )
 
-from lmreg_nb.watch.fleet import read_fleet
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
-from lmreg_nb.watch.fleet import parse_mail
+from lmreg_nb.watch.fleet import parse_mail, read_fleet
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
