@@ -242,7 +242,8 @@ class Watcher:
         assert self._client is not None, "use the Watcher as an async context manager"
         previous = self._previous()
         read_slots = asyncio.Semaphore(READ_CONCURRENCY)
-        slots = FairSlots(self.config.concurrency)
+        readable = sum(1 for u in self.units if u.registry is not None)
+        slots = FairSlots(self.config.concurrency, schools=readable)
         # Each school's models are called as soon as they are read: a round lasts about
         # as long as the longer of the two, not their sum.
         done = await asyncio.gather(

@@ -170,3 +170,84 @@ def test_a_file_of_another_program_is_one_line(tmp_path: Path) -> None:
         StateStore(other)
     assert "not a state file of lmreg-nb watch" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["abc", "1e400", "-1", "9" * 400])
+def test_a_tampered_round_counter_is_one_line(tmp_path: Path, value: str) -> None:
+    import sqlite3
+
+    path = tmp_path / "watch.sqlite3"
+    StateStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'round'", (value,))
+    with pytest.raises(ConfigurationError) as caught:
+        StateStore(path)
+    said = str(caught.value)
+    assert "is damaged" in said and "round counter" in said and "\n" not in said
+
+
+def test_a_tampered_count_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "watch.sqlite3"
+    with StateStore(path) as store:
+        store.save_round(1, [DOWN], [])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE models SET fails = 'many'")
+    with StateStore(path) as store, pytest.raises(ConfigurationError, match="column fails"):
+        store.models()
+
+
+def test_a_notification_being_sent_when_the_watch_died_is_never_sent_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "watch.sqlite3"
+    message = Message("[A] model qwen is down", "body", "failure")
+    with StateStore(path) as store:
+        store.save_round(1, [DOWN], [], outbox=[("contact", 1000, message)])
+        (row,) = store.pending("contact")
+        store.sending([row.id], 2000)  # then kill -9: the process is gone mid-send
+        assert store.pending("contact") == []
+    with StateStore(path) as store:  # the next watch
+        (gone,) = store.interrupted()
+        assert gone.message == message
+        assert store.pending("contact") == [] and store.waiting_targets() == set()
+        assert store.interrupted() == []
+
+
+def test_an_older_state_file_is_upgraded_with_its_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "watch.sqlite3"
+    with sqlite3.connect(path) as db:  # the schema of the fourth release
+        db.executescript(
+            """
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE models (
+                model_id TEXT PRIMARY KEY, model_name TEXT NOT NULL, host TEXT NOT NULL,
+                status TEXT NOT NULL, fails INTEGER NOT NULL, since_ms INTEGER, kind TEXT,
+                detail TEXT NOT NULL, checked_ms INTEGER, last_ok_ms INTEGER, alerted_ms INTEGER,
+                latency_s REAL, tls_days INTEGER, tls_expires_ms INTEGER, tls_issuer TEXT,
+                tls_warned_ms INTEGER, school TEXT NOT NULL DEFAULT '');
+            CREATE TABLE history (round INTEGER NOT NULL, model_id TEXT NOT NULL,
+                at_ms INTEGER NOT NULL, ok INTEGER NOT NULL, latency_s REAL, kind TEXT,
+                PRIMARY KEY (model_id, round));
+            CREATE INDEX history_round ON history (round);
+            CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, target TEXT NOT NULL,
+                created_ms INTEGER NOT NULL, notify_type TEXT NOT NULL, title TEXT NOT NULL,
+                body TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                error TEXT NOT NULL DEFAULT '');
+            INSERT INTO meta VALUES ('schema', '1'), ('round', '7');
+            INSERT INTO models VALUES ('m1', 'campus-llm', 'llm.example', 'down', 4, 1000,
+                'timeout', 'no reply', NULL, NULL, NULL, NULL, 9, NULL, NULL, NULL, 'a');
+            INSERT INTO history VALUES (7, 'm1', 7000, 0, NULL, 'timeout');
+            INSERT INTO outbox (target, created_ms, notify_type, title, body)
+                VALUES ('t', 7000, 'failure', 'title', 'body');
+            """
+        )
+    with StateStore(path) as store:
+        (state,) = store.models().values()
+        assert state.key == "a/m1" and state.status == "down" and state.fails == 4
+        assert store.last_round() == 7
+        assert [h.key for h in store.history()] == ["a/m1"]
+        assert [r.message.title for r in store.pending("t")] == ["title"]
