@@ -51,6 +51,9 @@ _EXAMPLES = "mailtos://, dingtalk://, wecombot://, feishu://, json://"
 def _quiet_apprise() -> None:
     # Apprise logs the URLs it posts to (tokens in their paths) at DEBUG; its lines never
     # reach our handlers. What a failure says is read from the result, masked.
+    from .smtp_tls import share_tls_contexts
+
+    share_tls_contexts()  # one TLS context per process, not ~57 ms of CPU per mail
     logger = logging.getLogger("apprise")
     logger.propagate = False
     # Its DEBUG lines carry the SMTP exception that says why a mail failed (read from
