@@ -4,6 +4,7 @@ lives with the probe, in :mod:`lmreg_nb.probe`).
 ```
 LmregError                      base: str(exc) is one line that says what to do
 ├── ConfigurationError          a setting is missing or invalid (names the variable)
+│   └── PlanError               a plan's mistakes, every one (lmreg_nb.plan; .problems)
 ├── ValidationError             a field breaks a rule before anything is sent (.field)
 ├── TransportError              the platform could not be reached or did not answer
 │   ├── ConnectError            connection refused, DNS, TLS, connect timeout
