@@ -163,12 +163,13 @@ async def probe_all(
             *(unreachable_address(h, min(timeout, 5.0)) for h in names)
         )
         blocked = dict(zip(names, found_blocked, strict=True))
-    handshakes: dict[tuple[str, int], asyncio.Task[tuple[Certificate | None, float]]] = {}
+    handshakes: dict[tuple[str, int], asyncio.Task[tuple[Certificate | None, float, float]]] = {}
 
-    async def handshake(host: str, port: int) -> tuple[Certificate | None, float]:
+    async def handshake(host: str, port: int) -> tuple[Certificate | None, float, float]:
         began = time.perf_counter()
-        cert = await inspect_certificate(host, port, max(0.001, deadline - loop.time()))
-        return cert, time.perf_counter() - began
+        allowed = max(0.001, deadline - loop.time())  # what is left of the school's round
+        cert = await inspect_certificate(host, port, allowed)
+        return cert, time.perf_counter() - began, allowed
 
     async def call(model: RegisteredModel, its: Settings) -> Observation:
         host, port, https = model_host(model.registry_url)
@@ -179,9 +180,9 @@ async def probe_all(
         if https and host:
             if (host, port) not in handshakes:
                 handshakes[host, port] = asyncio.ensure_future(handshake(host, port))
-            cert, took = await asyncio.shield(handshakes[host, port])
+            cert, took, allowed = await asyncio.shield(handshakes[host, port])
             if cert is None:  # no TLS connection: the call could not make one either
-                return Observation(model, _no_handshake(host, port, took, timeout), None)
+                return Observation(model, _no_handshake(host, port, took, allowed), None)
         try:
             async with asyncio.timeout_at(deadline - MIN_CALL_S):
                 await slots.acquire(school)
@@ -213,7 +214,7 @@ def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeRes
             False,
             "timeout",
             _("the TLS handshake with {host}:{port} did not complete within {seconds} s").format(
-                host=host, port=port, seconds=f"{timeout:g}"
+                host=host, port=port, seconds=f"{timeout:.3g}"
             ),
             latency_s=took,
         )
