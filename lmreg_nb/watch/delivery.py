@@ -107,12 +107,13 @@ async def _deliver_to(
                 continue
             first = batch[0]
             store.failed(first.id, error, [r.id for r in batch[1:]])
-            log(logging.WARNING, _failed(target, error))
+            log(logging.WARNING, _failed(target, message.title, error))
             return sent, (target.id, error, first.attempts + 1 == FAILS_BEFORE_TOLD)
         return sent, None
 
 
-def _failed(target: NotifyTarget, error: str) -> str:
-    return _("could not send to {target}: {error}; trying again next round").format(
-        target=target.shown, error=error
+def _failed(target: NotifyTarget, title: str, error: str) -> str:
+    # The title names the school ("[School A] model qwen is down"): every line does.
+    return _("could not send to {target} ({title}): {error}; trying again next round").format(
+        target=target.shown, title=title, error=error
     )

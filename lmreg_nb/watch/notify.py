@@ -25,6 +25,7 @@ from ..errors import ConfigurationError
 from ..i18n import _
 from ..secret import Masker, Secret, split_urls, url_secrets
 from ..terminal import snippet
+from .names import shown_address
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -141,7 +142,7 @@ def parse_targets(urls: Iterable[str]) -> list[NotifyTarget]:
                 variable="LMREG_NOTIFY",
             )
         secrets = list(dict.fromkeys([*url_secrets(url), *_private_values(plugin)]))
-        shown = Masker(secrets)(url)
+        shown = shown_address(url, Masker(secrets))  # alerts%40school.cn as alerts@school.cn
         digest = hashlib.sha256(url.encode()).hexdigest()[:16]
         targets.append(NotifyTarget(Secret(url), digest, shown, tuple(Secret(s) for s in secrets)))
     if not targets:

@@ -101,3 +101,15 @@ def test_known_secrets_are_masked_inside_model_names_everywhere(make_fleet: Any)
     for text in written:
         assert KEY not in text and secret not in text
         assert KEY[-12:] not in text and secret[-12:] not in text
+
+
+def test_addresses_are_shown_decoded_and_secrets_masked() -> None:
+    from lmreg_nb.watch.notify import parse_targets
+
+    (target,) = parse_targets(
+        ["mailtos://alerts%40provider.cn:Pw-0123456789@smtp.provider.cn?to=wangfang%40a.example"]
+    )
+    assert (
+        target.shown == "mailtos://alerts@provider.cn:…6789@smtp.provider.cn?to=wangfang@a.example"
+    )
+    assert "%40" not in target.shown and "Pw-0123456789" not in target.shown
