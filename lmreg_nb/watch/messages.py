@@ -25,6 +25,7 @@ __all__ = [
     "blind_message",
     "digest",
     "format_duration",
+    "interrupted_message",
     "mail_failing_message",
     "render",
     "round_messages",
@@ -314,3 +315,18 @@ def mail_failing_message(school: str, address: str, error: str) -> Message:
         ),
     ]
     return Message(title, "\n".join(lines), "failure")
+
+
+def interrupted_message(sent: Sequence[tuple[str, str]]) -> Message:
+    """For the provider: notifications a stopped watch was sending, (target, title) each.
+
+    They are not sent again (a contact must never get an alert twice); they may or may
+    not have arrived, so the provider is told which.
+    """
+    title = ngettext(
+        "{n} notification may not have arrived (the watch stopped while sending it)",
+        "{n} notifications may not have arrived (the watch stopped while sending them)",
+        len(sent),
+    ).format(n=len(sent))
+    lines = [_("{target}: {title}").format(target=t, title=m) for t, m in sent[:DIGEST_LINES]]
+    return Message(title, _with_rest(lines, len(sent)), "warning")

@@ -40,6 +40,7 @@ from .lines import event_line, failure_line, removed_line, round_line, school_li
 from .messages import (
     Message,
     blind_message,
+    interrupted_message,
     mail_failing_message,
     round_messages,
     sees_again_message,
@@ -144,6 +145,12 @@ class Watcher:
             interrupted = []
             self._log(logging.WARNING, _state_error(self.store.path, exc))
         shown = {t.id: t.shown for t in self._all_targets()}
+        if interrupted and self.targets:
+            message = interrupted_message(
+                [(shown.get(r.target, r.target), r.message.title) for r in interrupted]
+            )
+            with contextlib.suppress(sqlite3.Error):  # told in the log below in any case
+                self.store.enqueue([(t.id, self._now_ms(), message) for t in self.targets])
         for row in interrupted:
             # At most once: it may have arrived before the watch stopped (kill -9, power).
             self._log(

@@ -113,3 +113,22 @@ def test_addresses_are_shown_decoded_and_secrets_masked() -> None:
         target.shown == "mailtos://alerts@provider.cn:…6789@smtp.provider.cn?to=wangfang@a.example"
     )
     assert "%40" not in target.shown and "Pw-0123456789" not in target.shown
+
+
+def test_after_a_kill_mid_send_the_contact_gets_nothing_twice_and_the_provider_is_told(
+    make_fleet: Any,
+) -> None:
+    from lmreg_nb.watch.messages import Message
+
+    fleet = make_fleet({"a": ("School A", [model("m1", "qwen", "a")], "li@a.example")})
+    (unit,) = fleet.watcher.units
+    store = fleet.watcher.store
+    alert = Message("[School A] model qwen is down", "body", "failure")
+    store.enqueue([(unit.mail.id, 1000, alert)])
+    (row,) = store.pending(unit.mail.id)
+    store.sending([row.id], 2000)  # the watch was killed here, the mail in flight
+    fleet.round()
+    assert fleet.notifier.to("li@a.example") == []  # never sent again
+    (told,) = fleet.notifier.to(fleet.watcher.targets[0].shown)
+    assert told.title.startswith("1 notification may not have arrived")
+    assert "li@a.example: [School A] model qwen is down" in told.body
