@@ -1,10 +1,10 @@
 """The toolkit's exceptions, in one tree (the chat-endpoint checker's ChatEndpointError
-lives with the probe, in :mod:`lmreg_nb.probe`).
+lives with the probe, in :mod:`lmreg_nb.probe`; a plan's mistakes, all of them, are one
+ConfigurationError, the PlanError of :mod:`lmreg_nb.plan`).
 
 ```
 LmregError                      base: str(exc) is one line that says what to do
 ├── ConfigurationError          a setting is missing or invalid (names the variable)
-│   └── PlanError               a plan's mistakes, every one (lmreg_nb.plan; .problems)
 ├── ValidationError             a field breaks a rule before anything is sent (.field)
 ├── TransportError              the platform could not be reached or did not answer
 │   ├── ConnectError            connection refused, DNS, TLS, connect timeout
