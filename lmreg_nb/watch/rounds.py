@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,8 +43,8 @@ __all__ = [
 
 #: Calls in flight at once: 1,000 models of ~0.2 s each take a few seconds.
 DEFAULT_CONCURRENCY = 32
-#: A call is not started with less than this left of its school's round (it could not
-#: tell a slow model from a dead one).
+#: A call is not started in the last moment of its school's round (a slot freed then
+#: would only start a call that every other model of the school has shown will hang).
 MIN_CALL_S = 0.5
 
 
@@ -125,6 +126,47 @@ def _private_result(host: str, address: str) -> ProbeResult:
     )
 
 
+class _SchoolClock:
+    """When a school's round ends: ``idle`` seconds after its last answer.
+
+    The clock starts with the school's first call (time spent waiting for a slot behind
+    other schools is the machine's bound, not the school's); any answer, even an error,
+    moves the end; a call that times out does not. So a school whose models all hang
+    ends one timeout after its calls began, and a school of 2,000 healthy models is
+    never cut short.
+    """
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self.last: float | None = None
+
+    def end(self) -> float:
+        return math.inf if self.last is None else self.last + self.idle
+
+    def answered(self, now: float) -> None:
+        self.last = now if self.last is None else max(self.last, now)
+
+
+async def _take_slot(slots: FairSlots, school: str, clock: _SchoolClock) -> bool:
+    """A call slot for ``school``; False when its round ended first (its models hung)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        limit = clock.end() - MIN_CALL_S
+        try:
+            if math.isinf(limit):
+                await slots.acquire(school)
+            else:
+                async with asyncio.timeout_at(limit):
+                    await slots.acquire(school)
+        except TimeoutError:
+            if clock.end() - MIN_CALL_S > loop.time():
+                continue  # a model answered meanwhile: the round goes on
+            return False
+        if clock.last is None:
+            clock.answered(loop.time())  # the school's calls begin: its clock starts
+        return True
+
+
 async def probe_all(
     models: Sequence[RegisteredModel],
     settings: Settings | Sequence[Settings],
@@ -134,17 +176,16 @@ async def probe_all(
     allow_private: bool = True,
     slots: FairSlots | None = None,
     school: str = "",
-    deadline: float | None = None,
 ) -> list[Observation]:
     """Call every model once (at most ``concurrency`` at a time); one Observation each.
 
     ``settings``: one for all, or one per model (the fleet: each school's own).
     ``allow_private`` False: a model at a loopback or private address is not called.
     ``slots``: the round's call slots, shared fairly with the other schools (``school``
-    is this one's key). ``deadline`` (the event loop's clock; default: one timeout from
-    now): the school's round ends then, whatever its models do; a call gets what is
-    left, and a model whose turn has not come by then is ``not-called`` (models are
-    called in the order given: the caller puts first those not called last time).
+    is this one's key). The school's round ends one timeout after its last answer: its
+    models that hang cost it one timeout, not one each; a model whose turn has not come
+    by then is ``not-called`` (models are called in the order given: the caller puts
+    first those not called last time).
 
     Each https host's handshake is made once, outside the bound (it waits on the
     network, not on this machine): a host whose handshake does not complete costs its
@@ -154,7 +195,7 @@ async def probe_all(
     first = each[0] if each else None
     timeout = first.timeout if first is not None else 10.0
     loop = asyncio.get_running_loop()
-    deadline = deadline if deadline is not None else loop.time() + timeout
+    clock = _SchoolClock(timeout)
     slots = slots if slots is not None else FairSlots(max(1, concurrency))
     blocked: dict[str, str | None] = {}
     if not allow_private:
@@ -163,13 +204,12 @@ async def probe_all(
             *(unreachable_address(h, min(timeout, 5.0)) for h in names)
         )
         blocked = dict(zip(names, found_blocked, strict=True))
-    handshakes: dict[tuple[str, int], asyncio.Task[tuple[Certificate | None, float, float]]] = {}
+    handshakes: dict[tuple[str, int], asyncio.Task[tuple[Certificate | None, float]]] = {}
 
-    async def handshake(host: str, port: int) -> tuple[Certificate | None, float, float]:
+    async def handshake(host: str, port: int) -> tuple[Certificate | None, float]:
         began = time.perf_counter()
-        allowed = max(0.001, deadline - loop.time())  # what is left of the school's round
-        cert = await inspect_certificate(host, port, allowed)
-        return cert, time.perf_counter() - began, allowed
+        cert = await inspect_certificate(host, port, timeout)
+        return cert, time.perf_counter() - began
 
     async def call(model: RegisteredModel, its: Settings) -> Observation:
         host, port, https = model_host(model.registry_url)
@@ -180,18 +220,17 @@ async def probe_all(
         if https and host:
             if (host, port) not in handshakes:
                 handshakes[host, port] = asyncio.ensure_future(handshake(host, port))
-            cert, took, allowed = await asyncio.shield(handshakes[host, port])
+            cert, took = await asyncio.shield(handshakes[host, port])
             if cert is None:  # no TLS connection: the call could not make one either
-                return Observation(model, _no_handshake(host, port, took, allowed), None)
-        try:
-            async with asyncio.timeout_at(deadline - MIN_CALL_S):
-                await slots.acquire(school)
-        except TimeoutError:
+                return Observation(model, _no_handshake(host, port, took, timeout), None)
+        if not await _take_slot(slots, school, clock):
             return Observation(model, _not_called(timeout), _seen(cert))
         try:
-            result = await probe_model(model, its, client, budget=deadline - loop.time())
+            result = await probe_model(model, its, client)
         finally:
             slots.release(school)
+        if result.kind != "timeout":
+            clock.answered(loop.time())
         return Observation(model, tls_failure(result, cert, host), _seen(cert))
 
     return list(await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True))))
@@ -214,7 +253,7 @@ def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeRes
             False,
             "timeout",
             _("the TLS handshake with {host}:{port} did not complete within {seconds} s").format(
-                host=host, port=port, seconds=f"{timeout:.3g}"
+                host=host, port=port, seconds=f"{timeout:g}"
             ),
             latency_s=took,
         )

@@ -214,9 +214,8 @@ class Watcher:
         current = identities(read.models, unit.school.key, unit.school.secrets)
         order = call_order(current, previous)
         settings = unit.school.settings or self.settings
-        # The school's own deadline: its models that hang end with it, and never hold up
-        # another school's round (at most LMREG_TIMEOUT once its models are read).
-        deadline = asyncio.get_running_loop().time() + settings.timeout
+        # The school's own round: it ends one LMREG_TIMEOUT after its last answer, so its
+        # models that hang never hold up another school's, nor its own for long.
         seen = await probe_all(
             [read.models[i] for i in order],
             settings,
@@ -224,7 +223,6 @@ class Watcher:
             allow_private=self.config.allow_private,
             slots=slots,
             school=unit.school.key,
-            deadline=deadline,
         )
         return read, [(current[i], o) for i, o in zip(order, seen, strict=True)]
 

@@ -80,3 +80,13 @@ def test_the_slots_are_shared_fairly(make_fleet: Any) -> None:
     order = asyncio.run(go())
     # The first two freed slots go to the schools holding none (b, then c), not to a's queue.
     assert order[:2] == ["b", "c"], order
+
+
+def test_a_school_of_many_healthy_models_is_never_cut_short(make_fleet: Any) -> None:
+    # 40 models of 0.2 s each, 4 at a time: 2 s of calls, twice the 1 s timeout. The
+    # round ends a timeout after the last answer, not a timeout after it began.
+    slow = [model(f"s{i}", f"slow-{i}", "a", "slow") for i in range(40)]
+    fleet = make_fleet({"a": ("School A", slow, "li@a.example")}, timeout=TIMEOUT,
+                       concurrency=4)  # fmt: skip
+    report = fleet.round()
+    assert {s.status for s in report.states} == {"up"}, {s.kind for s in report.states}

@@ -2,7 +2,8 @@
 and a notifier that records (no socket, no process).
 
 Model URLs say how the model behaves: ``http://llm.<school>.example.cn/<name>/ok`` answers
-a short stream, ``/down`` HTTP 500, ``/hang`` never (until its call's deadline).
+a short stream, ``/slow`` the same after 0.2 s, ``/down`` HTTP 500, ``/hang`` never (until
+its call's timeout).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class Calls:
         self.asked.append(f"{request.url.host}{path}")
         if "/hang/" in path:
             await asyncio.sleep(3600)
+        if "/slow/" in path:  # a healthy model that takes its time: 0.2 s
+            await asyncio.sleep(0.2)
         if "/down/" in path:
             return httpx.Response(500, json={"error": {"message": "the model server failed"}})
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=SSE)
