@@ -72,7 +72,7 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     assert buf.getvalue()[:4] == b"\x89PNG"
 
     payload = json.dumps(report.to_json())
-    assert set(json.loads(payload)) == {"checks", "summary", "workload"}
+    assert set(json.loads(payload)) == {"checks", "summary", "workload", "client", "server"}
     assert mock.key not in payload
 
 
@@ -155,19 +155,26 @@ def test_cli_json_is_the_contract(mock: Mock) -> None:
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert set(out) == {"checks", "summary", "workload"}
+    assert set(out) == {"checks", "summary", "workload", "client", "server"}
+    # The client watched itself (contract: "The client checks itself"); the mock
+    # publishes no figures of its own.
+    assert set(out["client"]) == {"stalls", "worst_stall_ms", "stalled_share"}
+    assert out["server"] is None
     assert all(set(c) == {"name", "passed", "severity", "detail"} for c in out["checks"])
     assert set(out["summary"]) == SUMMARY and out["summary"]["requests"] == 4
     assert mock.key not in result.output
 
 
-def test_cli_text_table_and_figure(mock: Mock) -> None:
-    result = CliRunner().invoke(main, ["check", "-n", "4", "-c", "2"], env=_env(mock, mock.url()))
+def test_cli_text_table_and_figure(mock: Mock, tmp_path: Path) -> None:
+    chart = tmp_path / "check.png"
+    result = CliRunner().invoke(
+        main, ["check", "-n", "4", "-c", "2", "--plot", str(chart)], env=_env(mock, mock.url())
+    )
     assert result.exit_code == 0, result.output
     assert "[ ok ] required    stream-done" in result.stdout
     assert "verdict: OK" in result.stdout
-    assert "figure: lmreg-check.png" in result.stdout
-    assert Path("lmreg-check.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"figure: {chart}" in result.stdout
+    assert chart.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_cli_exit_1_when_an_error_check_fails(mock: Mock) -> None:
