@@ -109,7 +109,7 @@ class _StalledStream(_Stream):
     server on the same cores does that): a stalled client reads any stream in one lump."""
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        time.sleep(0.2)  # noqa: ASYNC251 - the point: the client's event loop stalls
+        time.sleep(0.2)
         async for piece in super().__aiter__():
             yield piece
 

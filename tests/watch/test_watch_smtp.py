@@ -14,6 +14,8 @@ from lmreg_nb import i18n
 from lmreg_nb.watch.messages import Message
 from lmreg_nb.watch.notify import Notifier, parse_targets, smtp_cause
 
+pytestmark = pytest.mark.slow  # a real SMTP server on loopback is the point (AUTH, STARTTLS)
+
 MESSAGE = Message("[A] model qwen is down", "body", "failure")
 
 
