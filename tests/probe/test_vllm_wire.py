@@ -154,6 +154,7 @@ def test_an_empty_first_token_is_not_a_bad_stream() -> None:
     assert ex.output_tokens == (1, "usage") and ex.finish == "length" and not ex.text
 
 
+@pytest.mark.slow  # the lean client speaks HTTP/1.1 on a real socket
 def test_the_lean_client_and_the_prefix_probe_take_an_empty_first_token() -> None:
     reply = _data("stream_one_empty.sse")
 
@@ -237,8 +238,7 @@ def _serving_metrics(monkeypatch: pytest.MonkeyPatch, stall_s: float = 0.0) -> l
         asked.append(request.url.path)
         if request.url.path == "/metrics":
             text = {"content-type": "text/plain; version=0.0.4"}
-            return httpx.Response(200, content=readings.pop(0) if readings else b"",
-                                  headers=text)  # fmt: skip
+            return httpx.Response(200, content=readings.pop(0) if readings else b"", headers=text)
         if stall_s and request.method == "POST" and json.loads(request.content).get("stream"):
             time.sleep(stall_s)  # the client's own loop stalls (a model server on its cores)
         return handler(request)
