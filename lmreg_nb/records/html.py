@@ -193,7 +193,7 @@ def _checks(s: Summary) -> list[str]:
 
 
 def _p90(value: Percentiles) -> str:
-    return _e(value.p90)
+    return html.escape(ms(value.p90))
 
 
 def _capacity(capacity: CapacityRecord | None) -> list[str]:
