@@ -61,9 +61,7 @@ def test_a_need_that_is_met_measures_it_then_the_margin_and_stops(plain: str) ->
     assert cap.limited_by == "need-met" and cap.concurrency == 6 and result.meets(4)
     sentence = result.verdict(class_size=4)
     # One number: capacity.concurrency, the largest level measured within the SLO (issue 40).
-    assert sentence.startswith(
-        "The model serves at least 6 chats at once within the SLO (first token p90"
-    )
+    assert sentence.startswith("The model serves 6 chats at once within the SLO (first token p90")
     assert "4 chats" not in sentence.split(".")[0] and "still did" not in sentence
     assert "That is enough for a class of 4: 4 students asking at once about a " in sentence
     # The record keeps the JSON of the contract; read back, the verdict is the same.
@@ -177,7 +175,8 @@ def test_the_verdict_says_how_close_the_top_level_came_to_the_slo() -> None:
     sentence = far.verdict(40)
     # The one capacity number, capacity.concurrency (60), never the class asked for (40).
     assert sentence.startswith(
-        "The model serves at least 60 chats at once within the SLO (first token p90 900 ms of 2 s)."
+        "The model serves 60 chats at once within the SLO (first token p90 900 ms of 2 s),"
+        " the most the search measured: it stops once the class is served."
     )
     assert "Little room" not in sentence and "That is enough for a class of 40." in sentence
     assert far.capacity.concurrency == 60 and far.capacity.limited_by == "need-met"

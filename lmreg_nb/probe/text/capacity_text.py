@@ -139,6 +139,17 @@ def _served(result: CapacityResult, base: Level, above: Level | None) -> str:
             n,
         )
         more_figures = _why(above, slo)
+    elif result.capacity.limited_by == "need-met":
+        # The search stopped once the class was served, one level above it: the number is
+        # the largest measured, said as the one capacity every view says.
+        text = ngettext(
+            "The model serves {n} chat at once within the SLO ({figures}), the most the"
+            " search measured: it stops once the class is served.",
+            "The model serves {n} chats at once within the SLO ({figures}), the most the"
+            " search measured: it stops once the class is served.",
+            n,
+        )
+        more_figures = ""
     elif result.capacity.limited_by == "max-concurrency":
         text = ngettext(
             "The model serves at least {n} chat at once within the SLO ({figures}),"
