@@ -16,6 +16,7 @@ LmregError                      base: str(exc) is one line that says what to do
 │   │   └── CredentialsError    40102 wrong appId or appSecret
 │   ├── PermissionDeniedError   40300 X-ENV missing or not the token's env
 │   ├── NotFoundError           40400
+│   │   └── ModelNameNotFoundError no model of this modelName (check --registered NAME)
 │   ├── ConflictError           40900 modelName already used
 │   ├── PayloadTooLargeError    41300
 │   ├── RateLimitError          42900 (.retry_after)
@@ -36,6 +37,7 @@ same (no advice said twice).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .i18n import N_, _, pgettext
 from .terminal import terminal_text
@@ -50,6 +52,7 @@ __all__ = [
     "CredentialsError",
     "LmregError",
     "MalformedResponseError",
+    "ModelNameNotFoundError",
     "NotFoundError",
     "OutcomeUnknownError",
     "PayloadTooLargeError",
@@ -270,6 +273,18 @@ class NotFoundError(APIError):
 
     hint = N_("list the account's models and use one of their modelIds")
     meaning = N_("there is no model with this modelId in the account")
+
+
+class ModelNameNotFoundError(NotFoundError):
+    """No model of this modelName in the account: the account's list said so (no request
+    failed), so the message is said as it is, without "listing the models failed" or
+    the modelId advice of a 40400."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        # Said as it is: the account's list answered, nothing else failed.
+        LmregError.__init__(self, message)
+        self.operation = "query-models"
 
 
 class ConflictError(APIError):

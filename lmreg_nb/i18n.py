@@ -178,6 +178,11 @@ def N_(message: str) -> str:
     return message
 
 
+def Nn_(singular: str, plural: str) -> tuple[str, str]:
+    """Mark a text and its plural for extraction; translate them with ``ngettext()``."""
+    return singular, plural
+
+
 def _zone_named(name: str | None) -> tzinfo | None:
     if not name:
         return None

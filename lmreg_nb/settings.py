@@ -36,6 +36,7 @@ log = logging.getLogger("lmreg_nb")
 
 __all__ = [
     "DEFAULT_TOKEN_PATH",
+    "ENV_FROM",
     "NAMED_FILE_ONLY",
     "SECRET_VARIABLES",
     "VARIABLES",
@@ -66,6 +67,8 @@ VARIABLES: dict[str, str] = {
     "notify_mail": "LMREG_NOTIFY_MAIL",
     "allow_private": "LMREG_ALLOW_PRIVATE",
 }
+#: Set by ``onboard`` and ``batch`` for a run's child: the .env file its settings came from.
+ENV_FROM = "LMREG_ENV_FROM"
 #: The variables whose values are secrets (never shown, never parameters).
 SECRET_VARIABLES = (
     "LMREG_APP_SECRET",
@@ -126,6 +129,10 @@ class Settings:
     env_ignored: tuple[str, ...] = ()
     #: A .env the search found but did not read, and why (another user could change it).
     env_skipped: tuple[Path, str] | None = None
+    #: The file the command that started this run read the settings from (LMREG_ENV_FROM,
+    #: set by ``onboard`` and ``batch`` for their child): its values came with the
+    #: environment, so the configuration view names it instead of "no .env found".
+    env_from: str | None = None
     #: Settings typed into a form (field names, e.g. "app_secret"): hints then name the
     #: form, not the LMREG_* variable.
     typed: frozenset[str] = frozenset()
@@ -166,12 +173,14 @@ class Settings:
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
+        came_from = env.get(ENV_FROM) or None
         return cls(
             **values,
             env_file=found,
             env_searched=searched,
             env_ignored=ignored,
             env_skipped=skipped,
+            env_from=came_from,
         )
 
     def with_(self, **changes: Any) -> Settings:

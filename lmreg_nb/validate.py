@@ -13,18 +13,20 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ValidationError
 from .i18n import N_, _
 from .terminal import is_ignorable
 
 __all__ = [
+    "CHAT_PATH_SUFFIX",
     "MAX_API_KEY",
     "MAX_EXAMPLE_BYTES",
     "MAX_MODEL_NAME",
     "MAX_URL",
     "UrlWarning",
+    "chat_path_fix",
     "check_api_key",
     "check_email",
     "check_mobile",
@@ -38,6 +40,7 @@ __all__ = [
     "looks_numeric",
     "model_body",
     "numeric_host_reason",
+    "unreachable_reason",
     "url_warnings",
 ]
 
@@ -370,6 +373,31 @@ def url_warnings(url: str) -> list[UrlWarning]:
         message = _(_UNREACHABLE[reason]).format(host=hostname)
         warnings.append(UrlWarning("unreachable-host", message))
     return warnings
+
+
+def chat_path_fix(url: str) -> str:
+    """``url`` with the chat path of spec 4.5 (``…/v1`` -> ``…/v1/chat/completions``): the
+    school's own address as it should be registered (the most common mistake stops at /v1)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    path = parts.path.rstrip("/")
+    if path.endswith("/" + CHAT_PATH_SUFFIX):
+        return url
+    if path.endswith("/v1"):
+        path += "/chat/completions"
+    elif path.endswith("/chat/completions"):
+        path = path.removesuffix("/chat/completions") + "/" + CHAT_PATH_SUFFIX
+    else:
+        path += "/" + CHAT_PATH_SUFFIX
+    return urlunsplit(parts._replace(path=path))
+
+
+def unreachable_reason(host: str) -> str:
+    """Why the platform cannot reach ``host``: ``loopback``, ``unspecified``, ``link-local``,
+    ``private``, ``single-label``, ``local-name``; "" when it can."""
+    return _unreachable_reason(host) if host else ""
 
 
 _UNREACHABLE = {

@@ -243,7 +243,9 @@ def test_summary_csv_is_for_excel_and_counts_warnings_apart(tmp_path: Path) -> N
     page = (tmp_path / "i.html").read_text(encoding="utf-8")
     assert "not ready" in page and "<li>The platform cannot reach 127.0.0.1</li>" in page
     assert "1 passed, 0 failed, 2 warnings" in page and "TTFT p50 41.5 ms" in page
-    assert "capacity 8 chats at once" in page and "第二中学" in page
+    # The one capacity number, with enough or not for the class beside it (issue 40).
+    assert "serves 8 chats at once within the SLO. Not enough for a class of 40." in page
+    assert "第二中学" in page
     assert "2 runs: 1 not ok, 0 ready for go-live." in page
 
 

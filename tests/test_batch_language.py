@@ -66,9 +66,9 @@ def test_index_in_chinese_with_local_times_and_no_green_beside_not_ready(tmp_pat
     assert "Asia/Shanghai" in page and "+00:00" not in page
     for needle in ("not ready", "Onboarding batch", ">ok<", ">failed<", "Updated"):
         assert needle not in page
-    r1 = page.split("<td class='nowrap'>r1</td>")[1].split("</tr>")[0]
+    r1 = page.split("<td class='run'>r1</td>")[1].split("</tr>")[0]
     assert "class='ok" not in r1.split("尚不能上线")[0]  # r1: ok, not ready: not green
-    r2 = page.split("<td class='nowrap'>r2</td>")[1].split("</tr>")[0]
+    r2 = page.split("<td class='run'>r2</td>")[1].split("</tr>")[0]
     assert "<td class='ok nowrap'>" in r2  # r2: ready: green
 
 

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKERS = {"_", "ngettext", "pgettext", "N_", "t"}
+MARKERS = {"_", "ngettext", "pgettext", "N_", "Nn_", "t"}
 
 
 def _sources() -> list[Path]:

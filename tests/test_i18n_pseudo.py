@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from test_i18n import load_script
 
 from lmreg_nb import i18n
+from lmreg_nb.summary.performance import Performance
 
 pytest.importorskip("babel", reason="the test extra installs Babel")
 
@@ -237,7 +238,9 @@ def sample_summary() -> Any:
             Check("stream-utf8", True, "error", "detailtext"),
             Check("tls-certificate", False, "warning", "detailtext"),
         ],
-        performance={"requests": 10, "errors": 1, "ttft_ms": {"p50": 1, "p90": 2, "p99": 3}},
+        performance=Performance.from_json(
+            {"requests": 10, "errors": 1, "ttft_ms": {"p50": 1, "p90": 2, "p99": 3}}
+        ),
         lang="zh-CN",
         generated_at=datetime(2026, 9, 1, 4, 5, tzinfo=UTC),
     )

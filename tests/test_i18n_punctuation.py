@@ -13,6 +13,8 @@ from typing import Any
 
 from babel.messages.pofile import read_po
 
+from lmreg_nb.summary.performance import Performance
+
 PO = Path(__file__).resolve().parents[1] / "lmreg_nb/locale/zh_CN/LC_MESSAGES/lmreg_nb.po"
 CJK = "\u3400-\u9fff\u3000-\u303f\uff00-\uffef"
 ASCII_MARK_BY_CHINESE = re.compile(rf"[{CJK}][ \t]*[,;]|[,;][ \t]*[{CJK}]")
@@ -67,7 +69,7 @@ def test_sentences_put_together_in_code_follow_the_same_rules() -> None:
     texts = [
         _chinese(missing),
         _chinese(lambda: kinds_text({"timeout": 3, "status 500": 2, "connect": 1})),
-        _chinese(lambda: perf_sentence({"requests": 2, "errors": 1, "requests_per_s": 1.5})),
+        _chinese(lambda: perf_sentence(Performance(requests=2, errors=1, requests_per_s=1.5))),
     ]
     for text in texts:
         assert not ASCII_MARK_BY_CHINESE.search(text), text
@@ -130,7 +132,9 @@ def _code_built_sentences() -> list[str]:
     from lmreg_nb.commands.runs import report_lines
     from lmreg_nb.errors import ConfigurationError
     from lmreg_nb.i18n import _, clauses
-    from lmreg_nb.probe.checks.golive import model_name_row
+    from lmreg_nb.probe.checks.golive import MODEL_NAME_SERVED
+    from lmreg_nb.probe.target import Target
+    from lmreg_nb.probe.text.checks import judged
     from lmreg_nb.settings import Settings
     from lmreg_nb.summary import Check, Step, build_summary
 
@@ -157,7 +161,10 @@ def _code_built_sentences() -> list[str]:
         ex = Exchange(stream_requested=False)
         ex.status = 404
         ex.json_body = {"error": {"message": "Not Found"}}  # what vLLM's router says
-        return model_name_row([("my-llm", ex)], None).detail
+        target = Target("https://a.example/v1/chat/completions", "sk-0123456789", "my-llm")
+        found = judged(MODEL_NAME_SERVED, target, {"plain": ex}, stage="failed")
+        assert found is not None
+        return found.detail
 
     def onboard() -> str:
         built = summary()

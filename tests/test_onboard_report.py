@@ -26,6 +26,7 @@ def _result(checks: list[Check], steps: list[Step]) -> SimpleNamespace:
     return SimpleNamespace(
         summary=summary, status=summary.status, duration_s=12.3, kernel_retried=False,
         error=error, notebook=Path("o.ipynb"), html=Path("o.html"), short_html=Path("s.html"),
+        status_only=True,  # the runner's flag: the error is only the summary's status
     )  # fmt: skip
 
 
@@ -52,6 +53,6 @@ def test_each_problem_is_printed_once(lang: str) -> None:
 def test_an_error_the_summary_does_not_explain_is_still_printed() -> None:
     steps = [Step(n, True, "done") for n in ("contact card", "token")]
     result = _result([], steps)
-    result.error = "cell 7 raised ZeroDivisionError"
+    result.error, result.status_only = "cell 7 raised ZeroDivisionError", False
     _out, err = report_lines(result)
     assert err == ["error: cell 7 raised ZeroDivisionError"]

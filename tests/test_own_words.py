@@ -31,7 +31,8 @@ WORDY_KEYS = [
 
 
 def _names_built_in_code() -> set[str]:
-    """The first argument of every ``CheckResult("...")`` / ``_row("...")`` in the package."""
+    """The first argument of every ``Declared("...")`` (and ``CheckResult("...")``) in the
+    package: the names checks are declared with."""
     names: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -41,7 +42,7 @@ def _names_built_in_code() -> set[str]:
             called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
             first = node.args[0]
             constant = isinstance(first, ast.Constant) and isinstance(first.value, str)
-            if called in ("CheckResult", "Check", "_row") and constant:
+            if called in ("Declared", "CheckResult", "Check", "_row") and constant:
                 names.add(first.value)  # type: ignore[attr-defined]
     return names
 
@@ -50,6 +51,12 @@ def test_every_check_name_the_code_builds_is_known() -> None:
     built = _names_built_in_code()
     assert "reachable" in built and "load-test" in built  # the scan sees the code
     assert built <= set(CHECK_NAMES), sorted(built - set(CHECK_NAMES))
+
+
+def test_the_masker_knows_every_declared_check_and_no_other() -> None:
+    from lmreg_nb.probe.checks.catalog import CHECKS, MEASURED
+
+    assert {c.name for c in (*CHECKS, *MEASURED)} == set(CHECK_NAMES)
 
 
 @pytest.mark.parametrize("key", WORDY_KEYS)

@@ -27,6 +27,7 @@ from lmreg_nb.summary import (
     Summary,
     build_summary,
 )
+from lmreg_nb.summary.performance import Performance
 
 CHECKS = [
     Check("reachable", True, "error", "HTTP 200"),
@@ -76,6 +77,7 @@ def demo_summary(lang: str, **changes: Any) -> Summary:
     values["contact"] = values["contact"] and Contact.from_json(values["contact"])
     values["models"] = [ModelRecord.from_json(m) for m in values["models"]]
     values["capacity"] = values["capacity"] and CapacityRecord.from_json(values["capacity"])
+    values["performance"] = Performance.from_json(values["performance"])
     return build_summary(**values)
 
 

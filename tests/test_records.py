@@ -25,6 +25,7 @@ from lmreg_nb.records import (
 )
 from lmreg_nb.secret import Secret
 from lmreg_nb.summary import Summary
+from lmreg_nb.summary.performance import Performance
 
 SUMMARY: dict[str, Any] = {
     "school": "Example Middle School",
@@ -228,7 +229,7 @@ def test_summary_html_starts_with_two_plain_verdicts_and_what_to_do() -> None:
     summary = build_summary(
         school="Rehearsal School", contact=None, base_url=None, env=None, steps=steps,
         models=[ModelRecord("m", registry_url=loopback)], checks=[],
-        performance={"requests": 2, "errors": 1},
+        performance=Performance.from_json({"requests": 2, "errors": 1}),
     )  # fmt: skip
     page = render_summary_html(summary)
     steps_at = page.index("Onboarding steps: all done")
@@ -286,7 +287,7 @@ def test_a_run_reads_its_summary_record_once(
     outputs = _displayed(shell, "summary", Summary.from_json(SUMMARY))
     nb = _notebook_with([{"data": o.data, "metadata": o.metadata} for o in outputs])
     read = _no_json_reading(monkeypatch)
-    clean, records, summary, error = make_record(
+    clean, records, summary, error, _status_only = make_record(
         tmp_path / "onboarding.ipynb", Ended(0), nb, True, {}
     )
     paths = write_record(clean, summary, tmp_path, "onboarding", {}, "onboarding.ipynb")

@@ -10,6 +10,7 @@ from lmreg_nb import i18n
 from lmreg_nb.records.html import render_summary_html
 from lmreg_nb.records.text import render_summary_text
 from lmreg_nb.summary import Step, build_summary
+from lmreg_nb.summary.performance import Performance
 
 PCT = {"p50": 120.0, "p90": 130.0, "p99": 140.0}
 
@@ -18,7 +19,7 @@ def _summary(performance: dict[str, Any]) -> Any:
     return build_summary(
         school="S", contact=None, base_url="https://p", env="e",
         steps=[Step("chat endpoint checks", True, "ok")], models=[], checks=[],
-        performance=performance,
+        performance=Performance.from_json(performance),
     )  # fmt: skip
 
 

@@ -128,7 +128,7 @@ def test_the_page_gate_reads_what_a_person_reads(page: str, leaks: bool) -> None
 
 @pytest.mark.parametrize("key", STRUCTURAL_KEYS[:3])
 def test_the_css_of_our_own_html_outputs_stays_whole(tmp_path: Path, key: str) -> None:
-    from lmreg_nb.onboarding.display import Outcome
+    from lmreg_nb.display import Outcome
     from lmreg_nb.records.html import render_summary_html
 
     secrets = {"LMREG_MODEL_API_KEY": key}

@@ -15,6 +15,7 @@ from lmreg_nb.records.html import render_summary_html
 from lmreg_nb.records.text import render_summary_text
 from lmreg_nb.severity import severity_label
 from lmreg_nb.summary import build_summary
+from lmreg_nb.summary.performance import Performance
 
 WORDS = {
     "en": {"error": "required", "warning": "recommended", "info": "info"},
@@ -43,8 +44,8 @@ def test_severity_words(lang: str) -> None:
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_cli_report_says_required_not_error(lang: str) -> None:
     i18n.set_language(lang)
-    report = EndpointReport("http://x/v1/chat/completions", "m", list(CHECKS), {"requests": 1,
-                            "errors": 0})  # fmt: skip
+    figures = Performance(requests=1, load_test=False)
+    report = EndpointReport("http://x/v1/chat/completions", "m", list(CHECKS), figures)
     lines = format_report(report).splitlines()
     row = next(line for line in lines if "reachable" in line)
     assert WORDS[lang]["error"] in row and " error " not in row

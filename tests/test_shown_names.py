@@ -23,10 +23,10 @@ from lmreg_nb import i18n
 from lmreg_nb.batch import write_index_html
 from lmreg_nb.batch.report import key_figures, write_summary_csv
 from lmreg_nb.confusables import confusable_with
+from lmreg_nb.display import Outcome, Table
 from lmreg_nb.errors import NotFoundError
 from lmreg_nb.models import RegisteredModel
 from lmreg_nb.onboarding.contact import card_outcome
-from lmreg_nb.onboarding.display import Outcome, Table
 from lmreg_nb.onboarding.registry_steps import (
     models_table,
     registered_detail,

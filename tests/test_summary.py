@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from lmreg_nb.summary import CapacityRecord, Check, ModelRecord, Step, Summary, build_summary
+from lmreg_nb.summary.performance import Performance
 
 ALL_STEPS = ["contact card", "token", "register", "list models", "chat endpoint checks"]
 PUBLIC = "https://llm.school.example/v1/chat/completions"
@@ -223,7 +224,7 @@ def test_a_full_record_round_trips_through_its_json() -> None:
         capacity=capacity,
         class_size=4,
         contact=Contact("Li Hua", "13812345678", "a@school.example"),
-        performance={"requests": 3, "ttft_ms": {"p50": 1.0}},
+        performance=Performance.from_json({"requests": 3, "ttft_ms": {"p50": 1.0}}),
         generated_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
     )
     data = s.to_json()

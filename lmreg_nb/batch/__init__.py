@@ -32,6 +32,7 @@ from ..runner import RunResult, run_notebook, write_atomic
 from ..runner.runs import Interrupted, interruptible, resume_runs, stop_all_runs
 from ..runner.scrub import secret_values
 from ..secret import mask_text
+from ..settings import ENV_FROM
 from .plan import (
     DEFAULT_NOTEBOOK,
     PlannedRun,
@@ -180,6 +181,7 @@ def _tasks(
         env = dict(common)
         if run.env_file:
             env.update(load_env_file(run.env_file, _("run {run_id}").format(run_id=run.run_id)))
+            env[ENV_FROM] = str(run.env_file)  # the record's configuration names it
         if run.lang:
             env["LMREG_LANG"] = run.lang  # every sentence of the run in the row's language
         tasks.append(

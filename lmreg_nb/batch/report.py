@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import _, clauses, current_language, format_local_time, ngettext, pgettext
+from ..records.text import ms, served_line
 from ..runner import write_atomic
 from ..summary import Summary
 from ..terminal import shown_name
@@ -34,7 +35,7 @@ SUMMARY_COLUMNS = (
     "run_id", "status", "error", "school", "summary_status", "ready", "blockers",
     "checks_passed", "checks_failed", "warnings", "models", "requests", "errors",
     "ttft_p50_ms", "itl_p50_ms", "latency_p50_ms", "requests_per_s", "output_tokens_per_s",
-    "capacity", "class_size", "workload", "prompt_tokens",
+    "capacity", "class_size", "workload", "lesson_tokens", "prompt_tokens",
     "kernel_retried", "duration_s", "finished_at",
     "notebook", "html", "short_html",
 )  # fmt: skip
@@ -45,11 +46,9 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
     """A run's row values from its recorded summary (empty without one)."""
     if summary is None:
         return {}
-    perf = summary.performance or {}
-
-    def p50(key: str) -> Any:
-        value = perf.get(key)
-        return value.get("p50") if isinstance(value, Mapping) else None
+    perf = summary.performance
+    # Rates exist only for a load test: one request's 1/latency is no throughput.
+    load = perf if perf is not None and perf.load_test else None
 
     capacity = summary.capacity.concurrency if summary.capacity is not None else None
     # What the capacity (else the load test) was measured with: "lesson" or "short".
@@ -61,22 +60,31 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
         "summary_status": summary.status,
         "ready": summary.go_live.ready,
         "blockers": list(summary.go_live.blockers),
-        "checks_passed": sum(1 for c in summary.checks if c.passed),
-        "checks_failed": len(summary.failed_checks),
-        "warnings": len(summary.warnings),
+        # No check ran (no token, say): no count, rather than "0 passed, 0 failed".
+        "checks_passed": sum(1 for c in summary.checks if c.passed) if summary.checks else None,
+        "checks_failed": len(summary.failed_checks) if summary.checks else None,
+        "warnings": len(summary.warnings) if summary.checks else None,
         "models": len(summary.models),
-        "requests": perf.get("requests"),
-        "errors": perf.get("errors"),
-        "ttft_p50_ms": p50("ttft_ms"),
-        "itl_p50_ms": p50("itl_ms"),
-        "latency_p50_ms": p50("latency_ms"),
-        "requests_per_s": perf.get("requests_per_s"),
-        "output_tokens_per_s": perf.get("output_tokens_per_s"),
+        "requests": perf.requests if perf is not None else None,
+        "errors": perf.errors if perf is not None else None,
+        "ttft_p50_ms": _ms(perf.ttft_ms.p50) if perf is not None else None,
+        "itl_p50_ms": _ms(perf.itl_ms.p50) if perf is not None else None,
+        "latency_p50_ms": _ms(perf.latency_ms.p50) if perf is not None else None,
+        "requests_per_s": load.requests_per_s if load is not None else None,
+        "output_tokens_per_s": load.output_tokens_per_s if load is not None else None,
         "capacity": capacity,
         "class_size": summary.class_size,
         "workload": workload.name if workload is not None else None,
+        # The lesson's tokens, as the record's sentence says them; then each request's whole
+        # prompt (instructions, lesson, the student's question and history), p50.
+        "lesson_tokens": workload.shared_prefix_tokens if workload is not None else None,
         "prompt_tokens": workload.prompt_tokens if workload is not None else None,
     }
+
+
+def _ms(value: float | None) -> float | None:
+    """Milliseconds to one decimal: a client's figure is not exact to the microsecond."""
+    return None if value is None else round(value, 1)
 
 
 def _csv_headers() -> list[str]:
@@ -103,6 +111,7 @@ def _csv_headers() -> list[str]:
         "capacity": pgettext("summary.csv column", "capacity"),
         "class_size": pgettext("summary.csv column", "class_size"),
         "workload": pgettext("summary.csv column", "workload"),
+        "lesson_tokens": pgettext("summary.csv column", "lesson_tokens"),
         "prompt_tokens": pgettext("summary.csv column", "prompt_tokens"),
         "kernel_retried": pgettext("summary.csv column", "kernel_retried"),
         "duration_s": pgettext("summary.csv column", "duration_s"),
@@ -202,14 +211,18 @@ def _checks(run: Mapping[str, Any]) -> str:
 
 
 def _figures(run: Mapping[str, Any]) -> str:
+    """What was measured, and only that: the first-token time (whole ms), the load test's
+    rate when one ran, and the one capacity number with enough or not for the class."""
     parts = []
-    for key, label in (
-        ("ttft_p50_ms", _("TTFT p50 {value} ms")),
-        ("requests_per_s", _("{value} requests/s")),
-        ("capacity", _("capacity {value} chats at once")),
-    ):
-        if run.get(key) is not None:
-            parts.append(_e(label.format(value=run[key])))
+    ttft = run.get("ttft_p50_ms")
+    if isinstance(ttft, int | float):
+        parts.append(_e(_("TTFT p50 {value} ms").format(value=ms(float(ttft)))))
+    rate = run.get("requests_per_s")
+    if isinstance(rate, int | float):
+        parts.append(_e(_("{value} requests/s").format(value=f"{rate:.1f}")))
+    capacity, size = run.get("capacity"), run.get("class_size")
+    if isinstance(capacity, int):
+        parts.append(_e(served_line(capacity, size if isinstance(size, int) else None)))
     return "<br>".join(parts)
 
 
@@ -226,9 +239,9 @@ def _row(run: Mapping[str, Any]) -> str:
     css = {"ok": "ok" if run.get("ready") else "warn", "failed": "failed"}.get(status, "none")
     # The error column repeated the blockers: the go-live cell says the cause, once.
     cells = [
-        (_e(rid), "nowrap"), (_e(run_status_label(status)), f"{css} nowrap"),
+        (_e(rid), "run"), (_e(run_status_label(status)), f"{css} nowrap"),
         (_e(run.get("school")), "school"), (_readiness(run), "golive"),
-        (_checks(run), "nowrap"), (_figures(run), "nowrap"),
+        (_checks(run), "checks"), (_figures(run), "figures"),
         (_e(run.get("duration_s")), "nowrap"), (links, "nowrap"),
     ]  # fmt: skip
     tds = "".join(f"<td class='{cls}'>{c}</td>" for c, cls in cells)
@@ -236,14 +249,20 @@ def _row(run: Mapping[str, Any]) -> str:
 
 
 _CSS = (
-    "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+    "body{font-family:system-ui,sans-serif;margin:1.5em}"
+    # The page support shares most: it fits the window (1280 px, no sideways scroll).
+    "table{border-collapse:collapse;width:100%;table-layout:auto}"
     "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
     "ul{margin:2px 0;padding-left:1.2em}span.ok{color:#176b2c}span.failed{color:#a11}"
     "td.ok{background:#d4f4dd}td.failed{background:#fde0e0}td.none{background:#eee}"
     "td.warn{background:#fff3cd}"
     # Readable widths: short cells never wrap ("成功" one character a line); the school
-    # keeps a sensible width; the go-live cell (the causes) takes the rest.
-    "td.nowrap{white-space:nowrap}td.school{min-width:8em}td.golive{min-width:24em}"
+    # keeps a sensible width; the go-live cell (the causes) takes the rest and breaks a
+    # long address rather than the page; the figures wrap between their lines only.
+    "td.nowrap{white-space:nowrap}td.school{min-width:7em}"
+    "td.run{min-width:4em;max-width:10em;overflow-wrap:anywhere}th{white-space:nowrap}"
+    "td.golive{min-width:18em;overflow-wrap:anywhere}"
+    "td.figures{min-width:9em}td.checks{min-width:7em}"
 )
 
 

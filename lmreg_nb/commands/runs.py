@@ -141,7 +141,7 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
     record proves the credentials work and the user's cache is not touched.
     """
     from ..secret import Secret
-    from ..settings import VARIABLES, Settings
+    from ..settings import ENV_FROM, VARIABLES, Settings
 
     settings = Settings.load()
     needed = ["base_url", "model_api_key", "model_name"]
@@ -155,6 +155,8 @@ def _settings_env(parameters: dict[str, Any]) -> dict[str, str]:
         if name in ("token_cache", "notebooks", "env_file") or value is None or value == "":
             continue
         env[var] = value.reveal() if isinstance(value, Secret) else str(value)
+    if settings.env_file is not None:  # where they came from, for the record's configuration
+        env[ENV_FROM] = str(settings.env_file)
     return env
 
 
@@ -185,7 +187,12 @@ def report_lines(result: Any) -> tuple[list[str], list[str]]:
         for step in summary.steps:
             label = step_label(step.name)
             said = _("{step}: {detail}").format(step=label, detail=step.detail)
-            out.append(f"  ok   {said}" if step.passed else f"  FAIL {label if named else said}")
+            if step.skipped:  # not a failure: why it did not run, in its own words
+                out.append(f"  skip {said}")
+            else:
+                out.append(
+                    f"  ok   {said}" if step.passed else f"  FAIL {label if named else said}"
+                )
         for check in summary.warnings:
             if check.name not in _IN_BLOCKERS:
                 out.append(
@@ -201,7 +208,7 @@ def report_lines(result: Any) -> tuple[list[str], list[str]]:
             out += [f"  - {blocker}" for blocker in summary.go_live.blockers]
     if result.kernel_retried:
         out.append(_("note: the kernel did not start at first; the run was retried once"))
-    if result.error and not _said_above(result.error, summary):
+    if result.error and not (getattr(result, "status_only", False) and _explained(summary)):
         err.append(_("error: {message}").format(message=result.error))
     out.append(_("notebook: {path}").format(path=result.notebook))
     out.append(_("html: {path}").format(path=result.html))
@@ -209,18 +216,9 @@ def report_lines(result: Any) -> tuple[list[str], list[str]]:
     return out, err
 
 
-def _said_above(error: str, summary: Any) -> bool:
-    """Whether ``error`` is only the summary's status, which the go-live list explains."""
-    from ..i18n import _
-
-    if summary is None or not summary.go_live.blockers:
-        return False
-    from ..records.text import status_label
-
-    head = _("summary status {status}: {reason}").format(
-        status=status_label(summary.status), reason=""
-    )
-    return error.startswith(head.strip())
+def _explained(summary: Any) -> bool:
+    """Whether the go-live list above says why the summary is not ok."""
+    return summary is not None and bool(summary.go_live.blockers)
 
 
 def _report(result: Any) -> None:

@@ -9,10 +9,10 @@ chat-endpoint checks, the chat, the capacity step). The summary it records is
 
 from __future__ import annotations
 
+from ..display import FigureView, Outcome, Table
 from ..summary import Step, Summary, build_summary
 from .configuration import configuration
 from .contact import Contact, check_contact
-from .display import FigureView, Outcome, Table
 from .facade import Onboarding
 from .notebook import notebook_setup
 

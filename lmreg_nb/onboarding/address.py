@@ -3,63 +3,50 @@
 The platform calls registryUrl exactly as registered (spec 4.5: the chat path
 is ``v1/chat/completions``). An address that answers 404 or 405 to a chat (the
 path stops at ``/v1``, or points at a web page) cannot serve the course apps,
-however green the registration looked; so the register form says so in red,
-with the address to register instead.
+however green the registration looked; so the register (and modify) outcome says
+so in red, with the school's own address to register instead. An address that
+does not answer from here, or not in time, is a warning (⚠) with the cause, in
+the words of the checks' ``reachable`` row: never a green ✔.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..display import Outcome
 from ..i18n import _
-from .display import Outcome
+from ..validate import chat_path_fix
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..probe import Target
 
-__all__ = ["address_verdict", "chat_path_fix", "with_address_verdict"]
+__all__ = ["Verdict", "address_verdict", "chat_path_fix", "with_address_verdict"]
 
-#: The spec's fixed chat path (4.5).
-CHAT_PATH = "v1/chat/completions"
-
-
-def chat_path_fix(url: str) -> str:
-    """``url`` with the chat path of spec 4.5 (``…/v1`` -> ``…/v1/chat/completions``)."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    if path.endswith("/" + CHAT_PATH):
-        return url
-    if path.endswith("/v1"):
-        path += "/chat/completions"
-    elif path.endswith("/chat/completions"):
-        path = path.removesuffix("/chat/completions") + "/v1/chat/completions"
-    else:
-        path += "/" + CHAT_PATH
-    return urlunsplit(parts._replace(path=path))
+#: "ok": it answered a chat; "path": 404/405, not the chat path; "key": 401/403, the
+#: key refused; "down": no answer from here, or not in time.
+Verdict = Literal["ok", "path", "key", "down"]
 
 
-def address_verdict(target: Target) -> tuple[str, str]:
-    """(verdict, what happened) for one short chat to ``target`` as the platform sends it:
-    "ok", "path" (404/405: not the chat path) or "key" (401/403: the key refused)."""
+def address_verdict(target: Target) -> tuple[Verdict, str]:
+    """(verdict, what happened) for one short chat to ``target`` as the platform sends it."""
     import httpx
 
     from ..probe.wire.exchange import chat_body
+    from ..probe.wire.reasons import transport_reason
 
     body = chat_body(target.model, "ping", stream=False, max_tokens=1, include_usage=False)
     headers = {"Authorization": f"Bearer {target.api_key.reveal()}"}
     try:
-        reply = httpx.post(target.url, json=body, headers=headers, timeout=target.timeout)
+        reply = _post(target.url, json=body, headers=headers, timeout=target.timeout)
     except httpx.HTTPError as exc:
-        # Not reached from here is not proof the platform cannot: the checks say more.
-        reason = (
-            _("no answer in time")
-            if isinstance(exc, httpx.TimeoutException)
-            else _("could not connect")
-        )
-        return "ok", _("no answer from here ({reason}); the checks (notebook 05) say more").format(
-            reason=reason
-        )
+        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+            return "down", _(
+                "connected, but no answer within {seconds} s: check the model server is not "
+                "stuck or overloaded (the checks, notebook 05, say more)"
+            ).format(seconds=f"{target.timeout:g}")
+        return "down", transport_reason(exc, target.url)
     status = reply.status_code
     if status in (404, 405):
         return "path", _(
@@ -75,11 +62,24 @@ def address_verdict(target: Target) -> tuple[str, str]:
     return "ok", _("answered a chat: HTTP {status}").format(status=status)
 
 
+def _post(url: str, *, json: Any, headers: dict[str, str], timeout: float) -> httpx.Response:
+    """One POST to the address (tests hand it a school model in this process)."""
+    import httpx
+
+    return httpx.post(url, json=json, headers=headers, timeout=timeout)
+
+
 def with_address_verdict(outcome: Outcome, target: Target) -> Outcome:
-    """``outcome`` of a register, red with the fix when the address cannot chat."""
+    """``outcome`` of a register or modify: red with the fix when the address cannot chat,
+    amber (⚠) with the cause when it does not answer from here."""
     verdict, said = address_verdict(target)
     outcome.rows = [*outcome.rows, (_("chat at this address"), said)]
-    if verdict != "ok":
+    if verdict == "down":
+        outcome.warning = True
+        outcome.title = _("{title}, but its address did not answer a chat from here").format(
+            title=outcome.title
+        )
+    elif verdict != "ok":
         outcome.ok = False
         title = (
             _("{title}, but its address refused the registered apiKey")

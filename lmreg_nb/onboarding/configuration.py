@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..display import Outcome
 from ..i18n import _, listing
-from .display import Outcome
 
 if TYPE_CHECKING:
     from ..models import Token
@@ -66,6 +66,11 @@ def configuration(settings: Settings | None = None) -> Outcome:
 def env_file_line(settings: Settings) -> str:
     """Which .env file was read, or where one was looked for."""
     used = settings.env_file
+    if used is None and settings.env_from:
+        # A run's child: the command that started it read the file and handed the values on.
+        return _("read from {path} by the command that started this run").format(
+            path=settings.env_from
+        )
     if used is not None and settings.env_ignored:
         return _(
             "read from {path}; not taken from it: {variables} (a .env found by searching "
@@ -79,8 +84,8 @@ def env_file_line(settings: Settings) -> str:
             path=path, reason=reason
         )
     searched = settings.env_searched
-    if not searched:
-        return _("none found")
+    if not searched:  # no search (LMREG_ENV_FILE=/dev/null, a run's child): the environment
+        return _("none read: the values above come from the environment")
     return _("none found; looked in {places}").format(places=listing(str(p) for p in searched))
 
 

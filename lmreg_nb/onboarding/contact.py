@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
+from ..display import Outcome
 from ..errors import ValidationError
 from ..i18n import _
 from ..summary import Contact, Step
 from ..terminal import shown_name
 from ..validate import check_email, check_mobile
-from .display import Outcome
 
 __all__ = ["Contact", "card_outcome", "check_contact"]
 

@@ -14,10 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..display import FigureView, Outcome, Table
+from ..errors import ConfigurationError
 from ..i18n import _, ngettext, pgettext
 from ..severity import severity_label
 from ..summary import CapacityRecord, Check, Step, StepName
-from .display import FigureView, Outcome, Table
 from .live import LiveLine
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 __all__ = [
+    "capacity_detail",
     "capacity_figure",
     "capacity_outcome",
     "capacity_record",
@@ -79,7 +81,18 @@ def endpoint(
         return replace(registered, model=model) if model else registered
     if url and registered is not None:
         return Target.from_settings(settings, url=url, model=model or registered.model)
-    return Target.from_settings(settings, url=url, model=model)
+    try:
+        return Target.from_settings(settings, url=url, model=model)
+    except ConfigurationError as exc:
+        # Nothing registered named and the address not configured: the model registered
+        # in notebook 02 is the other way, named by its modelName (no copying into .env).
+        raise ConfigurationError(
+            _(
+                "{message}; or check the model registered in notebook 02: set `registered` "
+                "to its modelName"
+            ).format(message=str(exc).rstrip(".")),
+            variable=exc.variable,
+        ) from exc
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -116,7 +129,7 @@ def run_checks(
 
 def checks_step(checks: Sequence[Check]) -> Step:
     """The checks step: passed when every required check passed; the failed ones named."""
-    failed = [c for c in checks if not c.passed and c.severity == "error"]
+    failed = [c for c in checks if c.failed and c.severity == "error"]
     if failed:
         # Checks failing for one reason name it once ("nothing listens on ..." once).
         causes: dict[str, list[str]] = {}
@@ -143,7 +156,7 @@ def checks_table(checks: Sequence[Check]) -> Table:
     """The checks, one row each (names stay as they are: they are identifiers)."""
     return Table(
         [_("check"), _("passed"), _("severity"), _("detail")],
-        [[c.name, "✔" if c.passed else "✘", severity_label(c.severity), c.detail] for c in checks],
+        [[c.name, _mark(c.passed), severity_label(c.severity), c.detail] for c in checks],
     )
 
 
@@ -151,8 +164,8 @@ def verdict(checks: Sequence[Check]) -> Outcome:
     """The chat checks in one line: passed, or which required checks failed."""
     if not checks:
         return Outcome(_("chat endpoint: not checked yet"), ok=False, pending=True)
-    failed = [c for c in checks if not c.passed and c.severity == "error"]
-    warned = [c for c in checks if not c.passed and c.severity == "warning"]
+    failed = [c for c in checks if c.failed and c.severity == "error"]
+    warned = [c for c in checks if c.failed and c.severity == "warning"]
     rows = [(c.name, c.detail) for c in failed]
     rows += [
         (_("{name} ({severity})").format(name=c.name, severity=severity_label(c.severity)),
@@ -169,20 +182,36 @@ def verdict(checks: Sequence[Check]) -> Outcome:
     return Outcome(_("chat endpoint: every required check passed"), rows)
 
 
-def load_figure(report: EndpointReport | None) -> Any:
-    """The load test's plots, or a note when no load test ran."""
+def load_figure(report: EndpointReport | None, skipped: Step | None = None) -> Any:
+    """The load test's plots, or why no load test ran: the streamed check failed, or none
+    was asked for (``check_requests`` 0); nothing when the checks were skipped (their own
+    cell says why)."""
     figure = report.figure() if report is not None else None
-    if figure is None:
-        return Outcome(_("no load test ran: set check_requests above 0 to run one"))
-    return FigureView(figure)
+    if figure is not None:
+        return FigureView(figure)
+    if skipped is not None and skipped.skipped_after is not None:
+        return None  # the checks' cell above says they were skipped, and why
+    row = next((c for c in report.checks if c.name == "load-test"), None) if report else None
+    if row is not None and not row.judged:  # asked for, not run: the load-test row says why
+        return Outcome(_("no load test: {why}").format(why=row.detail), ok=False, pending=True)
+    return Outcome(_("no load test ran: set check_requests above 0 to run one"))
 
 
 # -- chat -----------------------------------------------------------------------------------
-def chat_step(error: str | None) -> Step:
-    """The chat step: passed when the model replied."""
+def chat_step(error: str | None, checks: Sequence[Check] = ()) -> Step:
+    """The chat step: passed when the model replied. When the checks found why nothing can
+    answer (the server does not answer, the address serves no chat), that is the chat's
+    failure too, in the same words: one cause, said once."""
     if error:
-        return Step(StepName.CHAT, False, error)
+        found = next((c for c in checks if c.failed and c.cause in _NOTHING_ANSWERS), None)
+        return Step(StepName.CHAT, False, found.detail if found is not None else error)
     return Step(StepName.CHAT, True, _("the model replied"))
+
+
+#: Check causes that leave nothing to answer a chat (the chat step fails for them too).
+_NOTHING_ANSWERS = frozenset(
+    {"chat-path", "server-down", "server-down-unsaid", "connection-failed"}
+)
 
 
 def reply_outcome(prompt: str | None, reply: str | None, error: str | None) -> Outcome:
@@ -240,10 +269,20 @@ def measure_capacity(
             line.clear()
 
 
+def capacity_detail(result: CapacityResult, size: int) -> str:
+    """The capacity step's detail: the one number, enough for the class or not (the verdict
+    itself is said once, by the capacity cell and the record's capacity section)."""
+    from ..probe.text.capacity_text import capacity_line
+
+    return capacity_line(result.capacity.concurrency, size)
+
+
 def capacity_outcome(result: CapacityResult, size: int) -> Outcome:
     """The capacity against the class size, in a sentence and two rows."""
+    from ..probe.text.capacity_text import verdict as capacity_verdict
+
     return Outcome(
-        result.verdict(size),
+        capacity_verdict(result, size),
         [(_("chats at once"), str(result.capacity.concurrency)), (_("class size"), str(size))],
         ok=result.capacity.concurrency >= size,
         value=result,
@@ -252,18 +291,32 @@ def capacity_outcome(result: CapacityResult, size: int) -> Outcome:
 
 def capacity_record(result: CapacityResult, size: int | None) -> CapacityRecord:
     """The summary's ``capacity``: the contract JSON, the verdict and the class size."""
-    return result.record(size, result.verdict(size))
+    from ..probe.text.capacity_text import verdict as capacity_verdict
+
+    return result.record(size, capacity_verdict(result, size))
 
 
-def capacity_figure(result: CapacityResult | None) -> Any:
-    """The capacity charts, or a note when capacity was not measured."""
-    if result is None:
-        return Outcome(
-            _("capacity not measured: set class_size above 0 to measure it"),
-            ok=False,
-            pending=True,
+def capacity_figure(result: CapacityResult | None, step: Step | None = None) -> Any:
+    """The capacity charts, or why capacity was not measured: the step failed, or no class
+    size was asked for; nothing when it was skipped (its own cell says why)."""
+    if result is not None:
+        from ..probe.text.plots import capacity_figure as draw
+
+        return FigureView(draw(result))
+    if step is not None and step.skipped_after is not None:
+        return None  # the capacity cell above says it was skipped, and why
+    if step is not None and step.failed:
+        text = _("capacity not measured: the capacity step failed ({detail})").format(
+            detail=_short(step.detail)
         )
-    return FigureView(result.figure())
+    else:
+        text = _("capacity not measured: set class_size above 0 to measure it")
+    return Outcome(text, ok=False, pending=True)
+
+
+def _mark(passed: bool | None) -> str:
+    """✔ passed, ✘ failed, – not judged."""
+    return "–" if passed is None else "✔" if passed else "✘"
 
 
 def _short(text: str, limit: int = 160) -> str:

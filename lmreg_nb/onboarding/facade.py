@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
+from ..display import Outcome, Table
 from ..errors import LmregError, ValidationError
 from ..i18n import _, current_language, pgettext, set_language
 from ..secret import Secret
@@ -27,7 +28,6 @@ from . import endpoint_steps as endpoint_
 from . import registry_steps as registry_
 from .chat_endpoint import ChatEndpoint
 from .contact import Contact, card_outcome, check_contact
-from .display import Outcome, Table
 from .live import StepView
 from .parameters import (
     bad_workload,
@@ -273,7 +273,7 @@ class Onboarding:
         )  # fmt: skip
         self._use_model(model)
         self.note(Step(StepName.REGISTER, True, registry_.registered_detail(model, action)))
-        return registry_.registered_outcome(model, action)
+        return self.address_checked(registry_.registered_outcome(model, action))
 
     @step(StepName.MODIFY)
     def modify(
@@ -286,7 +286,7 @@ class Onboarding:
         )
         self._use_model(model)
         self.note(Step(StepName.MODIFY, True, registry_.modified_detail(model)))
-        return registry_.modify_outcome(model, self.changes)
+        return self.address_checked(registry_.modify_outcome(model, self.changes))
 
     def update(
         self, model_name: str, *, new_model_name: str = "", new_registry_url: str = "",
@@ -308,9 +308,10 @@ class Onboarding:
         )
 
     def address_checked(self, outcome: Outcome) -> Outcome:
-        """A register ``outcome``, red with the fix when the registered address does not
-        answer a chat (404/405: not the chat path of spec 4.5; 401/403: the key). One
-        request to the address just typed: the register form calls it, nothing else."""
+        """A register or modify ``outcome``, red with the fix when the registered address
+        does not answer a chat (404/405: not the chat path of spec 4.5, the school's own
+        address to register named; 401/403: the key), amber (⚠) with the cause when it does
+        not answer from here or not in time. One short request to the address registered."""
         from .address import with_address_verdict
 
         if self.model is None:
@@ -395,7 +396,7 @@ class Onboarding:
         self.note(endpoint_.checks_step(self.checks))
         if self.chat_prompt:
             self.chat_reply, self.chat_error = report.chat_reply, report.chat_error
-            self.note(endpoint_.chat_step(report.chat_error))
+            self.note(endpoint_.chat_step(report.chat_error, self.checks))
         return self.checks_table()
 
     def checks_table(self) -> Table:
@@ -408,7 +409,7 @@ class Onboarding:
 
     def figure(self) -> Any:
         """The load test's plots, or a note when no load test ran."""
-        return endpoint_.load_figure(self.report)
+        return endpoint_.load_figure(self.report, self._step_of(StepName.CHECKS))
 
     def reply(self) -> Outcome:
         """The reply to the chat prompt sent with the checks (shown escaped, never as HTML)."""
@@ -442,7 +443,7 @@ class Onboarding:
             target, size, slo_ttft_ms, on_progress, workload=self.workload()
         )
         self.capacity_result, self._capacity_size = result, size
-        self.note(Step(StepName.CAPACITY, True, result.verdict(size)))
+        self.note(Step(StepName.CAPACITY, True, endpoint_.capacity_detail(result, size)))
         return endpoint_.capacity_outcome(result, size)
 
     def workload(self) -> WorkloadSpec:
@@ -451,7 +452,11 @@ class Onboarding:
 
     def capacity_figure(self) -> Any:
         """The capacity charts, or a note when capacity was not measured."""
-        return endpoint_.capacity_figure(self.capacity_result)
+        return endpoint_.capacity_figure(self.capacity_result, self._step_of(StepName.CAPACITY))
+
+    def _step_of(self, name: StepName) -> Step | None:
+        """The recorded step called ``name`` (None: not run)."""
+        return next((s for s in self.steps if s.name == name), None)
 
     def capacity_record(self) -> CapacityRecord | None:
         """The summary's ``capacity``: the contract JSON, the verdict and the class size."""

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from ..display import Outcome, Table
 from ..errors import LmregError
 from ..i18n import _, format_local_time, ngettext, pgettext
 from ..models import ModelDraft
 from ..secret import Secret
 from ..terminal import shown_name
 from ..validate import url_warnings
-from .display import Outcome, Table
 
 if TYPE_CHECKING:
     from ..models import RegisteredModel, Token

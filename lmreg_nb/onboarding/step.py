@@ -7,13 +7,13 @@ import logging
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
+from ..display import Outcome
 from ..errors import LmregError
 from ..i18n import _
 from ..secret import Secrets, mask_text
 from ..summary import Step, StepName, step_label
-from .display import Outcome
 
-__all__ = ["StepHost", "failure_line", "step"]
+__all__ = ["StepHost", "failure_line", "skipped_detail", "step"]
 
 log = logging.getLogger("lmreg_nb")
 
@@ -50,6 +50,10 @@ def step(name: StepName) -> Callable[[Method[H, P, R]], Method[H, P, R | Outcome
         @functools.wraps(method)
         def run(self: H, /, *args: P.args, **kwargs: P.kwargs) -> R | Outcome:
             if self.headless and self.stopped_by is not None:
+                if self.stopped_by != name:
+                    # Recorded as skipped, with its cause: neither "not done yet" nor failed.
+                    said = skipped_detail(self.stopped_by)
+                    self.note(Step(name, False, said, skipped_after=self.stopped_by))
                 return Outcome(
                     _("{step}: skipped, because “{failed}” failed").format(
                         step=step_label(name), failed=step_label(self.stopped_by)
@@ -73,6 +77,11 @@ def step(name: StepName) -> Callable[[Method[H, P, R]], Method[H, P, R | Outcome
         return run
 
     return wrap
+
+
+def skipped_detail(failed: StepName) -> str:
+    """A skipped step's detail: why it did not run ("skipped: “token” failed")."""
+    return _("skipped: “{failed}” failed").format(failed=step_label(failed))
 
 
 def failure_line(exc: BaseException, secrets: Secrets) -> str:

@@ -18,22 +18,23 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ..i18n import _
 from ..secret import Masker
-from ..severity import severity_label
-from ..summary import Severity
 from ..summary.client import ClientLag
+from ..summary.performance import Performance
 from ..summary.server import ServerFigures
-from ..summary.workload import PrefixCache, Workload
+from ..summary.workload import Workload
 from .blocking import blocking
-from .checks.conformance import SEVERITIES, CheckResult, Conformance
+from .checks.conformance import CheckResult, Conformance
 from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
+from .checks.measured import judge_load, judge_prefix_cache, load_not_run
 from .checks.suite import ChatOutcome, make_client, run_checks
 from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
-from .load.metrics import answer_wait_sentence, request_metrics
+from .load.metrics import request_metrics
 from .load.prefix import prefix_probe
 from .load.workload import WorkloadSpec, check_workload, prepare_workload
 from .loop_lag import LoopLag
 from .target import Target
-from .text.client_text import client_sentence, server_lines
+from .text.checks import worded
+from .text.report_text import format_report, sorted_checks
 from .wire.chat import ChatEndpointError
 from .wire.exchange import Exchange
 from .wire.reasons import LOCAL_LIMIT, kinds_text
@@ -61,9 +62,9 @@ class EndpointReport:
     url: str
     model: str
     checks: list[CheckResult]
-    summary: dict[str, Any]
+    summary: Performance
     rows: pd.DataFrame | None = None
-    metrics: dict[str, Any] | None = None  # the one streamed check request
+    metrics: dict[str, Any] | None = None  # the one streamed check request (a table row)
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     reply_text: str = ""  # the streamed check reply (untrusted: escape before showing)
     chat_reply: str | None = None  # the reply to ``chat_prompt`` (masked; untrusted)
@@ -78,19 +79,19 @@ class EndpointReport:
     @property
     def ok(self) -> bool:
         """No check of severity error failed."""
-        return not any(c.severity == "error" and not c.passed for c in self.checks)
+        return not any(c.severity == "error" and c.failed for c in self.checks)
 
     @property
     def failed(self) -> list[CheckResult]:
         """The failed checks, most serious first."""
-        return [c for c in _sorted(self.checks) if not c.passed]
+        return [c for c in _sorted(self.checks) if c.failed]
 
     def to_json(self) -> dict[str, Any]:
         """``{"checks": [...], "summary": {...}, "workload": {...} | None, "client": {...}
         | None, "server": {...} | None}`` (DESIGN.md)."""
         return {
             "checks": [c.to_json() for c in self.checks],
-            "summary": dict(self.summary),
+            "summary": self.summary.to_json(),
             "workload": self.workload.to_json() if self.workload is not None else None,
             "client": self.client.to_json() if self.client is not None else None,
             "server": self.server.to_json() if self.server is not None else None,
@@ -117,16 +118,15 @@ class EndpointReport:
         bad = len(self.failed)
         return (
             f"EndpointReport(url={self.url!r}, ok={self.ok}, checks={len(self.checks)}, "
-            f"failed={bad}, requests={self.summary.get('requests')})"
+            f"failed={bad}, requests={self.summary.requests})"
         )
 
 
 def _sorted(checks: list[CheckResult]) -> list[CheckResult]:
-    rank = {s: i for i, s in enumerate(SEVERITIES)}
-    return sorted(checks, key=lambda c: (rank.get(c.severity, len(rank)), c.passed))
+    return sorted_checks(checks)
 
 
-def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
+def _single_summary(ex: Exchange | None) -> tuple[Performance, LoadResult]:
     """The summary of the one measured check request (see the module docstring)."""
     load = LoadResult()
     if ex is not None:
@@ -135,7 +135,7 @@ def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
         if ex.ok:
             load.gaps_ms.extend(g * 1000 for g in ex.gaps)
         load.duration_s = ex.latency or 0.0
-    return load.summary(), load
+    return load.summary(load_test=False), load
 
 
 #: How a server answers a prompt longer than its window: vLLM and llama.cpp a 400;
@@ -148,48 +148,18 @@ def _load_row(
 ) -> CheckResult:
     """The load-test row; ``window_refused``: the context-window check saw a prompt refused."""
     summary = load.summary()
-    done, errors = summary["requests"], summary["errors"]
-    kinds = kinds_text(load.errors_by_kind)
-    facts = {
-        "done": done,
-        "requests": requests,
-        "c": load.concurrency,
-        "seconds": f"{load.duration_s:.1f}",
-        "deadline": f"{max_duration:g}",
-    }
-    if done < requests:
-        head = _(
-            "{done} of {requests} requests at concurrency {c} in {seconds} s "
-            "(stopped at the {deadline} s deadline)"
-        ).format(**facts)
-    else:
-        head = _("{done} of {requests} requests at concurrency {c} in {seconds} s").format(**facts)
-    if not errors:
-        return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
-    severity: Severity = "error" if errors == done else "warning"
-    if LOCAL_LIMIT in load.errors_by_kind:
-        # Requests this computer could not even send say nothing about the server.
-        detail = _(
-            "{head}: {errors} failed ({kinds}). This computer ran out of open files "
-            "(ulimit -n), so some requests were never sent: raise the limit or lower the "
-            "concurrency, then run the load test again"
-        ).format(head=head, errors=errors, kinds=kinds)
-        return CheckResult("load-test", False, severity, detail)
-    if window_refused and errors == done and set(load.errors_by_kind) <= TOO_LONG_KINDS:
-        # The lesson's prompts are longer than the server's window: not a matter of load.
-        detail = _(
-            "{head}: {errors} failed ({kinds}). The lesson's prompts are longer than the "
-            "server's context window takes (see context-window): raise the window, or "
-            "measure with a shorter lesson (--lesson-tokens) and shorter replies (--max-tokens)"
-        ).format(head=head, errors=errors, kinds=kinds)
-        return CheckResult("load-test", False, severity, detail)
-    detail = _(
-        "{head}: {errors} failed ({kinds}). The platform will see such failures under load: "
-        "check the server's capacity, rate limits and timeouts"
-    ).format(head=head, errors=errors, kinds=kinds)
-    if load.cut_streams:  # cut streams: name the fix
-        detail += " " + load.advice()
-    return CheckResult("load-test", False, severity, detail)
+    return judge_load(
+        done=summary.requests,
+        requests=requests,
+        errors=summary.errors,
+        concurrency=load.concurrency,
+        seconds=load.duration_s,
+        deadline=max_duration,
+        kinds=kinds_text(load.errors_by_kind),
+        local_limit=LOCAL_LIMIT in load.errors_by_kind,
+        cut_streams=load.cut_streams,
+        too_long=window_refused and set(load.errors_by_kind) <= TOO_LONG_KINDS,
+    )
 
 
 async def check_endpoint_async(
@@ -264,21 +234,14 @@ async def _load_part(
     if requests <= 0:
         return None, None
     if not conf.answered_stream:
-        checks.append(
-            CheckResult(
-                "load-test",
-                False,
-                "info",
-                _("not run: the streamed check request failed (see the rows above)"),
-            )
-        )
+        checks.append(load_not_run(conf.stage))
         return None, None
     log.info("load test: %d requests at concurrency %d", requests, concurrency)
     work = await prepare_workload(target, spec)
     if work.lesson_mode:  # before the load, students alone: the prefix cache
         _answered, found = await prefix_probe(work, target, target.timeout, lag=lag)
         if found is not None:
-            checks.append(_prefix_row(found))
+            checks.append(judge_prefix_cache(found))
     load = await run_load(
         target,
         requests,
@@ -288,15 +251,10 @@ async def _load_part(
         progress=progress,
         workload=work,
     )
-    refused = any(c.name == "context-window" and not c.passed and c.severity == "error"
+    refused = any(c.name == "context-window" and c.failed and c.severity == "error"
                   for c in checks)  # fmt: skip
     checks.append(_load_row(load, requests, max_duration, window_refused=refused))
     return load, work.info()
-
-
-def _prefix_row(found: PrefixCache) -> CheckResult:
-    """The prefix-cache finding as an info row (passed when the lesson is reused)."""
-    return CheckResult("prefix-cache", found.reused is not False, "info", found.sentence())
 
 
 #: The blocking twin of :func:`check_endpoint_async` (same parameters).
@@ -326,7 +284,7 @@ def _report(
     return EndpointReport(
         url=target.url,
         model=target.model,
-        checks=[dataclasses.replace(c, detail=mask(c.detail)) for c in checks],
+        checks=[_masked(worded(c), mask) for c in checks],
         summary=summary,
         rows=rows,
         metrics=request_metrics(streamed) if streamed is not None else None,
@@ -335,6 +293,12 @@ def _report(
         chat_reply=chat.reply,
         chat_error=chat.error,
     )
+
+
+def _masked(check: CheckResult, mask: Masker) -> CheckResult:
+    """The check with every text that came from the server masked (detail and facts)."""
+    facts = {k: mask(v) if isinstance(v, str) else v for k, v in check.facts.items()}
+    return dataclasses.replace(check, detail=mask(check.detail), facts=facts)
 
 
 def _check_load_args(requests: int, concurrency: int, max_duration: float) -> None:
@@ -346,50 +310,3 @@ def _check_load_args(requests: int, concurrency: int, max_duration: float) -> No
         )
     if max_duration <= 0:
         raise ValidationError("max_duration", _("must be a positive number of seconds"))
-
-
-def format_report(report: EndpointReport) -> str:
-    """A plain-text table of the checks and the summary (for the CLI)."""
-    lines = []
-    width = max((len(c.name) for c in report.checks), default=10)
-    words = {c.severity: severity_label(c.severity) for c in report.checks}
-    column = max((len(w) for w in words.values()), default=7)
-    for c in _sorted(report.checks):
-        mark = " ok " if c.passed else "FAIL"
-        lines.append(f"[{mark}] {words[c.severity]:<{column}} {c.name:<{width}}  {c.detail}")
-    s = report.summary
-    lines.append("")
-
-    def pct(key: str) -> str:
-        p = s.get(key) or {}
-        return " ".join(
-            f"{q} {p[q]:.1f}" if p.get(q) is not None else f"{q} -" for q in ("p50", "p90", "p99")
-        )
-
-    lines.append(
-        _("requests {requests}, errors {errors}").format(requests=s["requests"], errors=s["errors"])
-    )
-    if report.errors_by_kind:
-        lines.append(_("errors by kind: {kinds}").format(kinds=kinds_text(report.errors_by_kind)))
-    lines.append(_("TTFT ms      {figures}").format(figures=pct("ttft_ms")))
-    if s.get("first_answer_ms") != s.get("ttft_ms"):  # a reasoning model: thinking comes first
-        lines.append(_("answer ms    {figures}").format(figures=pct("first_answer_ms")))
-        lines.append("             " + answer_wait_sentence())
-    lines.extend("             " + line for line in server_lines(report.server))
-    lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
-    lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
-    rps, tps = s.get("requests_per_s"), s.get("output_tokens_per_s")
-    lines.append(
-        _("throughput   {rps} requests/s, {tps} output tokens/s").format(
-            rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
-        )
-    )
-    if report.workload is not None:  # what the load test sent
-        lines.append(_("workload: {text}").format(text=report.workload.sentence()))
-    busy = client_sentence(report.client)
-    if busy is not None:
-        lines.append(busy)
-    lines.append(
-        _("verdict: OK") if report.ok else _("verdict: FAILED (a check of severity error failed)")
-    )
-    return "\n".join(lines)

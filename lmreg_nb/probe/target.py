@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import ModelNameNotFoundError, ValidationError
 from ..i18n import _, listing, ngettext
 from ..secret import Secret
 from ..terminal import shown_name, snippet
@@ -201,21 +201,19 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
     twin = _look_alike(name, others)
     if not found:
         if twin is not None:
-            raise NotFoundError(
+            raise ModelNameNotFoundError(
                 _(
                     "no model named '{name}' is registered in this account, but '{other}' "
                     "(modelId {id}) looks the same, spelled with other characters (another "
                     "script, width or invisible marks): copy the name from `lmreg-nb models`"
                 ).format(name=shown_name(name), other=shown_name(twin.model_name),
                          id=shown_name(twin.model_id)),
-                operation="query-models",
             )  # fmt: skip
-        raise NotFoundError(
+        raise ModelNameNotFoundError(
             _(
                 "no model named '{name}' is registered in this account; list them with "
                 "`lmreg-nb models`"
-            ).format(name=name),
-            operation="query-models",
+            ).format(name=shown_name(name))
         )
     if twin is not None:
         # The platform compares exact strings: a teacher may pick the other one.

@@ -23,7 +23,7 @@ from ..errors import LmregError
 from ..i18n import _
 from ..secret import Secret
 from ..summary import Summary
-from .html import render_summary_html
+from .html import RECORD_MIME, render_summary_html
 from .text import render_summary_text
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ __all__ = [
 
 log = logging.getLogger("lmreg_nb")
 
-RECORD_MIME = "application/vnd.lmreg.record+json"
 _TEXT_LIMIT = 4000  # the text fallback of a big value is cut: the JSON payload has it whole
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..i18n import _
 from ..summary import Summary
 from ..terminal import shown_name, terminal_text
-from .html import render_summary_html
+from .html import RECORD_MIME, render_summary_html
 from .text import fmt_name
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ def render_html(
             else _("Notebook record")
         )
     page_nb = _charts_only(nb) if short else _readable_parameters(nb)
+    if summary is not None and not short:
+        page_nb = _without_summary_card(page_nb)  # it goes on top: once, not twice
     with _LOCK:
         body, _resources = _exporter(short).from_notebook_node(
             page_nb, resources={"metadata": {"name": title}}
@@ -118,6 +120,22 @@ def _charts_only(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     short = nbformat.v4.new_notebook(cells=cells)
     short.metadata = copy.deepcopy(nb.get("metadata", {}))
     return short
+
+
+def _without_summary_card(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy without the outputs that show the summary record (its card goes on top)."""
+    if not any(_is_summary(o) for c in nb.get("cells", []) for o in c.get("outputs", []) or []):
+        return nb
+    page = copy.deepcopy(nb)
+    for cell in page.cells:
+        if cell.get("outputs"):
+            cell.outputs = [o for o in cell.outputs if not _is_summary(o)]
+    return page
+
+
+def _is_summary(output: Mapping[str, Any]) -> bool:
+    payload = (output.get("data") or {}).get(RECORD_MIME)
+    return isinstance(payload, Mapping) and payload.get("name") == "summary"
 
 
 def _readable_parameters(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

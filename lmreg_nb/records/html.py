@@ -8,22 +8,25 @@ performance. Every value is escaped: it came from a server or a form.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from typing import Any
 
 from ..i18n import _, pgettext
 from ..probe.text.capacity_table import level_headers
 from ..probe.text.client_text import client_sentence, server_lines
+from ..probe.text.performance import ms
+from ..probe.text.workload_text import prefix_sentence, workload_sentence
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from ..terminal import terminal_text
 from .text import (
-    PERCENTILE_ROWS,
     answer_sentence,
     fmt,
     fmt_name,
     go_live_verdict,
     local_time,
+    measured_nothing,
+    nothing_measured_note,
     one_request_note,
+    percentile_rows,
     perf_sentence,
     phase_label,
     severity_label,
@@ -33,7 +36,10 @@ from .text import (
     steps_verdict,
 )
 
-__all__ = ["render_summary_html"]
+__all__ = ["RECORD_MIME", "render_summary_html"]
+
+#: The MIME type of a record's output (:func:`lmreg_nb.records.record`).
+RECORD_MIME = "application/vnd.lmreg.record+json"
 
 _CSS = """
 .lmreg-summary{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","Microsoft YaHei",
@@ -50,7 +56,7 @@ text-align:left!important;vertical-align:top}
 .lmreg-status{display:inline-block;padding:1px 10px;border-radius:10px;font-weight:bold}
 .lmreg-status-ok{background:#d4f4dd;color:#05611d}.lmreg-status-failed{background:#fde0e0;color:#8a0c0c}
 .lmreg-status-incomplete{background:#fff3cd;color:#6b4e00}
-.lmreg-pass{color:#05611d}.lmreg-fail{color:#8a0c0c}
+.lmreg-pass{color:#05611d}.lmreg-fail{color:#8a0c0c}.lmreg-unjudged{color:#57606a}
 .lmreg-checks td:nth-child(-n+3),.lmreg-checks th:nth-child(-n+3){white-space:nowrap}
 """
 
@@ -80,7 +86,9 @@ def _h3(title: str) -> str:
     return f"<h3>{html.escape(title)}</h3>"
 
 
-def _mark(flag: bool) -> str:
+def _mark(flag: bool | None) -> str:
+    if flag is None:  # not judged: neither passed nor failed
+        return '<span class="lmreg-unjudged">–</span>'
     if flag:
         return '<span class="lmreg-pass">✔</span>'
     return '<span class="lmreg-fail">✘</span>'
@@ -185,7 +193,7 @@ def _checks(s: Summary) -> list[str]:
 
 
 def _p90(value: Percentiles) -> str:
-    return _e(value.p90)
+    return html.escape(ms(value.p90))
 
 
 def _capacity(capacity: CapacityRecord | None) -> list[str]:
@@ -197,9 +205,13 @@ def _capacity(capacity: CapacityRecord | None) -> list[str]:
     ]
     # What the chats sent, and whether the server reused the lesson (older records: neither).
     if capacity.workload is not None:
-        parts.append(f'<p class="lmreg-capacity-workload">{_e(capacity.workload.sentence())}</p>')
+        parts.append(
+            f'<p class="lmreg-capacity-workload">{_e(workload_sentence(capacity.workload))}</p>'
+        )
     if capacity.prefix_cache is not None:
-        parts.append(f'<p class="lmreg-prefix-cache">{_e(capacity.prefix_cache.sentence())}</p>')
+        parts.append(
+            f'<p class="lmreg-prefix-cache">{_e(prefix_sentence(capacity.prefix_cache))}</p>'
+        )
     levels = capacity.levels
     if levels:
         header = level_headers()
@@ -227,34 +239,36 @@ def _measured_by(s: Summary) -> list[str]:
 
 def _performance(s: Summary) -> list[str]:
     perf = s.performance
-    if not perf:
+    if perf is None:
         ran = any(st.name == StepName.CHECKS for st in s.steps)
         return ["<p>" + html.escape(_("No load test in this run.")) + "</p>"] if ran else []
-    rows = []
+    if measured_nothing(perf):  # the one request got no reply: no table of dashes
+        return [
+            _h3(_("Performance")),
+            f"<p>{html.escape(one_request_note(s))}</p>",
+            f"<p>{html.escape(nothing_measured_note())}</p>",
+        ]
     if single_request(perf):
         # One request has one value per measure: no percentiles, no rates.
-        for key, label in PERCENTILE_ROWS:
-            p = perf.get(key)
-            if key == "first_answer_ms" and p is None:
-                continue  # an older record
-            p = p if isinstance(p, Mapping) else {}
-            rows.append([html.escape(_(label)), _e(p.get("p50"))])
+        rows = [[html.escape(label), _ms(p.p50)] for label, p in percentile_rows(perf)]
         answer = answer_sentence(perf)
         return [
             _h3(_("Performance")),
-            f"<p>{html.escape(one_request_note())}</p>",
+            f"<p>{html.escape(one_request_note(s))}</p>",
             _table(None, rows),
             *(f"<p>{html.escape(text)}</p>" for text in [answer, *_measured_by(s)] if text),
         ]
-    for key, label in PERCENTILE_ROWS:
-        p = perf.get(key)
-        if key == "first_answer_ms" and p is None:
-            continue  # an older record
-        p = p if isinstance(p, Mapping) else {}
-        rows.append([html.escape(_(label)), _e(p.get("p50")), _e(p.get("p90")), _e(p.get("p99"))])
+    rows = [
+        [html.escape(label), _ms(p.p50), _ms(p.p90), _ms(p.p99)]
+        for label, p in percentile_rows(perf)
+    ]
     sentences = [perf_sentence(perf), answer_sentence(perf), *_measured_by(s)]
     return [
         _h3(_("Performance")),
         _table(["", "p50", "p90", "p99"], rows),
         *(f"<p>{html.escape(text)}</p>" for text in sentences if text),
     ]
+
+
+def _ms(value: float | None) -> str:
+    return html.escape(ms(value))

@@ -3,30 +3,23 @@
 A principal (or a head of IT who is not an engineer) reads: the school, the verdict
 in one sentence, what stands in the way and who must act (the school's IT or the
 provider), how many students the model serves at once, the contact for alerts and
-the date. No code, no check names, no addresses: the full record, linked at the
-bottom, has those. The page is self-contained (no script, no outside resource) and
-fits a 1280x800 screen.
+the date. No code, no check names, no addresses but the one to register when the
+registered one is wrong: the full record, linked at the bottom, has the rest. Every
+row is made from the summary's obstacles (cause, owner, facts), never from words.
+The page is self-contained (no script, no outside resource) and fits a 1280x800 screen.
 """
 
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..i18n import _, format_local_time, ngettext, pgettext
-from ..probe.checks.context_window import longest_answered
-from ..summary import (
-    CAPACITY_STEP,
-    EXPECTED_STEPS,
-    CapacityRecord,
-    Check,
-    ModelRecord,
-    StepName,
-    Summary,
-)
+from ..i18n import N_, _, format_local_time, ngettext, pgettext
+from ..probe.text.workload_text import workload_plain
+from ..summary import CapacityRecord, StepName, Summary
+from ..summary import Obstacle as SummaryObstacle
 from ..terminal import shown_name, terminal_text
-from ..validate import url_warnings
 from .text import capacity_found
 
 __all__ = ["Obstacle", "obstacles", "render_principal_html", "verdict_sentence"]
@@ -35,8 +28,6 @@ __all__ = ["Obstacle", "obstacles", "render_principal_html", "verdict_sentence"]
 SCHOOL, PROVIDER = "school", "provider"
 #: At most this many obstacles on the page (the rest: "and N more" in the full record).
 _MAX_SHOWN = 5
-#: Steps whose failure the school's IT fixes; "token" is the provider's account.
-_SCHOOL_STEPS = ("contact card", "parameters", "register", "modify", "list models")
 
 
 @dataclass(frozen=True)
@@ -45,6 +36,8 @@ class Obstacle:
 
     text: str
     who: str  # SCHOOL or PROVIDER
+    #: The summary's cause it words ("" for a count of causes without plain words).
+    cause: str = ""
 
 
 def who_label(who: str) -> str:
@@ -66,11 +59,34 @@ def verdict_sentence(summary: Summary) -> str:
 
 
 def obstacles(summary: Summary) -> list[Obstacle]:
-    """What stands in the way, in plain words (none when ready), most important first."""
+    """What stands in the way, in plain words (none when ready), most important first.
+
+    Made from the summary's obstacles (cause, owner, facts: decided once, with the
+    blockers), never from their words; each cause once.
+    """
     if summary.go_live.ready:
         return []
-    found = _step_obstacles(summary) + _url_obstacles(summary) + _check_obstacles(summary)
-    found += _capacity_obstacles(summary)
+    found: list[Obstacle] = []
+    unnamed: list[str] = []
+    for obstacle in summary.go_live.obstacles:
+        said = _plain(obstacle, summary)
+        if said is None:
+            unnamed.append(str(obstacle.facts.get("checks") or obstacle.cause))
+        elif said.text:
+            found.append(replace(said, cause=obstacle.cause))
+    if unnamed:
+        # Causes a principal has no word for: counted, the full record names them.
+        n = sum(len(names.split(",")) for names in unnamed)
+        found.append(
+            Obstacle(
+                ngettext(
+                    "The model does not yet answer the way the platform needs ({n} problem).",
+                    "The model does not yet answer the way the platform needs ({n} problems).",
+                    n,
+                ).format(n=n),
+                SCHOOL,
+            )
+        )
     if not found and summary.go_live.blockers:
         found.append(
             Obstacle(
@@ -82,134 +98,90 @@ def obstacles(summary: Summary) -> list[Obstacle]:
                 SCHOOL,
             )
         )
-    return list(dict.fromkeys(found))
+    kept: dict[str, Obstacle] = {}
+    for obstacle_ in found:
+        kept.setdefault(obstacle_.text, obstacle_)  # each cause once, in words too
+    return list(kept.values())
 
 
-def _step_obstacles(summary: Summary) -> list[Obstacle]:
-    found = []
-    failed = {s.name for s in summary.steps if not s.passed}
-    if "token" in failed:
-        found.append(
-            Obstacle(_("The platform account given by the provider does not work."), PROVIDER)
-        )
-    if failed & {"contact card", "parameters"}:
-        found.append(Obstacle(_("The contact details for alerts are not valid."), SCHOOL))
-    if failed & {"register", "modify", "list models"}:
-        found.append(Obstacle(_("The model could not be registered with the platform."), SCHOOL))
-    expected = [*EXPECTED_STEPS, *([CAPACITY_STEP] if summary.class_size else [])]
-    done = {s.name for s in summary.steps}
-    missing = {name for name in expected if name not in done}
-    if summary.failed_checks:
-        missing -= _ENDPOINT_STEPS  # waiting on a failed check, whose row names the cause
-    if missing:
-        found.append(Obstacle(_("Some onboarding steps have not been done yet."), SCHOOL))
-    return found
+#: Causes of a model server that does not answer: one row, one owner, one fix.
+_SILENT = frozenset({"server-down", "server-down-unsaid", "connection-failed", "no-answer-in-time"})
+_STEP_WORDS = {
+    StepName.TOKEN: N_("The platform account given by the provider does not work."),
+    StepName.CONTACT_CARD: N_("The contact details for alerts are not valid."),
+    StepName.PARAMETERS: N_("The onboarding's settings are not valid."),
+    StepName.REGISTER: N_("The model could not be registered with the platform."),
+    StepName.MODIFY: N_("The model could not be registered with the platform."),
+    StepName.LIST_MODELS: N_("The model could not be registered with the platform."),
+    StepName.CHECKS: N_("The model's checks could not run."),
+    StepName.CHAT: N_("The model did not answer a chat."),
+    StepName.CAPACITY: N_("How many students the model serves at once could not be measured."),
+}
+_CHECK_WORDS = {
+    "key-refused": N_("The model server refuses the key the platform will use."),
+    "tls-certificate": N_("The model server's security certificate is not valid."),
+    "unreachable-host": N_(
+        "The platform cannot reach the school's model server over the internet."
+    ),
+    "plain-http": N_("The model server's connection is not encrypted (https)."),
+}
 
 
-def _url_obstacles(summary: Summary) -> list[Obstacle]:
-    codes = {w.code for m in summary.models for w in url_warnings(_registry_url(m))}
-    failed = {c.name for c in summary.checks if not c.passed}
-    found = []
-    if "unreachable-host" in codes or "url-public-host" in failed:
-        found.append(
-            Obstacle(_("The platform cannot reach the school's model server over the internet."),
-                     SCHOOL)
+def _plain(obstacle: SummaryObstacle, summary: Summary) -> Obstacle | None:
+    """One obstacle in a principal's words and who acts; None: no plain words for it."""
+    cause, facts = obstacle.cause, obstacle.facts
+    owner = PROVIDER if obstacle.owner == "provider" else SCHOOL
+    checks = str(facts.get("checks") or "").split(",")
+    if cause == "step-failed":
+        step = _step_name(facts.get("step"))
+        words = _STEP_WORDS.get(step) if step is not None else None
+        return Obstacle(_(words), owner) if words else None
+    if cause == "step-missing":
+        return Obstacle(_("Some onboarding steps have not been done yet."), SCHOOL)
+    if cause in _SILENT or "reachable" in checks:
+        return Obstacle(_("The school's model server does not answer."), owner)
+    if cause == "chat-path":
+        text = _("The model's address is incomplete: register {url} (the platform calls the "
+                 "address exactly as registered).").format(url=facts.get("url"))  # fmt: skip
+        return Obstacle(text, owner)
+    if cause in _CHECK_WORDS:
+        return Obstacle(_(_CHECK_WORDS[cause]), owner)
+    if "context-window" in checks:
+        longest = facts.get("longest")
+        text = (
+            _("Lessons longer than {n} tokens are refused (the model's context window is "
+              "too short).").format(n=longest)
+            if isinstance(longest, int)
+            else _("Long lessons are refused (the model's context window is too short).")
         )  # fmt: skip
-    if "plain-http" in codes or "url-https" in failed:
-        found.append(Obstacle(_("The model server's connection is not encrypted (https)."), SCHOOL))
-    return found
-
-
-def _registry_url(model: ModelRecord) -> str:
-    """A recorded model's registryUrl ("" when the record has none)."""
-    return model.registry_url or ""
-
-
-#: Steps that wait on the endpoint: not done because of a cause already named.
-_ENDPOINT_STEPS = frozenset({StepName.CHECKS, StepName.CHAT, StepName.CAPACITY})
-
-
-def _server_silent(summary: Summary) -> bool:
-    """Whether the model server does not answer at all (then every other check waits on it)."""
-    return any(c.name == "reachable" for c in summary.failed_checks)
-
-
-def _cause_obstacles(failed: list[Check]) -> tuple[list[Obstacle], list[Check]]:
-    """One row per cause a principal understands, and the failed checks left unnamed."""
-    found, rest = [], []
-    for check in failed:
-        if check.name == "reachable":
-            found.append(Obstacle(_("The school's model server does not answer."), SCHOOL))
-        elif check.name == "key-accepted":
-            found.append(
-                Obstacle(_("The model server refuses the key the platform will use."), SCHOOL)
-            )
-        elif check.name == "context-window":
-            longest = longest_answered(check.detail)
-            text = (
-                _("Lessons longer than {n} tokens are refused (the model's context window is "
-                  "too short).").format(n=longest)
-                if longest is not None
-                else _("Long lessons are refused (the model's context window is too short).")
-            )  # fmt: skip
-            found.append(Obstacle(text, SCHOOL))
-        elif check.name == "streams-not-cut":
-            found.append(Obstacle(_("Replies are cut off when two students ask at once."), SCHOOL))
-        elif check.name == "system-role":
-            found.append(
-                Obstacle(_("The model refuses the course apps' instructions (system messages)."),
-                         SCHOOL)
-            )  # fmt: skip
-        else:
-            rest.append(check)
-    return found, rest
-
-
-def _check_obstacles(summary: Summary) -> list[Obstacle]:
-    failed = [c for c in summary.failed_checks if c.name not in ("url-public-host", "url-https")]
-    if _server_silent(summary):
-        # A server that does not answer fails every other check too: one row, its cause.
-        failed = [c for c in failed if c.name in ("reachable", "tls-certificate")]
-    found = []
-    if any(c.name == "tls-certificate" for c in failed):
-        found.append(Obstacle(_("The model server's security certificate is not valid."), SCHOOL))
-    named, others = _cause_obstacles([c for c in failed if c.name != "tls-certificate"])
-    found += named
-    if others:
-        found.append(
-            Obstacle(
-                ngettext(
-                    "The model does not yet answer the way the platform needs ({n} problem).",
-                    "The model does not yet answer the way the platform needs ({n} problems).",
-                    len(others),
-                ).format(n=len(others)),
-                SCHOOL,
-            )
+        return Obstacle(text, owner)
+    if "streams-not-cut" in checks:
+        return Obstacle(_("Replies are cut off when two students ask at once."), owner)
+    if "system-role" in checks:
+        return Obstacle(
+            _("The model refuses the course apps' instructions (system messages)."), owner
         )
-    return found
-
-
-def _capacity_obstacles(summary: Summary) -> list[Obstacle]:
-    size = summary.class_size
-    if not size:
-        return []
-    concurrency = capacity_found(summary.capacity)
-    if concurrency is None:
-        return [] if summary.capacity is None or _server_silent(summary) else [
-            Obstacle(_("How many students the model serves at once is not known yet."), SCHOOL)
-        ]  # fmt: skip
-    if concurrency >= size:
-        return []
-    return [
-        Obstacle(
+    if cause == "capacity-below-class":
+        found, need = facts.get("found"), facts.get("need")
+        n = found if isinstance(found, int) else 0
+        return Obstacle(
             ngettext(
                 "The model serves {found} student at once, fewer than a class of {need}.",
                 "The model serves {found} students at once, fewer than a class of {need}.",
-                concurrency,
-            ).format(found=concurrency, need=size),
-            SCHOOL,
+                n,
+            ).format(found=n, need=need),
+            owner,
         )
-    ]
+    if cause == "capacity-not-measured":
+        return Obstacle(_("How many students the model serves at once is not known yet."), owner)
+    return None
+
+
+def _step_name(value: object) -> StepName | None:
+    try:
+        return StepName(str(value))
+    except ValueError:
+        return None
 
 
 def _wait_s(capacity: CapacityRecord | None) -> float | None:
@@ -231,7 +203,7 @@ def _capacity_sentence(summary: Summary) -> str:
     ).format(n=found, s=f"{wait:g}" if wait else "2")
     workload = summary.capacity.workload if summary.capacity is not None else None
     if workload is not None:  # what "at once" means: one plain sentence
-        served = _("{served} {how}").format(served=served, how=workload.plain_sentence())
+        served = _("{served} {how}").format(served=served, how=workload_plain(workload))
     size = summary.class_size
     if not size:
         return served

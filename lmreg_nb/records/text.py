@@ -8,24 +8,41 @@ from datetime import datetime
 from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext, pgettext
-from ..probe.load.metrics import answer_wait_sentence
+from ..probe.text.capacity_text import capacity_line
 from ..probe.text.client_text import client_sentence, server_lines
+from ..probe.text.performance import answer_wait_sentence, ms
+from ..probe.text.workload_text import prefix_sentence, workload_sentence
 from ..severity import severity_label
-from ..summary import CAPACITY_STEP, CapacityRecord, Step, Summary, step_label
+from ..summary import (
+    CAPACITY_STEP,
+    CapacityRecord,
+    Percentiles,
+    Performance,
+    Step,
+    Summary,
+    step_label,
+)
+from ..summary.fields import one_line
 from ..terminal import shown_name, terminal_text
 
 __all__ = [
     "PERCENTILE_ROWS",
     "answer_sentence",
+    "below_class",
     "capacity_found",
     "fmt",
     "fmt_name",
     "go_live_verdict",
     "local_time",
+    "measured_nothing",
+    "ms",
+    "nothing_measured_note",
     "one_request_note",
+    "percentile_rows",
     "perf_sentence",
     "phase_label",
     "render_summary_text",
+    "served_line",
     "severity_label",
     "single_request",
     "status_badge",
@@ -71,6 +88,11 @@ def step_done(summary: Summary, step: Step) -> bool:
     return step.passed
 
 
+def served_line(capacity: int, class_size: int | None) -> str:
+    """The one capacity number with enough or not for the class, in one line."""
+    return capacity_line(capacity, class_size)
+
+
 def capacity_found(capacity: CapacityRecord | None) -> int | None:
     """The concurrency a recorded capacity found, or None (not measured)."""
     return None if capacity is None else capacity.concurrency
@@ -111,8 +133,27 @@ def local_time(value: Any, lang: str | None = None) -> str:
     return fmt(value)
 
 
+def below_class(summary: Summary) -> tuple[int, int] | None:
+    """(capacity, class size) when the capacity measured is below the class, else None."""
+    found, size = capacity_found(summary.capacity), summary.class_size
+    if found is None or not size or found >= size:
+        return None
+    return found, size
+
+
 def steps_verdict(summary: Summary) -> tuple[bool, str]:
-    """The first verdict: did the onboarding's steps all run and pass?"""
+    """The first verdict: did the onboarding's steps all run and pass? It never says "all
+    done" above a capacity the record finds too small for the class."""
+    short = below_class(summary)
+    if summary.status == "ok" and short is not None:
+        found, size = short
+        return False, ngettext(
+            "Onboarding steps: all done, every required check passed, but the model serves "
+            "{found} chat at once: not enough for a class of {size}.",
+            "Onboarding steps: all done, every required check passed, but the model serves "
+            "{found} chats at once: not enough for a class of {size}.",
+            found,
+        ).format(found=found, size=size)
     if summary.status == "ok":
         return True, _("Onboarding steps: all done, every required check passed.")
     if summary.status == "failed":
@@ -127,40 +168,70 @@ def go_live_verdict(summary: Summary) -> tuple[bool, str]:
     return False, _("Not ready for go-live. What to do:")
 
 
-def answer_sentence(perf: Mapping[str, Any]) -> str:
+def answer_sentence(perf: Performance) -> str:
     """Which first-token time students feel, when the record has both; else ""."""
-    if not isinstance(perf.get("first_answer_ms"), Mapping):
+    if perf.first_answer_ms is None:
         return ""  # an older record
     return answer_wait_sentence()  # the probe report's words
 
 
-def single_request(perf: Mapping[str, Any]) -> bool:
+def single_request(perf: Performance) -> bool:
     """Whether the figures come from one request (the checks' own), not a load test."""
-    return perf.get("requests") == 1
+    return not perf.load_test
 
 
-def one_request_note() -> str:
-    """What the figures of one request are, so they never read like a load test."""
+def one_request_note(summary: Summary | None = None) -> str:
+    """What the figures of one request are, so they never read like a load test; when a
+    load test was asked for and did not run, why (never "set check_requests")."""
+    asked = next((c for c in summary.checks if c.name == "load-test"), None) if summary else None
+    if asked is not None and not asked.judged:
+        return _(
+            "Measured on one request (the checks' streamed reply): the load test did not "
+            "run ({why})."
+        ).format(why=one_line(asked.detail))
     return _(
         "Measured on one request (the checks' streamed reply), not a load test: set "
         "check_requests above 0 for a load test."
     )
 
 
-def perf_sentence(perf: Mapping[str, Any]) -> str:
+def measured_nothing(perf: Performance) -> bool:
+    """The checks' one request got no reply: there is no figure to show (only dashes)."""
+    return not perf.load_test and perf.errors >= perf.requests
+
+
+def nothing_measured_note() -> str:
+    """Instead of a table of dashes."""
+    return _("No figures: the one request the checks measured got no reply.")
+
+
+def perf_sentence(perf: Performance) -> str:
     """Requests, errors and throughput in one sentence (with correct plurals)."""
-    requests = perf.get("requests")
-    errors = perf.get("errors")
-    n_req = requests if isinstance(requests, int) else 0
-    n_err = errors if isinstance(errors, int) else 0
     return pgettext("list separator", ", ").join(
         [
-            ngettext("{n} request", "{n} requests", n_req).format(n=fmt(requests)),
-            ngettext("{n} error", "{n} errors", n_err).format(n=fmt(errors)),
-            _("{n} requests/s").format(n=fmt(perf.get("requests_per_s"))),
-            _("{n} output tokens/s").format(n=fmt(perf.get("output_tokens_per_s"))),
+            ngettext("{n} request", "{n} requests", perf.requests).format(n=perf.requests),
+            ngettext("{n} error", "{n} errors", perf.errors).format(n=perf.errors),
+            _("{n} requests/s").format(n=fmt(perf.requests_per_s)),
+            _("{n} output tokens/s").format(n=fmt(perf.output_tokens_per_s)),
         ]
     )
+
+
+def percentile_rows(perf: Performance) -> list[tuple[str, Percentiles]]:
+    """(label, percentiles) of each measure the record has (first_answer_ms: not in older
+    records)."""
+    found = {
+        "ttft_ms": perf.ttft_ms,
+        "first_answer_ms": perf.first_answer_ms,
+        "itl_ms": perf.itl_ms,
+        "latency_ms": perf.latency_ms,
+    }
+    rows = []
+    for key, label in PERCENTILE_ROWS:
+        value = found[key]
+        if value is not None:
+            rows.append((_(label), value))
+    return rows
 
 
 def render_summary_text(s: Summary) -> str:
@@ -207,16 +278,16 @@ def render_summary_text(s: Summary) -> str:
     if s.checks:
         lines.append(_("Checks:"))
         for c in s.checks:
-            ok_word = _("PASS") if c.passed else _("FAIL")
+            ok_word = _("PASS") if c.passed else _("FAIL") if c.failed else _("NOT JUDGED")
             lines.append(f"  {ok_word} {c.name} [{severity_label(c.severity)}] {c.detail}")
     if s.capacity:
         lines.append(_("Capacity: {verdict}").format(verdict=fmt(s.capacity.verdict)))
         if s.capacity.workload is not None:
-            lines.append("  " + s.capacity.workload.sentence())
+            lines.append("  " + workload_sentence(s.capacity.workload))
         if s.capacity.prefix_cache is not None:
-            lines.append("  " + s.capacity.prefix_cache.sentence())
+            lines.append("  " + prefix_sentence(s.capacity.prefix_cache))
     if s.performance:
-        lines += _performance_lines(s.performance)
+        lines += _performance_lines(s.performance, s)
     lines += ["  " + line for line in server_lines(s.server)]
     busy = client_sentence(s.client)
     if busy is not None:
@@ -225,20 +296,19 @@ def render_summary_text(s: Summary) -> str:
     return terminal_text("\n".join(lines), lines=True, limit=None)
 
 
-def _performance_lines(perf: Mapping[str, Any]) -> list[str]:
+def _performance_lines(perf: Performance, summary: Summary) -> list[str]:
     """The performance figures: one request's values, or a load test's percentiles."""
     one = single_request(perf)
-    lines = [one_request_note()] if one else [
+    if measured_nothing(perf):
+        return [one_request_note(summary), nothing_measured_note()]
+    lines = [one_request_note(summary)] if one else [
         _("Performance: {figures}").format(figures=perf_sentence(perf))
     ]  # fmt: skip
-    for key, label in PERCENTILE_ROWS:
-        pct = perf.get(key)
-        if not isinstance(pct, Mapping):
-            continue  # first_answer_ms: an older record
-        figures = fmt(pct.get("p50")) if one else (
-            f"p50 {fmt(pct.get('p50'))}, p90 {fmt(pct.get('p90'))}, p99 {fmt(pct.get('p99'))}"
+    for label, pct in percentile_rows(perf):
+        figures = ms(pct.p50) if one else (
+            f"p50 {ms(pct.p50)}, p90 {ms(pct.p90)}, p99 {ms(pct.p99)}"
         )  # fmt: skip
-        lines.append(f"  {_(label)}: {figures}")
+        lines.append(f"  {label}: {figures}")
     if answer_sentence(perf):
         lines.append("  " + answer_sentence(perf))
     return lines

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import errno
 import json
 import logging
 import re
@@ -39,6 +38,7 @@ from ..errors import (
     operation_label,
 )
 from ..i18n import _
+from ..open_files import open_files_reason
 from ..secret import mask_text
 
 __all__ = [
@@ -50,8 +50,6 @@ __all__ = [
     "bounded_error",
     "clean_message",
     "not_found_error",
-    "open_files_reason",
-    "out_of_files",
     "parse_envelope",
     "parse_retry_after",
     "read_answer",
@@ -391,53 +389,6 @@ def not_found_error(exc: NotFoundError, operation: str, base_url: str, path: str
         ),
         variable=variable,
     )
-
-
-def _open_files_errno(exc: BaseException) -> int | None:
-    """EMFILE or ENFILE when one of ``exc``'s causes is this computer running out of files."""
-    current: BaseException | None = exc
-    for _depth in range(10):
-        if current is None:
-            return None
-        if isinstance(current, OSError) and current.errno in (errno.EMFILE, errno.ENFILE):
-            return current.errno
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def out_of_files(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from this computer running out of file descriptors."""
-    return _open_files_errno(exc) is not None
-
-
-def open_files_reason(exc: BaseException, host: str) -> str | None:
-    """The sentence for a connection this computer could not open for want of file
-    descriptors (EMFILE, ENFILE), or None for any other cause.
-
-    A new socket needs one; at the limit the error looks like a connection failure,
-    but it is a limit here, not the server's fault (the server never saw a thing).
-    """
-    code = _open_files_errno(exc)
-    if code is None:
-        return None
-    if code == errno.ENFILE:
-        return _(
-            "this computer has run out of open files for all its programs (ENFILE), so no "
-            "connection to {host} was even tried: a limit here, not a fault of {host}. Close "
-            "programs or raise the system's limit (fs.file-max), then try again"
-        ).format(host=host)
-    try:
-        import resource  # POSIX only
-
-        limit = str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    except (ImportError, OSError, ValueError):
-        limit = "?"
-    return _(
-        "this program has reached its limit of {limit} open files (ulimit -n), so no "
-        "connection to {host} was even tried: a limit here, not a fault of {host}. Raise "
-        "it (e.g. ulimit -n 4096 before the command) or use fewer connections at once, "
-        "then try again"
-    ).format(limit=limit, host=host)
 
 
 def transport_error(

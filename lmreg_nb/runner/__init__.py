@@ -65,6 +65,8 @@ class RunResult:
     kernel_retried: bool = False  # the kernel failed to start once and the run was retried
     #: The recorded onboarding summary, read once (None when the notebook recorded none).
     summary: Summary | None = None
+    #: The error is only the summary's status (not ok): its go-live list says why.
+    status_only: bool = False
 
     @property
     def ok(self) -> bool:
@@ -220,7 +222,9 @@ def run_notebook(
         warm_up()
         ended = _execute(work, notebook, kernel_cwd, run_env, timeout)
         raw, executed = load_output(work / "executed.ipynb", notebook)
-        clean, records, summary, error = make_record(notebook, ended, raw, executed, secrets)
+        clean, records, summary, error, status_only = make_record(
+            notebook, ended, raw, executed, secrets
+        )
         nb_path, html_path, short_path = write_record(
             clean, summary, out_dir, stem, secrets, notebook.name
         )
@@ -229,6 +233,7 @@ def run_notebook(
         status="ok" if error is None else "failed", notebook=nb_path, html=html_path,
         records=records, error=error, duration_s=time.monotonic() - started,
         short_html=short_path, kernel_retried=ended.retried, summary=summary,
+        status_only=status_only,
     )  # fmt: skip
     log.info("ran %s: %s in %.1f s", notebook.name, result.status, result.duration_s)
     if ended.interrupt is not None:

@@ -132,8 +132,9 @@ def _describe(ended: Ended, clean: Any, secrets: Mapping[str, str]) -> str | Non
 
 def make_record(
     notebook: Path, ended: Ended, raw: Any, executed: bool, secrets: Mapping[str, str]
-) -> tuple[Any, dict[str, Any], Summary | None, str | None]:
-    """The scrubbed notebook, its records, its summary (read once), the error (None: ok)."""
+) -> tuple[Any, dict[str, Any], Summary | None, str | None, bool]:
+    """The scrubbed notebook, its records, its summary (read once), the error (None: ok),
+    and whether that error is only the summary's status (its go-live list says why)."""
     clean = scrub_notebook(raw, secrets)
     # papermill's "An Exception was encountered" banner: the summary card says it better.
     clean.cells = [
@@ -150,6 +151,7 @@ def make_record(
     if error is not None and summary is None and executed and ended.stopped is None:
         # No summary card to show why: say it before the first cell.
         clean.cells.insert(0, _note_cell(_("**This run failed**: {reason}").format(reason=error)))
+    status_only = False
     if error is None and summary is not None and summary.status != "ok":
         reason = summary.reason or _("a step has not run")
         error = _one_line(
@@ -157,7 +159,8 @@ def make_record(
                 status=status_label(summary.status), reason=reason
             )
         )
-    return clean, records, summary, error
+        status_only = True
+    return clean, records, summary, error, status_only
 
 
 def write_record(

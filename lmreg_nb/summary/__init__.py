@@ -4,6 +4,7 @@
   :class:`Contact`, :class:`ModelRecord`, :class:`Phase`, :class:`GoLive`) and the
   ``Status`` and ``Severity`` literals;
 - :mod:`.capacity`: the recorded capacity search (:class:`CapacityRecord`);
+- :mod:`.performance`: the probe's figures, a load test's or one request's (:class:`Performance`);
 - :mod:`.client`: the client's own event-loop stalls while it measured (:class:`ClientLag`);
 - :mod:`.server`: what the server measured itself meanwhile (:class:`ServerFigures`);
 - :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
@@ -24,8 +25,11 @@ from .model import (
     STEP_LABELS,
     Check,
     Contact,
+    Fact,
     GoLive,
     ModelRecord,
+    Obstacle,
+    Owner,
     Phase,
     Severity,
     Status,
@@ -33,6 +37,7 @@ from .model import (
     StepName,
     step_label,
 )
+from .performance import Performance
 from .rules import decide
 from .server import ServerFigures
 from .summary import Summary, build_summary
@@ -50,9 +55,13 @@ __all__ = [
     "Check",
     "ClientLag",
     "Contact",
+    "Fact",
     "GoLive",
     "ModelRecord",
+    "Obstacle",
+    "Owner",
     "Percentiles",
+    "Performance",
     "Phase",
     "PrefixCache",
     "ServerFigures",

@@ -24,13 +24,17 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPACITY_STEP",
     "EXPECTED_STEPS",
+    "OWNERS",
     "SEVERITIES",
     "STATUSES",
     "STEP_LABELS",
     "Check",
     "Contact",
+    "Fact",
     "GoLive",
     "ModelRecord",
+    "Obstacle",
+    "Owner",
     "Phase",
     "Severity",
     "Status",
@@ -101,17 +105,59 @@ def _severity_of(value: Any) -> Severity:
     return "error"
 
 
+#: Who acts on a finding: the school's IT staff, or the provider (its account, its platform).
+Owner = Literal["school", "provider"]
+OWNERS: tuple[Owner, ...] = get_args(Owner)
+#: One fact a check found (a count, a status, an address, a quote): what its words are made of.
+Fact = str | int | float | bool | None
+
+
+def _facts_of(value: Any) -> dict[str, Fact]:
+    """Recorded facts: a JSON object of plain values (anything else is dropped)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(k): v for k, v in value.items() if v is None or isinstance(v, str | int | float | bool)
+    }
+
+
 @dataclass(frozen=True)
 class Check:
-    """One check's outcome: a conformance or go-live check of the probe, or a function check."""
+    """One check's outcome: a conformance or go-live check of the probe, or a function check.
+
+    ``passed`` None: not judged (the answer it would be judged on never came: a path
+    that serves nothing says nothing of the key); it counts as neither passed nor failed.
+    ``cause`` names the finding (a stable identifier, e.g. ``chat-path``), ``owner`` who
+    acts on it and ``facts`` the values its words and its fix are made of (the corrected
+    address, the longest prompt answered...): views read these, never the ``detail``,
+    which is the finding in words (made once, by :mod:`lmreg_nb.probe.text`).
+    """
 
     name: str
-    passed: bool
+    passed: bool | None
     severity: Severity
-    detail: str
+    detail: str = ""
+    cause: str | None = None
+    owner: Owner | None = None
+    facts: Mapping[str, Fact] = field(default_factory=dict, hash=False)
+
+    @property
+    def failed(self) -> bool:
+        """Judged and not passed (a check not judged has not failed)."""
+        return self.passed is False
+
+    @property
+    def judged(self) -> bool:
+        """Passed or failed (False: not judged)."""
+        return self.passed is not None
+
+    def fact(self, key: str) -> Fact:
+        """One of :attr:`facts` (None when the check has no such fact)."""
+        return self.facts.get(key)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"name", "passed", "severity", "detail"}``."""
+        """``{"name", "passed", "severity", "detail"}``: the contract's check object
+        (``check --json``)."""
         return {
             "name": self.name,
             "passed": self.passed,
@@ -119,33 +165,74 @@ class Check:
             "detail": self.detail,
         }
 
+    def to_record(self) -> dict[str, Any]:
+        """The record's check: :meth:`to_json` and ``"cause"``, ``"owner"``, ``"facts"``, so
+        that every view of a record reads the finding as data, never from its words."""
+        return {
+            **self.to_json(),
+            "cause": self.cause,
+            "owner": self.owner,
+            "facts": dict(self.facts),
+        }
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Check:
         """From its recorded JSON (missing values: empty, severity ``error``)."""
+        passed = data.get("passed")
+        owner = data.get("owner")
         return cls(
             name=str(data.get("name") or ""),
-            passed=bool(data.get("passed")),
+            passed=passed if passed is None else bool(passed),
             severity=_severity_of(data.get("severity")),
             detail=str(data.get("detail") or ""),
+            cause=text_or_none(data.get("cause")),
+            owner=owner if owner in OWNERS else None,
+            facts=_facts_of(data.get("facts")),
         )
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step of the onboarding and how it went."""
+    """One step of the onboarding and how it went.
+
+    ``skipped_after``: the step did not run because that earlier step failed (a headless
+    run stops at its first failure); it is neither done nor missing, and its cause is the
+    failed step's, named there.
+    """
 
     name: StepName
     passed: bool
     detail: str
+    skipped_after: StepName | None = None
 
     def __post_init__(self) -> None:
         # A plain string naming a step is taken (and checked: a typo raises ValueError).
         if not isinstance(self.name, StepName):
             object.__setattr__(self, "name", StepName(self.name))
+        after = self.skipped_after
+        if after is not None and not isinstance(after, StepName):
+            object.__setattr__(self, "skipped_after", StepName(after))
+
+    @property
+    def skipped(self) -> bool:
+        """Not run because an earlier step failed."""
+        return self.skipped_after is not None
+
+    @property
+    def failed(self) -> bool:
+        """Ran and failed (a skipped step did not fail: the step before it did)."""
+        return not self.passed and not self.skipped
 
     def to_json(self) -> dict[str, Any]:
-        """``{"name", "passed", "detail"}``."""
-        return {"name": self.name.value, "passed": self.passed, "detail": self.detail}
+        """``{"name", "passed", "detail"}`` and, for a skipped step, ``"skipped_after"``."""
+        found: dict[str, Any] = {
+            "name": self.name.value,
+            "passed": self.passed,
+            "detail": self.detail,
+        }
+        if self.skipped_after is not None:
+            found["skipped_after"] = self.skipped_after.value
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step | None:
@@ -153,7 +240,9 @@ class Step:
         name = _STEP_NAMES.get(str(data.get("name")))
         if name is None:
             return None
-        return cls(name, bool(data.get("passed")), str(data.get("detail") or ""))
+        after = _STEP_NAMES.get(str(data.get("skipped_after")))
+        passed = bool(data.get("passed")) and after is None
+        return cls(name, passed, str(data.get("detail") or ""), after)
 
 
 @dataclass(frozen=True)
@@ -177,22 +266,66 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class Obstacle:
+    """One thing in the way of go-live, as a fact: its cause, who acts on it, its data.
+
+    ``cause`` is a stable identifier (``unreachable-host``, ``plain-http``, a failed
+    check's cause such as ``chat-path`` or ``server-down``, ``step-failed``,
+    ``step-missing``, ``capacity-below-class``, ``capacity-not-measured``);
+    ``facts`` hold what its words and its fix are made of (the address to register,
+    the capacity and the class size, the checks that failed for it...).
+    """
+
+    cause: str
+    owner: Owner
+    facts: Mapping[str, Fact] = field(default_factory=dict, hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"cause", "owner", "facts"}``."""
+        return {"cause": self.cause, "owner": self.owner, "facts": dict(self.facts)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Obstacle | None:
+        """From its recorded JSON; None when it names no cause."""
+        if not isinstance(data, Mapping) or not data.get("cause"):
+            return None
+        owner = data.get("owner")
+        return cls(
+            str(data["cause"]),
+            owner if owner in OWNERS else "school",
+            _facts_of(data.get("facts")),
+        )
+
+
+@dataclass(frozen=True)
 class GoLive:
-    """Whether the platform can go live with the model as registered, and what is in the way."""
+    """Whether the platform can go live with the model as registered, and what is in the way:
+    ``obstacles`` as facts (cause, owner, data), ``blockers`` the same in words, one each."""
 
     ready: bool
     blockers: list[str] = field(default_factory=list)
+    obstacles: list[Obstacle] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"ready", "blockers"}``."""
-        return {"ready": self.ready, "blockers": list(self.blockers)}
+        """``{"ready", "blockers", "obstacles"}``."""
+        return {
+            "ready": self.ready,
+            "blockers": list(self.blockers),
+            "obstacles": [o.to_json() for o in self.obstacles],
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GoLive:
-        """From its recorded JSON."""
+        """From its recorded JSON (a record made before obstacles were kept has none)."""
         blockers = data.get("blockers")
         listed = blockers if isinstance(blockers, list | tuple) else []
-        return cls(ready=bool(data.get("ready")), blockers=[str(b) for b in listed])
+        found = data.get("obstacles")
+        obstacles = [Obstacle.from_json(o) for o in found] if isinstance(found, list) else []
+        return cls(
+            ready=bool(data.get("ready")),
+            blockers=[str(b) for b in listed],
+            obstacles=[o for o in obstacles if o is not None],
+        )
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from .model import (
     EXPECTED_STEPS,
     Check,
     GoLive,
+    Obstacle,
+    Owner,
     Phase,
     Status,
     Step,
@@ -24,7 +26,7 @@ from .model import (
     step_label,
 )
 
-__all__ = ["decide", "phases"]
+__all__ = ["blocker_text", "decide", "obstacles", "phases"]
 
 
 def decide(
@@ -39,8 +41,8 @@ def decide(
     expected = list(EXPECTED_STEPS) + ([CAPACITY_STEP] if class_size else [])
     ran = {s.name for s in steps}
     missing = [name for name in expected if name not in ran]
-    failed_steps = [s for s in steps if not s.passed]
-    failed_checks = [c for c in checks if not c.passed and c.severity == "error"]
+    failed_steps = [s for s in steps if s.failed]
+    failed_checks = [c for c in checks if c.failed and c.severity == "error"]
     status: Status
     if failed_steps or failed_checks:
         status = "failed"
@@ -48,118 +50,189 @@ def decide(
         status = "incomplete"
     else:
         status = "ok"
-    blockers: list[str] = []
+    found = obstacles(steps, checks, model_urls=model_urls, capacity=capacity,
+                      class_size=class_size, missing=missing)  # fmt: skip
+    blockers = [blocker_text(o) for o in found]
+    return status, GoLive(ready=not found, blockers=_unique(blockers), obstacles=found)
+
+
+def obstacles(
+    steps: Sequence[Step],
+    checks: Sequence[Check],
+    *,
+    model_urls: Sequence[str] = (),
+    capacity: CapacityRecord | None = None,
+    class_size: int | None = None,
+    missing: Sequence[StepName] = (),
+) -> list[Obstacle]:
+    """What stands in the way of go-live, as facts, each cause once, most important first."""
+    failed_checks = [c for c in checks if c.failed and c.severity == "error"]
     check_causes = {one_line(c.detail) for c in failed_checks}
-    for step in failed_steps:
-        if (step.name == StepName.CHECKS and failed_checks) or one_line(
-            step.detail
-        ) in check_causes:
-            continue  # the failed checks below say why, each cause once
-        blockers.append(
-            _("Step “{step}” failed: {detail}. Fix it and run the onboarding again.").format(
-                step=step_label(step.name), detail=one_line(step.detail)
-            )
-        )
-    blockers += _url_blockers(model_urls, checks)
-    blockers += _check_blockers(failed_checks)
-    blockers += _capacity_blockers(capacity, class_size)
+    found: list[Obstacle] = []
+    for step in steps:
+        if not step.failed:
+            continue
+        after_checks = step.name in (StepName.CHECKS, StepName.CHAT, StepName.CAPACITY)
+        if (after_checks and failed_checks) or one_line(step.detail) in check_causes:
+            continue  # the failed checks below say why, each cause once (a model down: one)
+        owner: Owner = "provider" if step.name == StepName.TOKEN else "school"
+        facts = {"step": step.name.value, "detail": one_line(step.detail)}
+        found.append(Obstacle("step-failed", owner, facts))
+    checks_found = _check_obstacles(failed_checks)
+    # The address that serves no chat first: nothing works until it is registered right.
+    found += [o for o in checks_found if o.cause == "chat-path"]
+    found += _url_obstacles(model_urls, checks)
+    found += [o for o in checks_found if o.cause != "chat-path"]
+    found += _capacity_obstacles(capacity, class_size)
+    if failed_checks:
+        # The chat and capacity steps wait on the failed checks: their cause is named above.
+        missing = [n for n in missing if n not in (StepName.CHECKS, StepName.CHAT, CAPACITY_STEP)]
     if missing:
         # Last: a step not done is often waiting on a cause named above (issue 32).
-        blockers.append(
-            ngettext(
-                "Step not done yet: {steps}. Run it.",
-                "Steps not done yet: {steps}. Run them.",
-                len(missing),
-            ).format(steps=listing(f"“{step_label(n)}”" for n in missing))
+        steps_missing = ",".join(n.value for n in missing)
+        found.append(Obstacle("step-missing", "school", {"steps": steps_missing,
+                                                          "count": len(missing)}))  # fmt: skip
+    return _unique_obstacles(found)
+
+
+def blocker_text(obstacle: Obstacle) -> str:
+    """One obstacle as the record's blocker sentence (the JSON's ``go_live.blockers``)."""
+    facts = obstacle.facts
+    cause = obstacle.cause
+    if cause == "step-failed":
+        return _("Step “{step}” failed: {detail}. Fix it and run the onboarding again.").format(
+            step=step_label(str(facts.get("step"))), detail=facts.get("detail")
         )
-    return status, GoLive(ready=not blockers, blockers=_unique(blockers))
+    if cause == "unreachable-host" and facts.get("url"):
+        return _(
+            "The platform cannot reach {host} (registryUrl {url}): register an "
+            "address it can reach over the internet."
+        ).format(host=facts.get("host"), url=facts.get("url"))
+    if cause == "unreachable-host":
+        return _("The platform cannot reach the model's host: {detail}").format(
+            detail=facts.get("detail")
+        )
+    if cause == "plain-http" and facts.get("host"):
+        # The host, not the whole registryUrl again: the address is said once per run.
+        return _(
+            "The model on {host} is served over plain http: serve it over https so the "
+            "apiKey is not sent in clear."
+        ).format(host=facts.get("host"))
+    if cause == "plain-http":
+        return _("The model is served over plain http: {detail}").format(detail=facts.get("detail"))
+    if cause == "capacity-not-measured":
+        return _(
+            "No capacity measured: go-live needs evidence that the model serves a class. "
+            "Run the onboarding with class_size set to how many students chat at once "
+            "(40 by default; 0 skips the test)."
+        )
+    if cause == "capacity-below-class":
+        return _(
+            "Capacity is {found} chats at once, below the class size of {need}: add serving "
+            "capacity (GPUs, replicas) or a faster model."
+        ).format(found=facts.get("found"), need=facts.get("need"))
+    if cause == "step-missing":
+        names = [StepName(n) for n in str(facts.get("steps") or "").split(",") if n]
+        return ngettext(
+            "Step not done yet: {steps}. Run it.",
+            "Steps not done yet: {steps}. Run them.",
+            len(names),
+        ).format(steps=listing(f"“{step_label(n)}”" for n in names))
+    return _check_blocker_text(obstacle)
 
 
-def _url_blockers(urls: Sequence[str], checks: Sequence[Check]) -> list[str]:
+def _check_blocker_text(obstacle: Obstacle) -> str:
+    facts = obstacle.facts
+    names = str(facts.get("checks") or "").split(",")
+    if obstacle.cause == "tls-certificate":
+        text = _(
+            "The TLS certificate of the model's host does not verify ({detail}): install "
+            "a certificate from a trusted authority for this host name."
+        )
+        return text.format(detail=facts.get("detail"))
+    if obstacle.cause == "chat-path":
+        # The address to register, once; the one registered is named beside (the host).
+        return _(
+            "The registryUrl is not the chat endpoint (it answered HTTP {status}; the chat "
+            "path is v1/chat/completions): register {url}"
+        ).format(status=facts.get("status"), url=facts.get("url"))
+    return ngettext(
+        "Required check {names} failed: {detail}",
+        "Required checks {names} failed: {detail}",
+        len(names),
+    ).format(names=pgettext("list separator", ", ").join(names), detail=facts.get("detail"))
+
+
+def _url_obstacles(urls: Sequence[str], checks: Sequence[Check]) -> list[Obstacle]:
     """A host the platform cannot reach first (the bigger problem), then plain http."""
-    unreachable: list[str] = []
-    plain: list[str] = []
+    unreachable: list[Obstacle] = []
+    plain: list[Obstacle] = []
     for url in filter(None, urls):
         codes = {w.code for w in url_warnings(url)}
         if "unreachable-host" in codes:
             unreachable.append(
-                _(
-                    "The platform cannot reach {host} (registryUrl {url}): register an "
-                    "address it can reach over the internet."
-                ).format(host=_host(url), url=url)
+                Obstacle("unreachable-host", "school", {"host": _host(url), "url": url})
             )
         if "plain-http" in codes:
-            plain.append(
-                _(
-                    "registryUrl {url} uses plain http: serve the model over https so the "
-                    "apiKey is not sent in clear."
-                ).format(url=url)
-            )
+            plain.append(Obstacle("plain-http", "school", {"host": _host(url), "url": url}))
     by_name = {c.name: c for c in checks}
     host_check = by_name.get("url-public-host")
-    if not unreachable and host_check is not None and not host_check.passed:
+    if not unreachable and host_check is not None and host_check.failed:
         # A public-looking name may still resolve to a private address: the check sees it.
-        unreachable.append(
-            _("The platform cannot reach the model's host: {detail}").format(
-                detail=one_line(host_check.detail)
-            )
-        )
+        facts = {**host_check.facts, "detail": one_line(host_check.detail)}
+        unreachable.append(Obstacle("unreachable-host", "school", facts))
     https_check = by_name.get("url-https")
-    if not plain and https_check is not None and not https_check.passed:
-        plain.append(
-            _("The model is served over plain http: {detail}").format(
-                detail=one_line(https_check.detail)
-            )
-        )
+    if not plain and https_check is not None and https_check.failed:
+        facts = {**https_check.facts, "detail": one_line(https_check.detail)}
+        plain.append(Obstacle("plain-http", "school", facts))
     return unreachable + plain
 
 
-def _check_blockers(failed: Sequence[Check]) -> list[str]:
-    """One blocker per distinct cause: checks failing for the same reason share it."""
-    blockers = []
-    by_cause: dict[str, list[str]] = {}
+def _check_obstacles(failed: Sequence[Check]) -> list[Obstacle]:
+    """One obstacle per distinct cause: checks failing for the same reason share it."""
+    found: list[Obstacle] = []
+    by_cause: dict[str, list[Check]] = {}
     for check in failed:
         if check.name == "tls-certificate":
-            text = _(
-                "The TLS certificate of the model's host does not verify ({detail}): install "
-                "a certificate from a trusted authority for this host name."
-            )
-            blockers.append(text.format(detail=one_line(check.detail)))
+            facts = {**check.facts, "checks": check.name, "detail": one_line(check.detail)}
+            found.append(Obstacle("tls-certificate", check.owner or "school", facts))
         else:
-            by_cause.setdefault(one_line(check.detail), []).append(check.name)
-    for cause, names in by_cause.items():
-        blockers.append(
-            ngettext(
-                "Required check {names} failed: {detail}",
-                "Required checks {names} failed: {detail}",
-                len(names),
-            ).format(names=pgettext("list separator", ", ").join(names), detail=cause)
-        )
-    return blockers
+            # Checks that name one cause share it; else their words say whether it is one.
+            key = check.cause or one_line(check.detail)
+            by_cause.setdefault(key, []).append(check)
+    for group in by_cause.values():
+        first = group[0]
+        facts = {
+            **first.facts,
+            "checks": ",".join(c.name for c in group),
+            "detail": one_line(first.detail),
+        }
+        found.append(Obstacle(first.cause or "check-failed", first.owner or "school", facts))
+    return found
 
 
-def _capacity_blockers(capacity: CapacityRecord | None, class_size: int | None) -> list[str]:
+def _capacity_obstacles(capacity: CapacityRecord | None, class_size: int | None) -> list[Obstacle]:
     if capacity is None:
-        if class_size:  # the capacity step's own blocker (not done, or failed) says why
+        if class_size:  # the capacity step's own obstacle (failed, skipped, not done) says why
             return []
-        return [
-            _(
-                "No capacity measured: go-live needs evidence that the model serves a class. "
-                "Run the onboarding with class_size set to how many students chat at once "
-                "(40 by default; 0 skips the test)."
-            )
-        ]
+        return [Obstacle("capacity-not-measured", "school")]
     if not class_size:
         return []
     concurrency = capacity.concurrency or 0
     if concurrency >= class_size:
         return []
-    return [
-        _(
-            "Capacity is {found} chats at once, below the class size of {need}: add serving "
-            "capacity (GPUs, replicas) or a faster model."
-        ).format(found=concurrency, need=class_size)
-    ]
+    return [Obstacle("capacity-below-class", "school", {"found": concurrency, "need": class_size})]
+
+
+def _unique_obstacles(found: Iterable[Obstacle]) -> list[Obstacle]:
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for obstacle in found:
+        key = (obstacle.cause, blocker_text(obstacle))
+        if key not in seen:
+            seen.add(key)
+            kept.append(obstacle)
+    return kept
 
 
 def phases(steps: Sequence[Step], go_live: GoLive) -> list[Phase]:

@@ -29,6 +29,7 @@ from .model import (
     Step,
     step_label,
 )
+from .performance import Performance
 from .rules import decide, phases
 from .server import ServerFigures
 from .workload import Workload
@@ -48,7 +49,7 @@ class Summary:
     models: list[ModelRecord]
     checks: list[Check]
     #: The probe's figures (``check --json``'s ``summary`` object), when it measured any.
-    performance: dict[str, Any] | None = None
+    performance: Performance | None = None
     capacity: CapacityRecord | None = None
     status: Status = "incomplete"
     go_live: GoLive = field(default_factory=lambda: GoLive(False, []))
@@ -67,17 +68,17 @@ class Summary:
     @property
     def failed_checks(self) -> list[Check]:
         """Checks of severity error that failed."""
-        return [c for c in self.checks if not c.passed and c.severity == "error"]
+        return [c for c in self.checks if c.failed and c.severity == "error"]
 
     @property
     def warnings(self) -> list[Check]:
         """Checks of severity warning that failed (they do not fail the onboarding)."""
-        return [c for c in self.checks if not c.passed and c.severity == "warning"]
+        return [c for c in self.checks if c.failed and c.severity == "warning"]
 
     @property
     def failed_steps(self) -> list[Step]:
         """Steps that failed."""
-        return [s for s in self.steps if not s.passed]
+        return [s for s in self.steps if s.failed]
 
     @property
     def reason(self) -> str:
@@ -103,8 +104,8 @@ class Summary:
             "phases": [p.to_json() for p in self.phases],
             "steps": [s.to_json() for s in self.steps],
             "models": [m.to_json() for m in self.models],
-            "checks": [c.to_json() for c in self.checks],
-            "performance": dict(self.performance) if self.performance is not None else None,
+            "checks": [c.to_record() for c in self.checks],
+            "performance": self.performance.to_record() if self.performance else None,
             "workload": self.workload.to_json() if self.workload is not None else None,
             "client": self.client.to_json() if self.client is not None else None,
             "server": self.server.to_json() if self.server is not None else None,
@@ -141,8 +142,18 @@ class Summary:
                 class_size=class_size,
             )
             status, go_live = status or decided, go_live or decided_go_live
+        elif not go_live.obstacles and not go_live.ready:
+            # A record made before obstacles were kept: its blockers as recorded, and the
+            # same causes as facts, for the views that read them (the principal's page).
+            _status, decided_go_live = decide(
+                steps,
+                checks,
+                model_urls=[m.registry_url for m in models],
+                capacity=capacity,
+                class_size=class_size,
+            )
+            go_live = GoLive(go_live.ready, go_live.blockers, decided_go_live.obstacles)
         contact = data.get("contact")
-        performance = data.get("performance")
         return cls(
             school=str(data.get("school") or ""),
             contact=Contact.from_json(contact) if isinstance(contact, Mapping) else None,
@@ -151,7 +162,7 @@ class Summary:
             steps=steps,
             models=models,
             checks=checks,
-            performance=dict(performance) if isinstance(performance, Mapping) else None,
+            performance=Performance.from_json(data.get("performance")),
             capacity=capacity,
             status=status,
             go_live=go_live,
@@ -174,7 +185,7 @@ def build_summary(
     steps: Iterable[Step],
     models: Iterable[ModelRecord | RegisteredModel],
     checks: Iterable[Check],
-    performance: Mapping[str, Any] | None = None,
+    performance: Performance | None = None,
     capacity: CapacityRecord | None = None,
     class_size: int | None = None,
     lang: str | None = None,
@@ -204,7 +215,7 @@ def build_summary(
         steps=step_list,
         models=model_list,
         checks=check_list,
-        performance=dict(performance) if performance is not None else None,
+        performance=performance,
         capacity=capacity,
         status=status,
         go_live=go_live,

@@ -7,10 +7,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..display import Table
 from ..errors import ValidationError
 from ..i18n import _
 from ..onboarding import Onboarding
-from ..onboarding.display import Table
 from ..probe.text.capacity_table import level_headers, level_rows
 from ..summary import StepName
 from ._common import Field, Form

@@ -26,7 +26,8 @@ _CHECK_AFTER = (StepName.REGISTER, StepName.MODIFY)
 
 class ChecksPanel(Form):
     """The chat-endpoint checks of the registered model: they run by themselves after the
-    register step; "Run checks" runs them again. Shows the table and the verdict."""
+    register step; "Run checks" runs them again. Shows the table of checks; the verdict
+    and the load test's chart are the notebook's next cells (shown once, not twice)."""
 
     def __init__(self, run: Onboarding, requests: int = 0, concurrency: int = 1) -> None:
         self.run_: Onboarding = run
@@ -50,8 +51,4 @@ class ChecksPanel(Form):
         return self.run(self._check, step=StepName.CHECKS)
 
     def _check(self) -> tuple[Any, ...]:
-        table = self.run_.check_endpoint(self.requests, self.concurrency)
-        shown: tuple[Any, ...] = (table, self.run_.verdict())
-        if self.requests > 0:
-            shown += (self.run_.figure(),)
-        return shown
+        return (self.run_.check_endpoint(self.requests, self.concurrency),)

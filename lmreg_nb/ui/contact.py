@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
 from ..onboarding.contact import check_contact
-from ..onboarding.display import Outcome
 from ..summary import StepName
 from ..validate import check_email, check_mobile
 from ._common import Field, Form, required, text

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..display import Outcome
 from ..i18n import _, format_local_time
 from ..onboarding import Onboarding
 from ..onboarding.configuration import cached_token
-from ..onboarding.display import Outcome
 from ..summary import StepName
 from ._common import Field, Form, password, required, text
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..display import Table
 from ..i18n import _
 from ..onboarding import Onboarding
-from ..onboarding.display import Table
 from ..onboarding.registry_steps import models_table
 from ..summary import StepName
 from ._common import Form, follow

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 
 import ipywidgets as widgets
 
+from ..display import Outcome
 from ..i18n import _, format_local_time, pgettext
-from ..models import RegisteredModel
+from ..models import RegisteredModel, model_name_key
 from ..onboarding import Onboarding
-from ..onboarding.display import Outcome
 from ..secret import Secret
 from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
 
-__all__ = ["ModifyForm", "changes"]
+__all__ = ["ModifyForm", "changes", "name_taken"]
+
+
+def name_taken(
+    models: Iterable[RegisteredModel], current: RegisteredModel, new_name: str
+) -> RegisteredModel | None:
+    """Another model of the account already called ``new_name`` (as modelNames compare),
+    or None: the platform refuses such a modify (40900), so the preview says it first."""
+    wanted = model_name_key(new_name)
+    return next(
+        (
+            m
+            for m in models
+            if m.model_id != current.model_id and model_name_key(m.model_name) == wanted
+        ),
+        None,
+    )
 
 
 def changes(
@@ -121,6 +138,17 @@ class ModifyForm(Form):
         if not self.valid(taken={"api-key": self._key}):
             self.message.value = ""
             return
+        taken = name_taken(self.models.values(), model, self.model_name.value)
+        if taken is not None:
+            # The platform would refuse it at "confirm": say so now, before asking to confirm.
+            said = html.escape(
+                _(
+                    "modelName {name} is already used by another model of this account "
+                    "({model_id}): choose another name"
+                ).format(name=repr(self.model_name.value.strip()), model_id=taken.model_id)
+            )
+            self.message.value = f"<span style='color:#cf222e'>{said}</span>"
+            return
         rows = changes(model, self.model_name.value, self.registry_url.value, self._key)
         table = "".join(
             f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
@@ -150,10 +178,12 @@ class ModifyForm(Form):
             model = done.value
             if old is None or not isinstance(model, RegisteredModel):
                 return done
-            # What a person checks: each field old -> new, then when, in local time.
+            # What a person checks: each field old -> new, then when, in local time, then
+            # whether the address answers a chat (its verdict, with the fix or the cause).
             rows = [*changes(old, name, url, key or None), ("modelId", model.model_id)]
             if model.update_time is not None:
                 rows.append((pgettext("column", "updated"), format_local_time(model.update_time)))
-            return Outcome(done.title, rows, ok=done.ok, value=model)
+            rows += [row for row in done.rows if row[0] == _("chat at this address")]
+            return Outcome(done.title, rows, ok=done.ok, value=model, warning=done.warning)
 
         return self.run(action, step=StepName.MODIFY)

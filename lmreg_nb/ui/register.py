@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..display import Outcome
 from ..i18n import _
 from ..onboarding import Onboarding
-from ..onboarding.display import Outcome
 from ..summary import StepName
 from ..validate import check_api_key, check_model_name, check_registry_url
 from ._common import LABEL_WIDTH, WIDE, Field, Form, password, registry_url_warnings, text
@@ -87,7 +87,7 @@ class RegisterForm(Form):
         params = [p.strip() for p in self.req_params.value.splitlines() if p.strip()]
 
         def action() -> Outcome:
-            outcome = self.run_.register(
+            outcome: Outcome = self.run_.register(
                 self.model_name.value,
                 self.registry_url.value,
                 key or None,
@@ -96,6 +96,6 @@ class RegisterForm(Form):
                 req_example=self.req_example.value or None,
                 res_example=self.res_example.value or None,
             )
-            return self.run_.address_checked(outcome)
+            return outcome  # the address's own verdict included (one chat to it)
 
         return self.run(action, step=StepName.REGISTER)

@@ -23,10 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..display import FigureView, Outcome, Table
 from ..errors import ConfigurationError
 from ..i18n import _, format_local_time, local_zone, zone_label
 from ..models import ms_to_datetime
-from ..onboarding.display import FigureView, Outcome, Table
 from ..probe.blocking import run_blocking
 from ..secret import split_urls
 from .messages import trial_message, what_failed

@@ -17,6 +17,7 @@ from lmreg_nb.errors import (
     CredentialsError,
     LmregError,
     MalformedResponseError,
+    ModelNameNotFoundError,
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
@@ -83,7 +84,10 @@ def test_api_error_for(status: int | None, code: int | None, cls: type[APIError]
     assert api_error_for(status, code) is cls
 
 
-@pytest.mark.parametrize("cls", [c for c in CLASSES if issubclass(c, APIError)])
+# A name the account's list does not hold is no answer of the platform: said as it is.
+@pytest.mark.parametrize(
+    "cls", [c for c in CLASSES if issubclass(c, APIError) and c is not ModelNameNotFoundError]
+)
 def test_api_error_messages_are_one_line_and_say_what_to_do(cls: type[APIError]) -> None:
     err = cls(
         "line one\nline two", status=409, code=40900, request_id="rid-1", operation="register"
@@ -101,6 +105,12 @@ def test_api_error_messages_are_one_line_and_say_what_to_do(cls: type[APIError])
         "line one\nline two",
     )
     assert err.message == text
+
+
+def test_a_model_name_not_found_is_said_as_it_is() -> None:
+    err = ModelNameNotFoundError("no model named 'x' is registered in this account")
+    assert str(err) == "no model named 'x' is registered in this account"
+    assert isinstance(err, NotFoundError) and err.operation == "query-models"
 
 
 def test_api_error_without_details() -> None:

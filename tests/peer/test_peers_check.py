@@ -19,7 +19,8 @@ import pytest
 from peers import Peer
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.checks.golive import CHINESE_PROMPT, utf8_row
+from lmreg_nb.probe.checks.golive import CHINESE_PROMPT, STREAM_UTF8
+from lmreg_nb.probe.text.checks import judged
 from lmreg_nb.probe.wire.exchange import chat_body, send
 from lmreg_nb.probe.wire.shapes import reply_text
 
@@ -115,8 +116,8 @@ def test_u_fffd_the_model_wrote_is_never_a_failed_stream(vllm: Peer) -> None:
     for seed in (1, 2, 3, 4):
         streamed, whole = asyncio.run(both(seed))
         assert streamed.text == reply_text(whole.json_body)  # the same tokens both ways
-        row = utf8_row(streamed, whole)
-        assert row.passed or row.severity == "warning", row.detail
+        row = judged(STREAM_UTF8, target, {"utf8": streamed, "utf8-whole": whole})
+        assert row is not None and (row.passed or row.severity == "warning"), row
         severities.append(row.passed)
     if all(severities):
         pytest.fail("no reply held U+FFFD: serve the random-weights model (VLLM_TINY=random)")

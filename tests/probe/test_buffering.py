@@ -17,6 +17,7 @@ from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.checks.suite import run_checks
 from lmreg_nb.probe.loop_lag import LoopLag
+from lmreg_nb.probe.text.checks import worded
 from lmreg_nb.summary import ClientLag
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
@@ -77,7 +78,7 @@ def _handler(bursts: list[bool]) -> httpx.MockTransport:
 def _row(bursts: list[bool]) -> CheckResult:
     async def go() -> list[CheckResult]:
         async with httpx.AsyncClient(transport=_handler(bursts)) as client:
-            return list((await run_checks(client, TARGET))[0].checks)
+            return [worded(c) for c in (await run_checks(client, TARGET))[0].checks]
 
     return next(c for c in asyncio.run(go()) if c.name == "stream-not-buffered")
 
@@ -130,7 +131,7 @@ def _lag_row(stall: bool) -> CheckResult:
         # must not turn this test's proxy into "could not tell".
         watch = LoopLag() if stall else _Quiet()
         async with watch as lag, httpx.AsyncClient(transport=httpx.MockTransport(handle)) as c:
-            return list((await run_checks(c, TARGET, lag=lag))[0].checks)
+            return [worded(x) for x in (await run_checks(c, TARGET, lag=lag))[0].checks]
 
     return next(c for c in asyncio.run(go()) if c.name == "stream-not-buffered")
 

@@ -68,5 +68,5 @@ def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> No
 
     assert _of_the_truths_order(asyncio.run(level_itl()))
     summary = asyncio.run(run_load(target, 96, 32)).summary()
-    assert summary["errors"] == 0
-    assert _of_the_truths_order(summary["itl_ms"]["p50"]), summary["itl_ms"]
+    assert summary.errors == 0
+    assert _of_the_truths_order(summary.itl_ms.p50), summary.itl_ms

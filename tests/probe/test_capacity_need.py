@@ -60,8 +60,9 @@ def test_a_need_that_is_met_measures_it_then_the_margin_and_stops(plain: str) ->
     cap = result.capacity
     assert cap.limited_by == "need-met" and cap.concurrency == 6 and result.meets(4)
     sentence = result.verdict(class_size=4)
-    assert sentence.startswith("The model serves 4 chats at once within the SLO (first token p90")
-    assert "of 150 ms); at 6 it still did (first token p90 " in sentence
+    # One number: capacity.concurrency, the largest level measured within the SLO (issue 40).
+    assert sentence.startswith("The model serves 6 chats at once within the SLO (first token p90")
+    assert "4 chats" not in sentence.split(".")[0] and "still did" not in sentence
     assert "That is enough for a class of 4: 4 students asking at once about a " in sentence
     # The record keeps the JSON of the contract; read back, the verdict is the same.
     again = CapacityResult.from_json(json.loads(json.dumps(result.to_json())))
@@ -172,9 +173,10 @@ def test_the_verdict_says_how_close_the_top_level_came_to_the_slo() -> None:
     )
     far = CapacityResult(SLO(), [_level(40, 600, True), _level(60, 900, True)], need=40)
     sentence = far.verdict(40)
+    # The one capacity number, capacity.concurrency (60), never the class asked for (40).
     assert sentence.startswith(
-        "The model serves 40 chats at once within the SLO (first token p90 600 ms of 2 s);"
-        " at 60 it still did (first token p90 900 ms)."
+        "The model serves 60 chats at once within the SLO (first token p90 900 ms of 2 s),"
+        " the most the search measured: it stops once the class is served."
     )
     assert "Little room" not in sentence and "That is enough for a class of 40." in sentence
     assert far.capacity.concurrency == 60 and far.capacity.limited_by == "need-met"
@@ -187,7 +189,7 @@ def test_the_verdict_in_chinese() -> None:
         sentence = result.verdict(40)
     finally:
         i18n.set_language("en")
-    assert "40" in sentence and "60" in sentence and "600 毫秒" in sentence
+    assert "40" in sentence and "60" in sentence and "1.9 秒" in sentence
     assert "SLO" in sentence and "serves" not in sentence
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from lmreg_nb.errors import ValidationError
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
-from lmreg_nb.probe.checks.conformance import url_checks
+from lmreg_nb.probe.checks.conformance import URL_HTTPS, URL_PATH, URL_PUBLIC_HOST
+from lmreg_nb.probe.text.checks import judged
 from lmreg_nb.sandbox.school_model import QUIRKS
 
 if TYPE_CHECKING:
@@ -157,13 +158,22 @@ def test_wrong_key_stops_the_checks(mock: Mock) -> None:
     assert not report.ok
 
 
+def _url_checks(url: str) -> list[CheckResult]:
+    target = Target(url, "sk-0123456789", "m")
+    found = [judged(c, target) for c in (URL_HTTPS, URL_PATH, URL_PUBLIC_HOST)]
+    return [c for c in found if c is not None]
+
+
 def test_url_checks() -> None:
-    good = url_checks("https://llm.school.edu.cn/v1/chat/completions")
+    good = _url_checks("https://llm.school.edu.cn/v1/chat/completions")
     assert all(c.passed and c.severity == "warning" for c in good)
-    bad = {c.name: c for c in url_checks("http://192.168.1.5:8000/chat")}
+    bad = {c.name: c for c in _url_checks("http://192.168.1.5:8000/v1")}
     assert not any(c.passed for c in bad.values())
     assert "private" in bad["url-public-host"].detail
-    assert "v1/chat/completions" in bad["url-path"].detail
+    # The school's own address as it should be, not a made-up example (issue 40).
+    assert "llm.school.edu" not in bad["url-path"].detail
+    assert "http://192.168.1.5:8000/v1/chat/completions" in bad["url-path"].detail
+    assert bad["url-path"].fact("url") == "http://192.168.1.5:8000/v1/chat/completions"
 
 
 def test_checks_frame_is_sorted_by_severity_and_escapes_html(mock: Mock) -> None:

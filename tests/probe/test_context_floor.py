@@ -16,7 +16,8 @@ import json
 import httpx
 
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.checks.context_window import _WORDS, context_row, probe_context
+from lmreg_nb.probe.checks.context_window import _WORDS, judge_context, probe_context
+from lmreg_nb.probe.text.checks import worded
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 TARGET = Target(URL, "sk-floor-0123456789abcdef", "m", timeout=5)
@@ -54,7 +55,7 @@ def _probe(window: int, need: int) -> tuple[list[int], bool, str]:
 
     async def go() -> tuple[bool, str]:
         async with httpx.AsyncClient(transport=_server(window, seen)) as client:
-            row = context_row(await probe_context(client, TARGET, need, 30.0))
+            row = worded(judge_context(await probe_context(client, TARGET, need, 30.0)))
         return row.passed, row.detail
 
     passed, detail = asyncio.run(go())

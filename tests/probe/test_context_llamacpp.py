@@ -18,7 +18,8 @@ import pytest
 
 from lmreg_nb import i18n
 from lmreg_nb.probe import Target
-from lmreg_nb.probe.checks.context_window import context_row, probe_context
+from lmreg_nb.probe.checks.context_window import judge_context, probe_context
+from lmreg_nb.probe.text.checks import worded
 
 URL = "http://llama.school.example/v1/chat/completions"
 KEY = "sk-llamacpp-0123456789"
@@ -78,7 +79,7 @@ def _row(handler, need: int = 8000):
         async with httpx.AsyncClient(transport=transport) as client:
             return await probe_context(client, Target(URL, KEY, "tiny-llama"), need, 30)
 
-    return context_row(asyncio.run(run()))
+    return worded(judge_context(asyncio.run(run())))
 
 
 def test_a_refusal_names_the_slots_and_the_split() -> None:

@@ -11,6 +11,7 @@ import httpx
 from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.checks.suite import run_checks
 from lmreg_nb.probe.target import Target
+from lmreg_nb.probe.text.checks import worded
 from lmreg_nb.probe.wire.exchange import (
     MAX_BODY_BYTES,
     Exchange,
@@ -67,7 +68,7 @@ def test_a_redirect_is_explained() -> None:
 
     async def go() -> list[CheckResult]:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return list((await run_checks(client, TARGET))[0].checks)
+            return [worded(c) for c in (await run_checks(client, TARGET))[0].checks]
 
     rows = {c.name: c for c in asyncio.run(go())}
     assert not rows["chat-answers"].passed

@@ -15,8 +15,8 @@ from hostile import closing_server, hostile_server
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
-from lmreg_nb.probe.checks.conformance import CheckResult as Row
-from lmreg_nb.probe.checks.golive import private_only, resolve_row
+from lmreg_nb.probe.checks.conformance import URL_PUBLIC_HOST, private_only
+from lmreg_nb.probe.text.checks import judged
 from lmreg_nb.probe.wire.shapes import chunk_text, completion_tokens, error_message, model_ids
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
@@ -269,12 +269,18 @@ def test_a_silent_server_times_out_within_the_timeout() -> None:
 
 
 def test_split_horizon_names_fail_url_public_host() -> None:
-    passed = Row("url-public-host", True, "warning", "a public host name or address")
-    url = "https://llm.school.example/v1/chat/completions"
-    row = resolve_row(passed, url, ["10.1.2.3", "192.168.0.7"])
-    assert not row.passed and "split-horizon" in row.detail and "10.1.2.3" in row.detail
-    assert resolve_row(passed, url, ["10.1.2.3", "93.184.216.34"]) is passed
-    assert resolve_row(passed, url, None) is passed
+    target = Target("https://llm.school.example/v1/chat/completions", KEY, "m")
+
+    def row(addresses: list[str] | None) -> CheckResult:
+        found = judged(URL_PUBLIC_HOST, target, {"addresses": addresses})
+        assert found is not None
+        return found
+
+    found = row(["10.1.2.3", "192.168.0.7"])
+    assert not found.passed and "split-horizon" in found.detail and "10.1.2.3" in found.detail
+    assert found.cause == "split-horizon" and found.owner == "school"
+    assert row(["10.1.2.3", "93.184.216.34"]).passed
+    assert row(None).passed
     assert private_only(["127.0.0.1", "::1", "fe80::1"]) and not private_only([])
 
 

@@ -20,6 +20,7 @@ import pytest
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.checks.suite import run_checks
+from lmreg_nb.probe.text.checks import worded
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -53,7 +54,8 @@ def _handle(request: httpx.Request) -> httpx.Response:
 def _rows() -> dict[str, CheckResult]:
     async def go() -> list[CheckResult]:
         async with httpx.AsyncClient(transport=httpx.MockTransport(_handle)) as client:
-            return list((await run_checks(client, TARGET, context_need=1000))[0].checks)
+            found = await run_checks(client, TARGET, context_need=1000)
+            return [worded(c) for c in found[0].checks]
 
     return {c.name: c for c in asyncio.run(go())}
 

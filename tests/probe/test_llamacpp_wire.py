@@ -18,6 +18,7 @@ from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.checks.suite import run_checks
 from lmreg_nb.probe.loop_lag import LoopLag
+from lmreg_nb.probe.text.checks import worded
 from lmreg_nb.probe.wire.server_metrics import llamacpp_figures
 
 pytestmark = pytest.mark.timeout(60)
@@ -59,7 +60,8 @@ def _handle(request: httpx.Request) -> httpx.Response:
 def _rows() -> dict[str, CheckResult]:
     async def go() -> list[CheckResult]:
         async with LoopLag() as lag, httpx.AsyncClient(transport=httpx.MockTransport(_handle)) as c:
-            return list((await run_checks(c, TARGET, context_need=1000, lag=lag))[0].checks)
+            found = await run_checks(c, TARGET, context_need=1000, lag=lag)
+            return [worded(x) for x in found[0].checks]
 
     return {c.name: c for c in asyncio.run(go())}
 

@@ -15,6 +15,7 @@ import re
 import pytest
 
 from lmreg_nb.probe.load.prefix import LATER, judge_counters, judge_prefix, judge_stalled
+from lmreg_nb.probe.text.workload_text import prefix_sentence
 from lmreg_nb.probe.wire.server_metrics import MetricsReading
 from lmreg_nb.summary import ClientLag, PrefixCache
 from lmreg_nb.summary.client import Stall
@@ -42,7 +43,7 @@ def test_later_students_slowed_by_the_clients_stalls_are_could_not_tell() -> Non
     lag = ClientLag(stalls=3, worst_stall_ms=560.0, stalled_share=0.4, intervals=stalls)
     found = judge_stalled(shorts, lesson, lag)
     assert found.reused is None and found.stalls == 3 and found.worst_stall_ms == pytest.approx(560)
-    sentence = found.sentence()
+    sentence = prefix_sentence(found)
     assert "this machine stalled 3 times, up to 0.6 s" in sentence
     assert "--enable-prefix-caching" not in sentence
 
@@ -70,8 +71,8 @@ def test_the_servers_own_counters_decide_when_it_has_them(hits: float, reused: b
     assert found.reused is reused
     if reused is not None:
         assert found.hit_share is not None and found.stalls == 0
-        assert "by its own counters" in found.sentence()
-        assert ("--enable-prefix-caching" in found.sentence()) is (not reused)
+        assert "by its own counters" in prefix_sentence(found)
+        assert ("--enable-prefix-caching" in prefix_sentence(found)) is (not reused)
     assert PrefixCache.from_json(found.to_json()) == found
 
 
@@ -84,6 +85,6 @@ def test_counters_that_did_not_count_the_lessons_are_not_believed() -> None:
 
 def test_the_stalled_sentence_in_chinese(lang: str) -> None:
     found = PrefixCache(None, 540.0, 520.0, stalls=2, worst_stall_ms=900.0)
-    chinese = bool(re.search(r"[\u4e00-\u9fff]", found.sentence()))
+    chinese = bool(re.search(r"[\u4e00-\u9fff]", prefix_sentence(found)))
     assert chinese is (lang == "zh-CN")
-    assert "0.9" in found.sentence()
+    assert "0.9" in prefix_sentence(found)

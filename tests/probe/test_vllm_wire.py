@@ -24,10 +24,11 @@ import pytest
 
 from lmreg_nb.probe import Target, check_endpoint, format_report
 from lmreg_nb.probe.checks.conformance import CheckResult
-from lmreg_nb.probe.checks.context_window import context_row, probe_context
+from lmreg_nb.probe.checks.context_window import judge_context, probe_context
 from lmreg_nb.probe.checks.golive import CHINESE_PROMPT
 from lmreg_nb.probe.checks.suite import run_checks
 from lmreg_nb.probe.load.warmup import first_token
+from lmreg_nb.probe.text.checks import worded
 from lmreg_nb.probe.wire.exchange import chat_body, send
 from lmreg_nb.probe.wire.server_metrics import figures_between, parse_metrics
 from lmreg_nb.probe.wire.shapes import error_message
@@ -90,7 +91,8 @@ def _vllm(whole_zh: str = "whole_fffd.json") -> Callable[[httpx.Request], httpx.
 def _rows(handler: Callable[[httpx.Request], httpx.Response], target: Target = TARGET) -> dict:
     async def go() -> list[CheckResult]:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return list((await run_checks(client, target, context_need=3500))[0].checks)
+            found = await run_checks(client, target, context_need=3500)
+            return [worded(c) for c in found[0].checks]
 
     return {c.name: c for c in asyncio.run(go())}
 
@@ -188,7 +190,7 @@ def test_a_too_long_prompt_gets_a_json_400_also_when_streamed() -> None:
             body = chat_body("tiny-llama", "the " * 5000, stream=True, max_tokens=4)
             ex = await send(client, TARGET, body, stream=True)
             found = await probe_context(client, TARGET, 8000, 30.0)
-        return ex, context_row(found)
+        return ex, worded(judge_context(found))
 
     ex, row = asyncio.run(go())
     assert (

@@ -23,6 +23,7 @@ from lmreg_nb.probe.load.workload import (
 )
 from lmreg_nb.probe.target import Target
 from lmreg_nb.probe.text.capacity_text import verdict
+from lmreg_nb.probe.text.workload_text import prefix_sentence
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 from lmreg_nb.summary import CapacityRecord, PrefixCache, Workload
 
@@ -158,7 +159,8 @@ def test_the_prefix_probe_sees_whether_the_lesson_is_reused(cache: bool, reused:
     assert found is not None and found.reused is reused, found
     assert found.first_ms is not None and found.first_ms >= 300  # 1,500+ tokens at 5,000/s
     if not reused:
-        assert "--enable-prefix-caching" in found.sentence() and "--cache-reuse" in found.sentence()
+        said = prefix_sentence(found)
+        assert "--enable-prefix-caching" in said and "--cache-reuse" in said
 
 
 def test_a_server_whose_times_wander_gets_no_prefix_finding() -> None:
@@ -170,7 +172,7 @@ def test_a_server_whose_times_wander_gets_no_prefix_finding() -> None:
     assert judge_prefix([20.0, 22.0], 600.0, [30.0, 35.0, 28.0]).reused is True
     assert judge_prefix([20.0, 22.0], 600.0, [590.0, 605.0, 612.0]).reused is False
     assert judge_prefix([20.0, 22.0], 60.0, [30.0, 35.0, 28.0]).reused is None
-    wandered = judge_prefix([40.0, 380.0], 920.0, [391.0, 610.0, 16.0]).sentence()
+    wandered = prefix_sentence(judge_prefix([40.0, 380.0], 920.0, [391.0, 610.0, 16.0]))
     assert "wandered" in wandered and "920 ms" in wandered and "within" not in wandered
     found = judge_prefix([20.0, 22.0], 600.0, [30.0, 35.0, 28.0])
     assert (found.first_ms, found.next_ms) == (600.0, 30.0)  # the later students' median

@@ -1,8 +1,5 @@
-"""Conformance checks of a school's chat endpoint (spec 4.5), each a row with how to fix.
+"""Conformance checks of a school's chat endpoint (spec 4.5): their declarations.
 
-The requests (made at once by :mod:`.suite`: a chat reply, the same with a
-made-up key, a streamed chat reply, the text-completion form, and the go-live
-requests of :mod:`.golive`) are judged here, one function per group of rows.
 Severities: ``error`` breaks the platform's calls (the onboarding fails),
 ``warning`` works but should be fixed, ``info`` is for the record.
 
@@ -10,7 +7,10 @@ Severities: ``error`` breaks the platform's calls (the onboarding fails),
 name                     severity  passes when
 =======================  ========  ============================================
 url-https                warning   the URL is https
-url-path                 warning   its path ends in v1/chat/completions
+url-path                 warning   its path ends in v1/chat/completions (error
+                                   when that path serves nothing and the chat
+                                   path beside it answers: the school's own
+                                   corrected address is the finding)
 url-public-host          warning   its host is not loopback or private, and
                                    its name does not resolve only to such
 reachable                error     the server answers HTTP at all (in time);
@@ -23,49 +23,66 @@ chat-usage               warning   the reply has usage.completion_tokens
 wrong-key-rejected       error     a made-up key gets 401 or 403 (warning: refused
                                    with another 4xx, e.g. LiteLLM's 400 "No
                                    connected db.")
-stream-answers           error     the streamed request gets a 2xx
-stream-is-streamed       error     stream: true is not answered with one JSON body
-stream-content-type      error     Content-Type is text/event-stream
-stream-events-json       error     every data: event is JSON (or [DONE])
-stream-no-error-object   error     no {"error": ...} inside the 200 stream
-stream-content           error     some content arrives
-stream-done              error     the stream ends with data: [DONE]
-stream-not-buffered      warning   chunks do not all arrive in one burst
-stream-usage             info      a usage chunk came (else tokens are counted)
-stream-framing           info      lists tolerated deviations (always passes)
 completion-form          warning   POST .../v1/completions (model, prompt,
                                    temperature) answers with choices[0].text
 errors-are-json          warning   error replies are JSON, not HTML or text
 =======================  ========  ============================================
 
-The stream rows live in :mod:`.stream_checks`; the go-live rows (stream-utf8,
-max-tokens-honoured, model-name-served, tls-certificate) in :mod:`.golive`.
-
-Tolerated without complaint: a role-only first chunk, a final usage chunk
-with empty ``choices``, ``data:`` without a space, ``\\r\\n`` or ``\\r`` line
-ends, keep-alive comment lines, ``content: null``.
+The stream rows are declared in :mod:`.streams`; the go-live rows (stream-utf8,
+max-tokens-honoured, model-name-served, tls-certificate) in :mod:`.golive`; the
+function rows in :mod:`.function` and :mod:`.context_window`.
 When the server cannot be reached, refuses the key or fails (429, 5xx), the
 checks stop there: the rows so far say why (model-name-served stays when the
-model name may be the cause).
+model name may be the cause). When the path serves nothing, the key, the model
+name and the error shapes are not judged: the answer they would be judged on
+never came.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
+import secrets
+import socket
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from ...i18n import _, listing
-from ...summary import SEVERITIES, Check, Severity
+from ...i18n import N_
+from ...summary import SEVERITIES, Check, Fact
 from ...terminal import snippet
-from ...validate import url_warnings
-from ..wire.exchange import Exchange
+from ...validate import CHAT_PATH_SUFFIX, chat_path_fix, unreachable_reason
+from ..target import Target
+from ..wire.exchange import Exchange, chat_body, completion_body, completions_url, send
 from ..wire.reasons import LOCAL_LIMIT
 from ..wire.shapes import completion_tokens, reply_shape, reply_text
+from .declare import Context, Declared, Request, Seen, Stage, Words
+from .requests import PLAIN, STREAMED
 
-__all__ = ["SEVERITIES", "CheckResult", "Conformance", "reply_shape", "row", "url_checks"]
+__all__ = [
+    "CHAT_ANSWERS",
+    "CHAT_REPLY_SHAPE",
+    "CHAT_USAGE",
+    "COMPLETION_FORM",
+    "ERRORS_ARE_JSON",
+    "KEY_ACCEPTED",
+    "REACHABLE",
+    "SEVERITIES",
+    "URL_HTTPS",
+    "URL_PATH",
+    "URL_PUBLIC_HOST",
+    "WRONG_KEY_REJECTED",
+    "CheckResult",
+    "Conformance",
+    "private_only",
+    "reply_shape",
+    "resolve",
+]
 
 #: The probe's name for a check row: the summary's :class:`~lmreg_nb.summary.Check` itself
 #: (one type from the probe to the record; the name stays for the probe's many rows).
 CheckResult = Check
+#: Every stage where the server answered HTTP.
+_ANSWERED_HTTP: frozenset[Stage] = frozenset({"wrong-path", "refused", "failed", "answered"})
 
 
 @dataclass
@@ -74,7 +91,9 @@ class Conformance:
 
     checks: list[CheckResult]
     first: Exchange | None = None  # the non-streamed chat request
-    streamed: Exchange | None = None  # the streamed chat request, if it was made
+    streamed: Exchange | None = None  # the streamed chat request, if it was judged
+    #: How far the plain chat got (:data:`~.declare.Stage`).
+    stage: Stage = "answered"
 
     @property
     def measured(self) -> Exchange | None:
@@ -91,276 +110,565 @@ class Conformance:
         return self.streamed is not None and (self.streamed.status or 0) // 100 == 2
 
 
-def row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
-    """One check row."""
-    return CheckResult(name, passed, severity, detail)
-
-
-_row = row
-
-
-def _url_warning_codes(url: str) -> dict[str, str]:
-    """url_warnings as {code: message}; codes, never the wording, decide the rows."""
-    found: dict[str, str] = {}
-    for warning in url_warnings(url):
-        found.setdefault(warning.code, warning.message)
-    return found
-
-
-def url_checks(url: str) -> list[CheckResult]:
-    """The URL's shape: https, the chat path, a host the platform can reach."""
-    codes = _url_warning_codes(url)
-    https = codes.get("plain-http")
-    path = codes.get("chat-path")
-    host = codes.get("unreachable-host")
-    return [
-        _row(
-            "url-https",
-            https is None,
-            "warning",
-            _("{warning}; serve it over TLS (a reverse proxy with a certificate)").format(
-                warning=https
-            )
-            if https is not None
-            else "https",
-        ),
-        _row(
-            "url-path",
-            path is None,
-            "warning",
-            _("{warning}, e.g. https://llm.school.edu/v1/chat/completions").format(warning=path)
-            if path is not None
-            else _("ends in v1/chat/completions"),
-        ),
-        _row(
-            "url-public-host",
-            host is None,
-            "warning",
-            _("{warning}; register a public address (this check still tests it from here)").format(
-                warning=host
-            )
-            if host is not None
-            else _("a public host name or address"),
-        ),
-    ]
-
-
 def _ms(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
-def status_advice(ex: Exchange) -> str:
+# -- the URL --------------------------------------------------------------------------------
+def _https(seen: Seen, target: Target) -> Check:
+    if urlsplit(target.url).scheme.lower() == "http":
+        return URL_HTTPS.failed("plain-http", warning="plain-http")
+    return URL_HTTPS.passed()
+
+
+URL_HTTPS = Declared(
+    "url-https",
+    "warning",
+    says={
+        "passed": Words("https", raw=True),
+        "plain-http": Words(
+            N_("{warning}; serve it over TLS (a reverse proxy with a certificate)")
+        ),
+    },
+    parts={
+        "warning": {
+            "plain-http": Words(
+                N_(
+                    "registryUrl uses plain http; the platform expects https so apiKey is not "
+                    "sent in clear"
+                )
+            )
+        }
+    },
+    judge=_https,
+    when=frozenset({"unreached", *_ANSWERED_HTTP}),
+)
+
+
+def _path(seen: Seen, target: Target) -> Check:
+    path = urlsplit(target.url).path.rstrip("/")
+    fixed = chat_path_fix(target.url)
+    plain = seen.maybe("plain")
+    if seen.stage == "wrong-path" and plain is not None:
+        # The finding itself: this path serves nothing, the chat path beside it answers.
+        return URL_PATH.failed_as(
+            "error",
+            "chat-path",
+            registered=target.url,
+            status=plain.status,
+            url=fixed,
+        )
+    if not path.endswith(CHAT_PATH_SUFFIX):
+        return URL_PATH.failed("not-chat-path", suffix=CHAT_PATH_SUFFIX, url=fixed)
+    return URL_PATH.passed()
+
+
+URL_PATH = Declared(
+    "url-path",
+    "warning",
+    says={
+        "passed": Words(N_("ends in v1/chat/completions")),
+        "not-chat-path": Words(
+            N_("registryUrl path should end in {suffix} (spec 4.5), e.g. {url} for this server")
+        ),
+        "chat-path": Words(
+            N_(
+                "{registered} serves nothing (HTTP {status}) while the chat path beside it "
+                "answers: the address stops short of the chat path of spec 4.5 "
+                "(v1/chat/completions). Register {url}"
+            )
+        ),
+    },
+    judge=_path,
+    when=frozenset({"unreached", *_ANSWERED_HTTP}),
+)
+
+
+def _public_host(seen: Seen, target: Target) -> Check:
+    host = urlsplit(target.url).hostname or ""
+    reason = unreachable_reason(host)
+    if reason:
+        return URL_PUBLIC_HOST.failed("unreachable", warning=reason, host=host)
+    addresses = seen.get("addresses")
+    if isinstance(addresses, list) and private_only(addresses):
+        shown = ", ".join(str(a) for a in addresses[:4])
+        return URL_PUBLIC_HOST.failed("split-horizon", host=host, addresses=shown)
+    return URL_PUBLIC_HOST.passed()
+
+
+def private_only(addresses: list[str]) -> bool:
+    """Every address is loopback, private, link-local or unspecified."""
+    if not addresses:
+        return False
+    for text in addresses:
+        try:
+            ip = ipaddress.ip_address(text.split("%")[0])
+        except ValueError:
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+            return False
+    return True
+
+
+async def resolve(url: str, timeout: float) -> list[str] | None:
+    """The addresses the URL's host name resolves to here; None for an IP or no answer."""
+    try:
+        host = urlsplit(url).hostname or ""
+        ipaddress.ip_address(host.strip("[]"))
+        return None  # an address: url_warnings judges it
+    except ValueError:
+        pass
+    if not host:
+        return None
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(timeout):
+            infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, TimeoutError):
+        return None  # the connection rows say why
+    return sorted({str(info[4][0]) for info in infos})
+
+
+async def _addresses(ctx: Context, target: Target) -> list[str] | None:
+    return await resolve(target.url, target.timeout)
+
+
+#: The addresses the URL's host name resolves to here (split-horizon DNS).
+ADDRESSES = Request("addresses", _addresses)
+
+URL_PUBLIC_HOST = Declared(
+    "url-public-host",
+    "warning",
+    says={
+        "passed": Words(N_("a public host name or address")),
+        "unreachable": Words(
+            N_("{warning}; register a public address (this check still tests it from here)")
+        ),
+        "split-horizon": Words(
+            N_(
+                "{host} resolves only to {addresses} from here (private or loopback): "
+                "split-horizon DNS? The platform resolves it from outside and cannot reach "
+                "these. Register a name with a public address"
+            )
+        ),
+    },
+    parts={
+        "warning": {
+            "loopback": Words(
+                N_("registryUrl host {host} is loopback; the platform cannot reach it")
+            ),
+            "unspecified": Words(
+                N_("registryUrl host {host} is unspecified (0.0.0.0); the platform cannot reach it")
+            ),
+            "link-local": Words(
+                N_("registryUrl host {host} is link-local; the platform cannot reach it")
+            ),
+            "private": Words(
+                N_("registryUrl host {host} is a private address; the platform cannot reach it")
+            ),
+            "single-label": Words(
+                N_(
+                    "registryUrl host {host} is a single-label name (only resolvable inside "
+                    "your network); the platform cannot reach it"
+                )
+            ),
+            "local-name": Words(
+                N_("registryUrl host {host} is a local-network name; the platform cannot reach it")
+            ),
+        }
+    },
+    sends=(ADDRESSES,),
+    judge=_public_host,
+    when=frozenset({"unreached", *_ANSWERED_HTTP}),
+)
+
+
+# -- does it answer -------------------------------------------------------------------------
+def _reachable(seen: Seen, target: Target) -> Check:
+    plain = seen.exchange("plain")
+    if plain.status is not None:
+        took = ((plain.t_headers or plain.t_end) - plain.t_start) * 1000
+        return REACHABLE.passed(status=plain.status, ms=f"{took:.0f}")
+    if plain.failure == LOCAL_LIMIT:
+        return REACHABLE.failed("local-limit", why=plain.failure_detail)
+    if plain.failure == "connect":
+        if plain.failure_detail:
+            return REACHABLE.failed("server-down", why=plain.failure_detail)
+        return REACHABLE.failed("server-down-unsaid", url=target.url)
+    if plain.failure == "timeout":
+        return REACHABLE.failed("no-answer-in-time", seen=plain.failure_detail)
+    return REACHABLE.failed("connection-failed", seen=plain.failure_detail)
+
+
+REACHABLE = Declared(
+    "reachable",
+    "error",
+    says={
+        "passed": Words(N_("answered HTTP {status} in {ms} ms")),
+        "server-down": Words("{why}", raw=True),
+        "server-down-unsaid": Words(N_("could not connect to {url}")),
+        "local-limit": Words("{why}", raw=True),
+        "no-answer-in-time": Words(
+            N_(
+                "{seen}. The server accepted the connection but did not answer: "
+                "check it is not overloaded or stuck, or raise LMREG_TIMEOUT"
+            )
+        ),
+        "connection-failed": Words(N_("the connection failed: {seen}")),
+    },
+    sends=(PLAIN,),
+    judge=_reachable,
+    when=frozenset({"unreached", *_ANSWERED_HTTP}),
+)
+
+
+def _key(seen: Seen, target: Target) -> Check:
+    plain = seen.exchange("plain")
+    if plain.status in (401, 403):
+        said = f": {plain.failure_detail}" if plain.failure_detail else ""
+        return KEY_ACCEPTED.failed("key-refused", status=plain.status, said=said)
+    return KEY_ACCEPTED.passed()
+
+
+KEY_ACCEPTED = Declared(
+    "key-accepted",
+    "error",
+    says={
+        "passed": Words(N_("the key was accepted")),
+        "key-refused": Words(
+            N_(
+                "the key was refused (HTTP {status}{said}). Use the key the server expects: "
+                "LMREG_MODEL_API_KEY, or the apiKey registered for this model"
+            )
+        ),
+    },
+    sends=(PLAIN,),
+    judge=_key,
+    when=frozenset({"refused", "failed", "answered"}),
+    unjudged=frozenset({"wrong-path"}),
+)
+
+
+def status_facts(ex: Exchange) -> tuple[str, dict[str, Fact]]:
+    """Why a request got a non-2xx, as (cause, facts) of :data:`STATUS_SAYS`."""
     status = ex.status or 0
     said = f": {ex.failure_detail}" if ex.failure_detail else ""
     if status == 429:
-        return _(
-            "HTTP 429 (rate limited){said}. The platform would be refused too: "
-            "raise the rate limit for this key, then check again"
-        ).format(said=said)
+        return "rate-limited", {"said": said}
     if status >= 500:
-        return _(
-            "HTTP {status} (server error){said}. The model server failed: "
-            "check its logs and that the model is loaded"
-        ).format(status=status, said=said)
+        return "server-error", {"status": status, "said": said}
     if 300 <= status < 400:
         if ex.location:
-            return _(
-                "HTTP {status}: the URL redirects to {where}. Register the final URL: "
-                "clients do not repeat a POST after a redirect"
-            ).format(status=status, where=ex.location)
-        return _(
+            return "redirect", {"status": status, "where": ex.location}
+        return "redirect-unsaid", {"status": status}
+    if status == 404:
+        return "not-found", {"said": said}
+    return "status", {"status": status, "said": said}
+
+
+#: The words of a non-2xx answer to a chat request (chat-answers, stream-answers).
+STATUS_SAYS = {
+    "rate-limited": Words(
+        N_(
+            "HTTP 429 (rate limited){said}. The platform would be refused too: "
+            "raise the rate limit for this key, then check again"
+        )
+    ),
+    "server-error": Words(
+        N_(
+            "HTTP {status} (server error){said}. The model server failed: "
+            "check its logs and that the model is loaded"
+        )
+    ),
+    "redirect": Words(
+        N_(
+            "HTTP {status}: the URL redirects to {where}. Register the final URL: "
+            "clients do not repeat a POST after a redirect"
+        )
+    ),
+    "redirect-unsaid": Words(
+        N_(
             "HTTP {status}: the URL redirects. Register the final URL: "
             "clients do not repeat a POST after a redirect"
-        ).format(status=status)
-    if status == 404:
-        return _(
-            "HTTP 404{said}. Nothing serves this path: check the URL and the model name"
-        ).format(said=said)
-    return _("HTTP {status}{said}. Check the request the server expects (spec 4.5)").format(
-        status=status, said=said
-    )
+        )
+    ),
+    "not-found": Words(
+        N_("HTTP 404{said}. Nothing serves this path: check the URL and the model name")
+    ),
+    "status": Words(N_("HTTP {status}{said}. Check the request the server expects (spec 4.5)")),
+}
 
 
-def transport_row(ex: Exchange, url: str) -> CheckResult:
-    """``reachable`` failed: the plain reason of :mod:`.reasons` (DNS, refused, TLS...)."""
-    if ex.failure in ("connect", LOCAL_LIMIT):
-        advice = ex.failure_detail or _("could not connect to {url}").format(url=url)
-    elif ex.failure == "timeout":
-        advice = _(
-            "{seen}. The server accepted the connection but did not answer: "
-            "check it is not overloaded or stuck, or raise LMREG_TIMEOUT"
-        ).format(seen=ex.failure_detail)
-    else:
-        advice = _("the connection failed: {seen}").format(seen=ex.failure_detail)
-    return _row("reachable", False, "error", advice)
+def _answers(seen: Seen, target: Target) -> Check:
+    plain = seen.exchange("plain")
+    if seen.stage == "wrong-path":
+        return CHAT_ANSWERS.failed(
+            "chat-path", registered=target.url, status=plain.status, url=chat_path_fix(target.url)
+        )
+    if plain.status is not None and plain.status // 100 == 2:
+        return CHAT_ANSWERS.passed(status=plain.status)
+    cause, facts = status_facts(plain)
+    return CHAT_ANSWERS.failed(cause, **facts)
 
 
-def chat_rows(ex: Exchange) -> list[CheckResult]:
+CHAT_ANSWERS = Declared(
+    "chat-answers",
+    "error",
+    says={
+        "passed": Words("HTTP {status}", raw=True),
+        "chat-path": Words(
+            N_(
+                "HTTP {status} at {registered}: nothing serves this path; the chat endpoint is "
+                "{url} (see url-path)"
+            )
+        ),
+        **STATUS_SAYS,
+    },
+    sends=(PLAIN,),
+    judge=_answers,
+    when=frozenset({"wrong-path", "failed", "answered"}),
+)
+
+
+# -- the reply ------------------------------------------------------------------------------
+def _shape(seen: Seen, target: Target) -> Check:
+    ex = seen.exchange("plain")
     missing = reply_shape(ex.json_body)
     if ex.json_body is None:
-        shape = _row(
-            "chat-reply-shape",
-            False,
-            "error",
-            _(
+        sample = repr(snippet(ex.body.decode("utf-8", "replace"), 80))
+        return CHAT_REPLY_SHAPE.failed("not-json", media=ex.content_type, sample=sample)
+    if missing:
+        return CHAT_REPLY_SHAPE.failed("missing", missing=", ".join(missing))
+    return CHAT_REPLY_SHAPE.passed(n=len(reply_text(ex.json_body) or ""), ms=_ms(ex.latency))
+
+
+CHAT_REPLY_SHAPE = Declared(
+    "chat-reply-shape",
+    "error",
+    says={
+        "passed": Words(N_("chat.completion with {n} characters in {ms}")),
+        "not-json": Words(
+            N_(
                 "the reply is not JSON (Content-Type {media}: {sample}); answer "
                 "application/json in the OpenAI chat.completion shape"
-            ).format(
-                media=ex.content_type or _("missing"),
-                sample=repr(snippet(ex.body.decode("utf-8", "replace"), 80)),
-            ),
-        )
-    elif missing:
-        shape = _row(
-            "chat-reply-shape",
-            False,
-            "error",
-            _(
+            )
+        ),
+        "missing": Words(
+            N_(
                 "the reply lacks {missing}; answer in the OpenAI chat.completion "
                 "shape (id, object, choices[0].message.role/content, finish_reason, usage)"
-            ).format(missing=listing(missing)),
-        )
-    else:
-        shape = _row(
-            "chat-reply-shape",
-            True,
-            "error",
-            _("chat.completion with {n} characters in {ms}").format(
-                n=len(reply_text(ex.json_body) or ""), ms=_ms(ex.latency)
-            ),
-        )
-    tokens = completion_tokens(ex.json_body)
-    usage = _row(
-        "chat-usage",
-        tokens is not None,
-        "warning",
-        f"usage.completion_tokens = {tokens}"
-        if tokens is not None
-        else _(
-            "no usage.completion_tokens in the reply: the platform cannot count tokens; "
-            "add usage (prompt_tokens, completion_tokens, total_tokens)"
+            )
         ),
-    )
-    return [shape, usage]
+    },
+    parts={"media": {"": Words(N_("missing"))}},
+    sends=(PLAIN,),
+    judge=_shape,
+)
 
 
-def wrong_key_row(ex: Exchange) -> CheckResult:
+def _usage(seen: Seen, target: Target) -> Check:
+    tokens = completion_tokens(seen.exchange("plain").json_body)
+    if tokens is None:
+        return CHAT_USAGE.failed("no-usage")
+    return CHAT_USAGE.passed(tokens=tokens)
+
+
+CHAT_USAGE = Declared(
+    "chat-usage",
+    "warning",
+    says={
+        "passed": Words("usage.completion_tokens = {tokens}", raw=True),
+        "no-usage": Words(
+            N_(
+                "no usage.completion_tokens in the reply: the platform cannot count tokens; "
+                "add usage (prompt_tokens, completion_tokens, total_tokens)"
+            )
+        ),
+    },
+    sends=(PLAIN,),
+    judge=_usage,
+)
+
+
+async def _wrong(ctx: Context, target: Target) -> Exchange:
+    key = ctx.wrong_key or "lmreg-probe-wrong-" + secrets.token_hex(8)
+    body = chat_body(target.model, stream=False, max_tokens=1)
+    return await send(ctx.client, target, body, stream=False, api_key=key)
+
+
+#: The same chat with a made-up key.
+WRONG = Request("wrong", _wrong)
+
+
+def _wrong_key(seen: Seen, target: Target) -> Check:
+    ex = seen.exchange("wrong")
     if ex.failure in ("connect", "timeout", "transport", LOCAL_LIMIT):
-        return _row(
-            "wrong-key-rejected",
-            False,
-            "error",
-            _("no answer: {why}").format(why=ex.failure_detail),
-        )
+        return WRONG_KEY_REJECTED.failed("no-answer", why=ex.failure_detail)
     status = ex.status or 0
     if status in (401, 403):
-        return _row(
-            "wrong-key-rejected",
-            True,
-            "error",
-            _("a made-up key got HTTP {status}").format(status=status),
-        )
+        return WRONG_KEY_REJECTED.passed(status=status)
     if 200 <= status < 300:
-        return _row(
-            "wrong-key-rejected",
-            False,
-            "error",
-            _(
-                "a made-up key was accepted: anyone who finds the URL can use the model. "
-                "Check Authorization: Bearer <apiKey> and answer 401 when it is wrong"
-            ),
-        )
+        return WRONG_KEY_REJECTED.failed("accepted")
     if 400 <= status < 500 and status != 429:
         # Refused, so nobody else can use the model, but not as an authentication error
         # (LiteLLM's proxy without a database: 400 "No connected db."): clients then tell
         # the school its request is wrong, not its key.
         said = snippet(ex.failure_detail, 120) or "-"
-        return _row(
-            "wrong-key-rejected",
-            False,
-            "warning",
-            _(
+        return WRONG_KEY_REJECTED.failed_as(
+            "warning", "refused-otherwise", status=status, said=said
+        )
+    return WRONG_KEY_REJECTED.failed("other-status", status=status)
+
+
+WRONG_KEY_REJECTED = Declared(
+    "wrong-key-rejected",
+    "error",
+    says={
+        "passed": Words(N_("a made-up key got HTTP {status}")),
+        "no-answer": Words(N_("no answer: {why}")),
+        "accepted": Words(
+            N_(
+                "a made-up key was accepted: anyone who finds the URL can use the model. "
+                "Check Authorization: Bearer <apiKey> and answer 401 when it is wrong"
+            )
+        ),
+        "refused-otherwise": Words(
+            N_(
                 "a made-up key was refused, but with HTTP {status} ({said}), not 401 or 403: "
                 "clients will report a bad request instead of a wrong key. Answer a wrong key "
                 "with 401 (LiteLLM's proxy does once it has its database)"
-            ).format(status=status, said=said),
-        )
-    return _row(
-        "wrong-key-rejected",
-        False,
-        "error",
-        _(
-            "a made-up key got HTTP {status}, not 401 or 403; answer a wrong key with 401 "
-            "so clients report an authentication problem"
-        ).format(status=status),
-    )
+            )
+        ),
+        "other-status": Words(
+            N_(
+                "a made-up key got HTTP {status}, not 401 or 403; answer a wrong key with 401 "
+                "so clients report an authentication problem"
+            )
+        ),
+    },
+    sends=(WRONG,),
+    judge=_wrong_key,
+)
 
 
-def completion_row(ex: Exchange | None, url: str | None) -> CheckResult:
+async def _completion(ctx: Context, target: Target) -> Exchange | None:
+    url = completions_url(target.url)
+    if url is None:
+        return None
+    return await send(ctx.client, target, completion_body(target.model), stream=False, url=url)
+
+
+#: The plain completion form beside the chat path (.../v1/completions).
+COMPLETION = Request("completion", _completion)
+
+
+def _completion_form(seen: Seen, target: Target) -> Check:
+    ex = seen.maybe("completion")
+    url = completions_url(target.url)
     if ex is None or url is None:
-        return _row(
-            "completion-form",
-            False,
+        return COMPLETION_FORM.failed_as(
             "info",
-            _(
-                "not tried: the URL does not end in chat/completions, so the "
-                "completions URL beside it is unknown"
-            ),
+            "not-tried",
         )
     text = reply_text(ex.json_body)
     if (ex.status or 0) // 100 == 2 and isinstance(text, str):
-        return _row(
-            "completion-form",
-            True,
-            "warning",
-            _("POST {url} (model, prompt, temperature) gave {n} characters").format(
-                url=url, n=len(text)
-            ),
-        )
+        return COMPLETION_FORM.passed(url=url, n=len(text))
+    got: dict[str, Fact]
     if ex.failure in ("connect", "timeout", "transport", LOCAL_LIMIT):
-        seen = ex.failure_detail
+        got = {"got": "why", "got_why": ex.failure_detail}
     elif (ex.status or 0) // 100 == 2:
-        seen = _("HTTP {status} without choices[0].text").format(status=ex.status)
+        got = {"got": "no-text", "got_status": ex.status}
     else:
-        seen = f"HTTP {ex.status}"
-    return _row(
-        "completion-form",
-        False,
-        "warning",
-        _(
-            "POST {url} with model, prompt, temperature: {seen}. Spec 4.5 lists this "
-            "plain completion form as a common format; serve it if the platform's "
-            "scenarios need it"
-        ).format(url=url, seen=seen),
-    )
+        got = {"got": "status", "got_status": ex.status}
+    return COMPLETION_FORM.failed("failed", url=url, **got)
 
 
-def errors_json_row(exchanges: list[Exchange]) -> CheckResult:
+COMPLETION_FORM = Declared(
+    "completion-form",
+    "warning",
+    says={
+        "passed": Words(N_("POST {url} (model, prompt, temperature) gave {n} characters")),
+        "not-tried": Words(
+            N_(
+                "not tried: the URL does not end in chat/completions, so the "
+                "completions URL beside it is unknown"
+            )
+        ),
+        "failed": Words(
+            N_(
+                "POST {url} with model, prompt, temperature: {got}. Spec 4.5 lists this "
+                "plain completion form as a common format; serve it if the platform's "
+                "scenarios need it"
+            )
+        ),
+    },
+    parts={
+        "got": {
+            "why": Words("{why}", raw=True),
+            "no-text": Words(N_("HTTP {status} without choices[0].text")),
+            "status": Words("HTTP {status}", raw=True),
+        }
+    },
+    sends=(COMPLETION,),
+    judge=_completion_form,
+)
+
+
+def _errors_json(seen: Seen, target: Target) -> Check:
+    names = ("plain", "wrong", "streamed", "completion") if seen.stage == "answered" else ("plain",)
+    exchanges = [ex for name in names if (ex := seen.maybe(name)) is not None]
     errors = [ex for ex in exchanges if ex.status is not None and not 200 <= ex.status < 300]
     if not errors:
-        return _row("errors-are-json", True, "info", _("no error reply was seen"))
+        return ERRORS_ARE_JSON.passed_as(
+            "info",
+            "none-seen",
+        )
     bad = [ex for ex in errors if not isinstance(ex.json_body, dict)]
     if not bad:
-        statuses = listing(sorted({str(ex.status) for ex in errors}))
-        return _row(
-            "errors-are-json",
-            True,
-            "warning",
-            _("error replies (HTTP {statuses}) are JSON").format(statuses=statuses),
-        )
+        statuses = ", ".join(sorted({str(ex.status) for ex in errors}))
+        return ERRORS_ARE_JSON.passed(statuses=statuses)
     ex = bad[0]
-    media = ex.content_type.split(";")[0] or _("no Content-Type")
-    return _row(
-        "errors-are-json",
-        False,
-        "warning",
-        _(
-            "the HTTP {status} reply is {media}, not JSON: {sample}. Clients show no useful "
-            "message; answer errors as JSON, e.g. {example}"
-        ).format(
-            status=ex.status,
-            media=media,
-            sample=repr(snippet(ex.body.decode("utf-8", "replace"), 60)),
-            example='{"error": {"message": "...", "type": "..."}}',
-        ),
+    return ERRORS_ARE_JSON.failed(
+        "not-json",
+        status=ex.status,
+        media=ex.content_type.split(";")[0],
+        sample=repr(snippet(ex.body.decode("utf-8", "replace"), 60)),
+        example='{"error": {"message": "...", "type": "..."}}',
     )
+
+
+ERRORS_ARE_JSON = Declared(
+    "errors-are-json",
+    "warning",
+    says={
+        "passed": Words(N_("error replies (HTTP {statuses}) are JSON")),
+        "none-seen": Words(N_("no error reply was seen")),
+        "not-json": Words(
+            N_(
+                "the HTTP {status} reply is {media}, not JSON: {sample}. Clients show no useful "
+                "message; answer errors as JSON, e.g. {example}"
+            )
+        ),
+    },
+    parts={"media": {"": Words(N_("no Content-Type"))}},
+    sends=(PLAIN, STREAMED, WRONG, COMPLETION),
+    judge=_errors_json,
+    when=frozenset({"refused", "failed", "answered"}),
+    unjudged=frozenset({"wrong-path"}),
+)
+
+#: The address's rows, shown first (they need no answer).
+ADDRESS: tuple[Declared, ...] = (URL_HTTPS, URL_PATH, URL_PUBLIC_HOST)
+#: The conformance rows, in the order they are shown (a new one joins here).
+CHECKS: tuple[Declared, ...] = (
+    REACHABLE,
+    KEY_ACCEPTED,
+    CHAT_ANSWERS,
+    CHAT_REPLY_SHAPE,
+    CHAT_USAGE,
+    WRONG_KEY_REJECTED,
+    COMPLETION_FORM,
+    ERRORS_ARE_JSON,
+)

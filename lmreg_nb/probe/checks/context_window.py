@@ -31,28 +31,30 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import time
 from dataclasses import dataclass, field
 
 import httpx
 
 from ...errors import ValidationError
-from ...i18n import N_, _, clauses, ngettext
+from ...i18n import N_, Nn_, _
+from ...summary import Check, Fact
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
-from .conformance import CheckResult
-from .function import has_reply, server_said
+from .declare import Context, Declared, Request, Words
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
+from .said import SAID_PARTS, has_reply, seen_facts
 from .token_counts import plausible_prompt_tokens
 
 __all__ = [
+    "CONTEXT",
+    "CONTEXT_WINDOW",
     "DEFAULT_CONTEXT_NEED",
     "MAX_CONTEXT_NEED",
     "ContextFinding",
     "check_context_need",
-    "context_row",
     "filler_prompt",
+    "judge_context",
     "probe_context",
 ]
 
@@ -62,6 +64,8 @@ DEFAULT_CONTEXT_NEED = 8000
 MAX_CONTEXT_NEED = 131072
 #: Requests of the search after a refusal.
 MAX_STEPS = 4
+#: The context-window search may take this many times the (per-read) timeout.
+CONTEXT_BUDGET_FACTOR = 3
 #: Counted below this share of what was sent: the prompt was cut.
 CUT_BELOW = 0.8
 #: Rounds that lengthen a long prompt the server counted under the need.
@@ -305,186 +309,224 @@ async def _reach_need(client: httpx.AsyncClient, target: Target, found: ContextF
         found.answered(ex, more, fit=False)
 
 
-def _how_counted(found: ContextFinding) -> str:
+def _how(found: ContextFinding) -> str:
+    """How the prompt's tokens were counted (the ``how`` part's variant)."""
     if found.implausible:
-        return _(
-            "estimated at one token per word: the server's usage.prompt_tokens is not believable"
-        )
+        return "implausible"
     if found.estimate:
-        return _("estimated at one token per word: the server reports no usage")
-    return _("as the server counts them")
+        return "estimate"
+    return "counted"
 
 
-def _fix() -> str:
-    return _(
-        "vLLM: --max-model-len; SGLang: --context-length; LMDeploy: --session-len; llama.cpp: "
-        "-c (llama-cpp-python: --n_ctx); Ollama: num_ctx or OLLAMA_CONTEXT_LENGTH; Xinference: "
-        "the model's max_model_len at launch"
-    )
+def judge_context(found: ContextFinding) -> Check:
+    """Error when a prompt of ``need`` tokens is refused, warning when cut silently.
 
-
-def context_row(found: ContextFinding) -> CheckResult:
-    """context-window: error when a prompt of ``need`` tokens is refused, warning when cut."""
-    need, how = found.need, _how_counted(found)
+    The facts hold what the words and the fix are made of: ``need``, ``sent``, and when
+    it is refused ``longest`` (tokens of the longest prompt answered: the principal's
+    page says "lessons longer than N tokens are refused").
+    """
+    need, how = found.need, _how(found)
     long = found.long
     if found.broken is not None:
-        return _fail(
-            _("not judged: a short prompt already got {seen}").format(
-                seen=server_said(found.broken)
-            )
-        )
+        return CONTEXT_WINDOW.failed("short-failed", **seen_facts(found.broken))
     if long is None:
-        return _fail(
-            _("no verdict within {seconds} s: the server answered the short prompts only").format(
-                seconds=f"{found.seconds:.0f}"
-            )
+        return CONTEXT_WINDOW.failed("no-verdict", seconds=f"{found.seconds:.0f}")
+    ms = f"{(long.latency or 0) * 1000:.0f}"
+    if has_reply(long) and found.implausible:
+        low, high = min(found.counts), max(found.counts)
+        return CONTEXT_WINDOW.failed_as(
+            "warning",
+            "implausible",
+            low_count=found.counts[low],
+            high_count=found.counts[high],
+            low=low,
+            high=high,
+            sent=found.sent,
+            ms=ms,
         )
-    if _answered(long) and found.implausible:
-        return CheckResult("context-window", False, "warning", _implausible(found, long))
-    if _answered(long):
+    if has_reply(long):
         counted = _prompt_tokens(long)
         scaled = len(found.counts) >= 2  # one count cannot tell the template from the words
         if scaled and counted is not None and counted < CUT_BELOW * found.sent:
-            return CheckResult(
-                "context-window",
-                False,
-                "warning",
-                _(
-                    "a prompt of {sent} tokens was answered, but the server counted only "
-                    "{counted}: it cut the prompt silently, so the model never sees the start "
-                    "of a long lesson (Ollama cuts to num_ctx). Raise the context window to at "
-                    "least {need} tokens ({fix})"
-                ).format(sent=found.sent, counted=counted, need=need, fix=_fix()),
+            return CONTEXT_WINDOW.failed_as(
+                "warning", "cut", sent=found.sent, counted=counted, need=need, fix=""
             )
-        answered = _("a prompt of {tokens} tokens ({how}; {need} needed) was answered in {ms} ms")
-        return CheckResult(
-            "context-window",
-            True,
-            "error",
-            _joined(
-                answered.format(
-                    tokens=counted or found.sent,
-                    how=how,
-                    need=need,
-                    ms=f"{(long.latency or 0) * 1000:.0f}",
-                ),
-                _slots_told(found.server),
-            ),
+        return CONTEXT_WINDOW.passed(
+            tokens=counted or found.sent, how=how, need=need, ms=ms, **_slots_facts(found.server)
         )
     if long.failure == "timeout":
-        return _fail(
-            _(
+        why = (long.failure_detail or "").rstrip(".")
+        return CONTEXT_WINDOW.failed("timeout", sent=found.sent, how=how, why=why)
+    longest = found.longest_ok
+    return CONTEXT_WINDOW.failed(
+        "refused",
+        sent=found.sent,
+        how=how,
+        longest=found.tokens(longest) if longest is not None else None,
+        refused=found.tokens(found.shortest_refused or found.long_words),
+        stopped="stopped" if found.stopped else "",
+        seconds=f"{found.seconds:.0f}",
+        need=need,
+        **seen_facts(long),
+        **_advice_facts(found, long),
+    )
+
+
+def _slots_facts(server: Slots | None) -> dict[str, Fact]:
+    """The llama.cpp slots, as the server told them (none when it did not)."""
+    if server is None or server.slots is None or server.per_slot is None:
+        return {"slots_told": ""}
+    return {"slots_told": "told", "slots": server.slots, "per_slot": server.per_slot}
+
+
+def _advice_facts(found: ContextFinding, long: Exchange) -> dict[str, Fact]:
+    """What to change: the split of llama.cpp's slots when it is that server, else the
+    window (the ``advice`` part's variant and its facts)."""
+    need, server = found.need, found.server
+    if server is None:
+        return {"advice": "window", "fix": ""}
+    per_slot = server.per_slot or refused_slot(long)
+    if server.trained is not None and server.trained < need:
+        return {"advice": "trained", "trained": server.trained}
+    if server.slots is not None and per_slot is not None:
+        return {
+            "advice": "slots",
+            "slots": server.slots,
+            "per_slot": per_slot,
+            "total": server.slots * need,
+        }
+    return {
+        "advice": "slots-unknown",
+        "here": "here" if per_slot is not None else "",
+        "per_slot": per_slot,
+    }
+
+
+async def _context_request(ctx: Context, target: Target) -> ContextFinding:
+    return await probe_context(
+        ctx.client, target, ctx.context_need, target.timeout * CONTEXT_BUDGET_FACTOR
+    )
+
+
+#: The calibration prompts, the prompt of ``context_need`` tokens and the search.
+CONTEXT = Request("context", _context_request)
+
+_FIX = N_(
+    "vLLM: --max-model-len; SGLang: --context-length; LMDeploy: --session-len; llama.cpp: "
+    "-c (llama-cpp-python: --n_ctx); Ollama: num_ctx or OLLAMA_CONTEXT_LENGTH; Xinference: "
+    "the model's max_model_len at launch"
+)
+
+CONTEXT_WINDOW = Declared(
+    "context-window",
+    "error",
+    says={
+        "passed": Words(
+            N_(
+                "a prompt of {tokens} tokens ({how}; {need} needed) was answered in "
+                "{ms} ms{slots_told}"
+            )
+        ),
+        "short-failed": Words(N_("not judged: a short prompt already got {seen}")),
+        "no-verdict": Words(
+            N_("no verdict within {seconds} s: the server answered the short prompts only")
+        ),
+        "implausible": Words(
+            N_(
+                "not judged: the server's usage.prompt_tokens cannot be believed: it counted "
+                "{low_count} and {high_count} tokens for prompts of {low} and {high} common "
+                "English words (a tokenizer counts about one per word; a proxy counting "
+                "characters, or a fixed number, gives this). A prompt of about {sent} tokens "
+                "(estimated at one token per word) was answered in {ms} ms, but whether the "
+                "model saw all of it is unknown: make usage count the model's tokens, then "
+                "check again"
+            )
+        ),
+        "cut": Words(
+            N_(
+                "a prompt of {sent} tokens was answered, but the server counted only "
+                "{counted}: it cut the prompt silently, so the model never sees the start "
+                "of a long lesson (Ollama cuts to num_ctx). Raise the context window to at "
+                "least {need} tokens ({fix})"
+            )
+        ),
+        "timeout": Words(
+            N_(
                 "a prompt of {sent} tokens ({how}): {why}. The platform would wait as long "
                 "for a long lesson: check the server's prefill speed and its context window, "
                 "or raise LMREG_TIMEOUT"
-            ).format(sent=found.sent, how=how, why=long.failure_detail.rstrip("."))
-        )
-    longest = found.longest_ok
-    stopped = (
-        " " + _("(the search stopped after {seconds} s)").format(seconds=f"{found.seconds:.0f}")
-        if found.stopped
-        else ""
-    )
-    refused = _(REFUSED).format(
-        sent=found.sent,
-        how=how,
-        seen=server_said(long),
-        longest=found.tokens(longest) if longest is not None else "?",
-        refused=found.tokens(found.shortest_refused or found.long_words),
-        stopped=stopped,
-    )
-    return _fail(_joined(refused, _advice(found, long)))
-
-
-def _implausible(found: ContextFinding, long: Exchange) -> str:
-    """Why a prompt that was answered proves nothing: the server's counts are not tokens."""
-    low, high = min(found.counts), max(found.counts)
-    return _(
-        "not judged: the server's usage.prompt_tokens cannot be believed: it counted "
-        "{low_count} and {high_count} tokens for prompts of {low} and {high} common English "
-        "words (a tokenizer counts about one per word; a proxy counting characters, or a "
-        "fixed number, gives this). A prompt of about {sent} tokens ({how}) was answered in "
-        "{ms} ms, but whether the model saw all of it is unknown: make usage count the "
-        "model's tokens, then check again"
-    ).format(
-        low_count=found.counts[low],
-        high_count=found.counts[high],
-        low=low,
-        high=high,
-        sent=found.sent,
-        how=_("estimated at one token per word"),
-        ms=f"{(long.latency or 0) * 1000:.0f}",
-    )
-
-
-def _joined(*parts: str) -> str:
-    return clauses(part for part in parts if part)
-
-
-def _slots_told(server: Slots | None) -> str:
-    """The llama.cpp slots, as the server told them ("" when it did not)."""
-    if server is None or server.slots is None or server.per_slot is None:
-        return ""
-    return ngettext(
-        "llama.cpp server with {slots} parallel slot of {tokens} tokens",
-        "llama.cpp server with {slots} parallel slots of {tokens} tokens each",
-        server.slots,
-    ).format(slots=server.slots, tokens=server.per_slot)
-
-
-def _advice(found: ContextFinding, long: Exchange) -> str:
-    """What to change: the split of llama.cpp's slots when it is that server, else the window."""
-    need, server = found.need, found.server
-    if server is None:
-        return _(
-            "raise the model's context window to at least {need} tokens ({fix}), or serve a "
-            "model with a longer one"
-        ).format(need=need, fix=_fix())
-    per_slot = server.per_slot or refused_slot(long)
-    if server.trained is not None and server.trained < need:
-        return _(
-            "the model itself takes at most {trained} tokens (n_ctx_train): llama.cpp caps "
-            "every slot there, whatever -c says. Serve a model made for prompts of {need} "
-            "tokens or more"
-        ).format(trained=server.trained, need=need)
-    if server.slots is not None and per_slot is not None:
-        return _(
-            "llama.cpp's server splits its context (-c) among its {slots} parallel slots "
-            "(-np {slots}), so each request gets {per_slot} tokens: raise -c to at least "
-            "{total} ({slots} x {need}), run fewer slots (-np), or add --kv-unified (the slots "
-            "share one context)"
-        ).format(slots=server.slots, per_slot=per_slot, total=server.slots * need, need=need)
-    return _(
-        "llama.cpp's server splits its context (-c) among its parallel slots (-np), so each "
-        "request gets -c divided by -np tokens{here}: raise -c to at least the number of slots "
-        "x {need}, run fewer slots (-np), or add --kv-unified (the slots share one context)"
-    ).format(
-        need=need,
-        here=_(" ({per_slot} here)").format(per_slot=per_slot) if per_slot is not None else "",
-    )
-
-
-#: The detail of a refused long prompt; :func:`longest_answered` reads it back.
-REFUSED = N_(
-    "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, got "
-    "{seen}. The longest prompt answered had {longest} tokens, one of {refused} tokens "
-    "was refused{stopped}"
+            )
+        ),
+        "refused": Words(
+            N_(
+                "a prompt of {sent} tokens ({how}), as long as the course apps' longest lesson, "
+                "got {seen}. The longest prompt answered had {longest} tokens, one of {refused} "
+                "tokens was refused{stopped}; {advice}"
+            )
+        ),
+    },
+    parts={
+        **SAID_PARTS,
+        "how": {
+            "implausible": Words(
+                N_(
+                    "estimated at one token per word: the server's usage.prompt_tokens is not "
+                    "believable"
+                )
+            ),
+            "estimate": Words(N_("estimated at one token per word: the server reports no usage")),
+            "counted": Words(N_("as the server counts them")),
+        },
+        "fix": {"": Words(_FIX)},
+        "stopped": {
+            "": Words(""),
+            "stopped": Words(N_(" (the search stopped after {seconds} s)")),
+        },
+        "slots_told": {
+            "": Words(""),
+            "told": Words(
+                *Nn_(
+                    "; llama.cpp server with {slots} parallel slot of {per_slot} tokens",
+                    "; llama.cpp server with {slots} parallel slots of {per_slot} tokens each",
+                ),
+                count="slots",
+            ),
+        },
+        "here": {"": Words(""), "here": Words(N_(" ({per_slot} here)"))},
+        "advice": {
+            "window": Words(
+                N_(
+                    "raise the model's context window to at least {need} tokens ({fix}), or "
+                    "serve a model with a longer one"
+                )
+            ),
+            "trained": Words(
+                N_(
+                    "the model itself takes at most {trained} tokens (n_ctx_train): llama.cpp "
+                    "caps every slot there, whatever -c says. Serve a model made for prompts of "
+                    "{need} tokens or more"
+                )
+            ),
+            "slots": Words(
+                N_(
+                    "llama.cpp's server splits its context (-c) among its {slots} parallel "
+                    "slots (-np {slots}), so each request gets {per_slot} tokens: raise -c to at "
+                    "least {total} ({slots} x {need}), run fewer slots (-np), or add "
+                    "--kv-unified (the slots share one context)"
+                )
+            ),
+            "slots-unknown": Words(
+                N_(
+                    "llama.cpp's server splits its context (-c) among its parallel slots (-np), "
+                    "so each request gets -c divided by -np tokens{here}: raise -c to at least "
+                    "the number of slots x {need}, run fewer slots (-np), or add --kv-unified "
+                    "(the slots share one context)"
+                )
+            ),
+        },
+    },
+    sends=(CONTEXT,),
+    judge=lambda seen, target: (
+        judge_context(found) if (found := seen.of("context", ContextFinding)) else None
+    ),
 )
-
-
-def longest_answered(detail: str) -> int | None:
-    """The longest prompt (tokens) a refused context-window row says was answered.
-
-    Read with the current language's form of :data:`REFUSED` (the advice follows it), so a
-    record keeps
-    one copy of the figure: its detail. None when the detail is another one.
-    """
-    pattern = re.escape(_(REFUSED))
-    pattern = re.sub(r"\\\{longest\\\}", r"(?P<longest>[0-9]+)", pattern)
-    pattern = re.sub(r"\\\{[a-z]+\\\}", ".*?", pattern)
-    found = re.search(pattern, detail, re.DOTALL)
-    return int(found["longest"]) if found else None
-
-
-def _fail(detail: str) -> CheckResult:
-    return CheckResult("context-window", False, "error", detail)

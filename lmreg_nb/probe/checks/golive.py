@@ -17,17 +17,14 @@ tls-certificate        error/warning   https only: the certificate verifies for
                                        expires within 30 days
 =====================  ==============  ==========================================
 
-Also here: the split-horizon DNS test of ``url-public-host`` (a name that
-resolves only to private or loopback addresses from here). Each function
-judges what the requests saw; the requests are made by :mod:`.suite`.
+Each is declared here with the requests it sends and how it is judged; the
+suite (:mod:`.suite`) sends every declared request at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
-import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,30 +32,32 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..._decode import DecodingError, ainflated
-from ...i18n import _, clauses, ngettext
-from ...i18n import listing as join_list
-from ...summary import Severity
+from ...i18n import N_, Nn_
+from ...summary import Check, Fact
 from ...terminal import snippet
 from ..target import Target
-from ..wire.exchange import Exchange
-from ..wire.shapes import error_message, model_ids, reply_text
-from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate
-from .conformance import CheckResult
+from ..wire.exchange import Exchange, chat_body, send
+from ..wire.shapes import model_ids, reply_text
+from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate, inspect_certificate
+from .declare import Context, Declared, Request, Seen, Words
+from .requests import PLAIN
+from .said import SAID_PARTS, SEEN, seen_facts
 
 __all__ = [
     "CHINESE_PROMPT",
+    "MAX_TOKENS_HONOURED",
     "MAX_TOKENS_PROBE",
+    "MODEL_NAME_SERVED",
+    "STREAM_UTF8",
+    "TLS_CERTIFICATE",
+    "UTF8_SEED",
     "ModelList",
     "cut_in_a_character",
+    "get_json",
     "list_models",
-    "max_tokens_row",
-    "model_name_row",
     "models_url",
     "needs_whole",
-    "private_only",
-    "resolve_row",
-    "tls_row",
-    "utf8_row",
+    "utf8_body",
 ]
 
 #: The prompt of the stream-utf8 request (a reply in Chinese, many multi-byte characters).
@@ -69,63 +68,28 @@ MAX_TOKENS_PROBE = 4
 MAX_MODEL_LIST_BYTES = 1024 * 1024
 
 
-def _row(name: str, passed: bool, severity: Severity, detail: str) -> CheckResult:
-    return CheckResult(name, passed, severity, detail)
+def _ok(ex: Exchange) -> bool:
+    return ex.status is not None and 200 <= ex.status < 300
 
 
-def _failed_request(ex: Exchange) -> str:
-    if ex.status is None:
-        return ex.failure_detail or (ex.failure or "?")
-    said = f": {ex.failure_detail}" if ex.failure_detail else ""
-    return f"HTTP {ex.status}{said}"
+# -- stream-utf8 ----------------------------------------------------------------------------
+#: The stream-utf8 request's seed: greedy and seeded, the same request asked again without
+#: streaming makes the same tokens, so their texts can be compared.
+UTF8_SEED = 7
 
 
-def utf8_row(ex: Exchange, whole: Exchange | None = None) -> CheckResult:
-    """stream-utf8: the Chinese stream decoded event by event, no U+FFFD in its text.
+def utf8_body(target: Target, max_tokens: int, *, stream: bool = True) -> dict[str, Any]:
+    """The stream-utf8 request (and, unstreamed, the one it is compared with)."""
+    return chat_body(target.model, CHINESE_PROMPT, stream=stream, max_tokens=max_tokens,
+                     temperature=0.0, seed=UTF8_SEED)  # fmt: skip
 
-    ``whole``: the same request without streaming, asked for when the stream holds
-    U+FFFD. When it holds as many, the model itself wrote them (random or badly
-    quantized weights, a byte-fallback tokenizer): a warning about the model, not a
-    failure of the server's streaming.
-    """
-    name = "stream-utf8"
-    if ex.status is None or not 200 <= ex.status < 300:
-        return _row(
-            name,
-            False,
-            "error",
-            _("the streamed Chinese request failed ({seen}); it could not be checked").format(
-                seen=_failed_request(ex)
-            ),
-        )
-    text = ex.text
-    bad = ex.framing.bad_utf8 if ex.framing is not None else 0
-    garbled = text.count("\ufffd")
-    if not text:
-        return _row(name, False, "error", _("the streamed Chinese reply carried no text"))
-    if bad or (garbled and not cut_in_a_character(ex)):
-        return _garbled_row(ex, bad, garbled, whole)
-    if ex.split_chars:
-        detail = ngettext(
-            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
-            "({split} character arrived split across network reads and was put back together)",
-            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
-            "({split} characters arrived split across network reads and were put back together)",
-            ex.split_chars,
-        )
-    elif garbled:
-        detail = _(
-            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8; "
-            "max_tokens cut its last character in two, so that one shows as U+FFFD"
-        )
-    else:
-        detail = _("a Chinese reply of {chars} characters in {events} events, all valid UTF-8")
-    return _row(
-        name,
-        True,
-        "error",
-        detail.format(chars=len(text), events=ex.events, split=ex.split_chars),
-    )
+
+async def _utf8_request(ctx: Context, target: Target) -> Exchange:
+    return await send(ctx.client, target, utf8_body(target, ctx.max_tokens), stream=True)
+
+
+#: A streamed reply to a Chinese prompt.
+UTF8 = Request("utf8", _utf8_request)
 
 
 def cut_in_a_character(ex: Exchange) -> bool:
@@ -143,111 +107,189 @@ def needs_whole(ex: Exchange) -> bool:
     return not bad and "\ufffd" in ex.text and not cut_in_a_character(ex)
 
 
-def _garbled_row(ex: Exchange, bad: int, garbled: int, whole: Exchange | None) -> CheckResult:
-    """stream-utf8 for a stream holding U+FFFD or bytes that are not UTF-8 (see utf8_row)."""
+async def _utf8_whole(ctx: Context, target: Target, seen: Seen) -> None:
+    """U+FFFD in the stream: the stream's doing, or the model's? Ask once unstreamed."""
+    ex = seen.maybe("utf8")
+    if ex is not None and needs_whole(ex):
+        body = utf8_body(target, ctx.max_tokens, stream=False)
+        seen.set("utf8-whole", await send(ctx.client, target, body, stream=False))
+
+
+def _utf8(seen: Seen, target: Target) -> Check:
+    """The Chinese stream decoded event by event, no U+FFFD in its text.
+
+    When the stream holds U+FFFD, the same request without streaming (``utf8-whole``)
+    tells whose doing it is: as many there, the model itself wrote them (random or
+    badly quantized weights, a byte-fallback tokenizer): a warning about the model,
+    not a failure of the server's streaming.
+    """
+    ex = seen.exchange("utf8")
+    if not _ok(ex):
+        return STREAM_UTF8.failed("request-failed", **seen_facts(ex))
+    text = ex.text
+    bad = ex.framing.bad_utf8 if ex.framing is not None else 0
+    garbled = text.count("\ufffd")
+    if not text:
+        return STREAM_UTF8.failed("no-text")
+    if bad or (garbled and not cut_in_a_character(ex)):
+        return _garbled(ex, bad, garbled, seen.maybe("utf8-whole"))
+    if ex.split_chars:
+        return STREAM_UTF8.passed(
+            "passed-split", chars=len(text), events=ex.events, split=ex.split_chars
+        )
+    if garbled:
+        return STREAM_UTF8.passed("passed-cut-char", chars=len(text), events=ex.events)
+    return STREAM_UTF8.passed(chars=len(text), events=ex.events)
+
+
+def _garbled(ex: Exchange, bad: int, garbled: int, whole: Exchange | None) -> Check:
+    """stream-utf8 for a stream holding U+FFFD or bytes that are not UTF-8."""
     text = ex.text
     where = text.index("\ufffd") if garbled else 0
     sample = repr(snippet(text[max(0, where - 8) :], 30))
     whole_text = reply_text(whole.json_body) if whole is not None and whole.ok else None
     if bad or whole is None:
-        return _row(
-            "stream-utf8",
-            False,
-            "error",
-            _(
-                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
-                "characters and {bad} events that are not valid UTF-8, e.g. {sample}: students "
-                "see garbled text. The server sends pieces of characters (byte-level tokens "
-                "decoded one at a time); update it or its detokenizer so each chunk carries "
-                "whole characters"
-            ).format(garbled=garbled, bad=bad, sample=sample),
-        )
+        return STREAM_UTF8.failed("garbled", garbled=garbled, bad=bad, sample=sample)
     if whole_text is None:
-        return _row(
-            "stream-utf8",
-            False,
-            "error",
-            _(
+        return STREAM_UTF8.failed(
+            "garbled-not-compared", garbled=garbled, sample=sample, **seen_facts(whole)
+        )
+    in_whole = whole_text.count("\ufffd")
+    if in_whole >= garbled:
+        return STREAM_UTF8.failed_as(
+            "warning", "model-writes", garbled=garbled, sample=sample, whole=in_whole
+        )
+    return STREAM_UTF8.failed("garbled-vs-whole", garbled=garbled, sample=sample, whole=in_whole)
+
+
+STREAM_UTF8 = Declared(
+    "stream-utf8",
+    "error",
+    says={
+        "passed": Words(
+            N_("a Chinese reply of {chars} characters in {events} events, all valid UTF-8")
+        ),
+        "passed-split": Words(
+            *Nn_(
+                "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
+                "({split} character arrived split across network reads and was put back "
+                "together)",
+                "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
+                "({split} characters arrived split across network reads and were put back "
+                "together)",
+            ),
+            count="split",
+        ),
+        "passed-cut-char": Words(
+            N_(
+                "a Chinese reply of {chars} characters in {events} events, all valid UTF-8; "
+                "max_tokens cut its last character in two, so that one shows as U+FFFD"
+            )
+        ),
+        "request-failed": Words(
+            N_("the streamed Chinese request failed ({seen}); it could not be checked")
+        ),
+        "garbled-not-compared": Words(
+            N_(
                 "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
                 "characters, e.g. {sample}: students see garbled text. The same request "
                 "without streaming could not be compared ({seen}), so whether the server "
                 "sends pieces of characters or the model writes U+FFFD itself is not known; "
                 "check the server's detokenizer and the model's weights"
-            ).format(garbled=garbled, sample=sample, seen=_failed_request(whole)),
-        )
-    in_whole = whole_text.count("\ufffd")
-    if in_whole >= garbled:
-        return _row(
-            "stream-utf8",
-            False,
-            "warning",
-            _(
+            )
+        ),
+        "model-writes": Words(
+            N_(
                 "the model itself writes U+FFFD replacement characters: the streamed reply "
                 "to a Chinese prompt holds {garbled}, e.g. {sample}, and the same request "
                 "without streaming holds {whole}, so the server's streaming is not at fault. "
                 "Students see garbled text where the model writes broken characters (random "
                 "or badly quantized weights, a tokenizer that does not match the model): "
                 "serve the model's original weights and tokenizer, or a better quantization"
-            ).format(garbled=garbled, sample=sample, whole=in_whole),
-        )
-    return _row(
-        "stream-utf8",
-        False,
-        "error",
-        _(
-            "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
-            "characters, e.g. {sample}, while the same request without streaming holds "
-            "{whole}: students see garbled text. The server sends pieces of characters (byte-level "
-            "tokens decoded one at a time); update it or its detokenizer so each chunk "
-            "carries whole characters"
-        ).format(garbled=garbled, sample=sample, whole=in_whole),
-    )
+            )
+        ),
+        "garbled-vs-whole": Words(
+            N_(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+                "characters, e.g. {sample}, while the same request without streaming holds "
+                "{whole}: students see garbled text. The server sends pieces of characters "
+                "(byte-level tokens decoded one at a time); update it or its detokenizer so "
+                "each chunk carries whole characters"
+            )
+        ),
+        "no-text": Words(N_("the streamed Chinese reply carried no text")),
+        "garbled": Words(
+            N_(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+                "characters and {bad} events that are not valid UTF-8, e.g. {sample}: students "
+                "see garbled text. The server sends pieces of characters (byte-level tokens "
+                "decoded one at a time); update it or its detokenizer so each chunk carries "
+                "whole characters"
+            )
+        ),
+    },
+    parts=SAID_PARTS,
+    sends=(UTF8,),
+    judge=_utf8,
+    again=_utf8_whole,
+)
 
 
-def max_tokens_row(ex: Exchange, limit: int = MAX_TOKENS_PROBE) -> CheckResult:
-    """max-tokens-honoured: at most ``limit`` completion tokens, or finish_reason "length"."""
-    name = "max-tokens-honoured"
-    if ex.status is None or not 200 <= ex.status < 300:
-        return _row(
-            name,
-            False,
-            "warning",
-            _("a request with max_tokens {limit} failed ({seen})").format(
-                limit=limit, seen=_failed_request(ex)
-            ),
-        )
+# -- max-tokens-honoured --------------------------------------------------------------------
+async def _max_tokens_request(ctx: Context, target: Target) -> Exchange:
+    body = chat_body(target.model, stream=True, max_tokens=MAX_TOKENS_PROBE)
+    return await send(ctx.client, target, body, stream=True)
+
+
+#: A streamed chat with a small max_tokens.
+MAX_TOKENS = Request("max_tokens", _max_tokens_request)
+
+
+def judge_max_tokens(ex: Exchange, limit: int = MAX_TOKENS_PROBE) -> Check:
+    """At most ``limit`` completion tokens, or finish_reason "length"."""
+    if not _ok(ex):
+        return MAX_TOKENS_HONOURED.failed("request-failed", limit=limit, **seen_facts(ex))
     tokens, source = ex.output_tokens
     if ex.failure in ("timeout", "transport") and tokens <= limit and ex.finish != "length":
         # A reply that broke off (a timeout, a closed connection) says nothing of max_tokens.
-        return _row(
-            name,
-            False,
-            "warning",
-            _("a request with max_tokens {limit} did not finish ({seen})").format(
-                limit=limit, seen=ex.failure_detail or ex.failure
-            ),
-        )
+        why = ex.failure_detail or ex.failure
+        return MAX_TOKENS_HONOURED.failed("unfinished", limit=limit, why=why)
+    facts: dict[str, Fact] = {
+        "limit": limit,
+        "tokens": tokens,
+        "source": source,
+        "finish": ex.finish or "-",
+    }
     if tokens <= limit or ex.finish == "length":
-        return _row(
-            name,
-            True,
-            "warning",
-            _("max_tokens {limit}: {tokens} tokens (from {source}), finish_reason {finish}").format(
-                limit=limit, tokens=tokens, source=source, finish=ex.finish or "-"
-            ),
-        )
-    return _row(
-        name,
-        False,
-        "warning",
-        _(
-            "with max_tokens {limit} the reply had {tokens} tokens (from {source}), "
-            "finish_reason {finish}: the server ignores max_tokens, so a runaway reply costs "
-            "the platform time. Pass max_tokens through to the model (a gateway may drop it)"
-        ).format(limit=limit, tokens=tokens, source=source, finish=ex.finish or "-"),
-    )
+        return MAX_TOKENS_HONOURED.passed(**facts)
+    return MAX_TOKENS_HONOURED.failed("ignored", **facts)
 
 
+MAX_TOKENS_HONOURED = Declared(
+    "max-tokens-honoured",
+    "warning",
+    says={
+        "passed": Words(
+            N_("max_tokens {limit}: {tokens} tokens (from {source}), finish_reason {finish}")
+        ),
+        "request-failed": Words(N_("a request with max_tokens {limit} failed ({seen})")),
+        "unfinished": Words(N_("a request with max_tokens {limit} did not finish ({why})")),
+        "ignored": Words(
+            N_(
+                "with max_tokens {limit} the reply had {tokens} tokens (from {source}), "
+                "finish_reason {finish}: the server ignores max_tokens, so a runaway reply "
+                "costs the platform time. Pass max_tokens through to the model (a gateway may "
+                "drop it)"
+            )
+        ),
+    },
+    parts=SAID_PARTS,
+    sends=(MAX_TOKENS,),
+    judge=lambda seen, target: judge_max_tokens(seen.exchange("max_tokens")),
+)
+
+
+# -- model-name-served ----------------------------------------------------------------------
 def models_url(chat_url: str) -> str | None:
     """``.../v1/models`` beside a chat URL, if it ends in chat/completions."""
     base = chat_url.partition("?")[0].rstrip("/")
@@ -284,7 +326,7 @@ async def get_json(
                 async for chunk in ainflated(reply, most):
                     raw += chunk
                     if len(raw) > most:
-                        return status, None, _("too large")
+                        return status, None, "too large"
     except (httpx.HTTPError, TimeoutError, DecodingError) as exc:
         return None, None, snippet(str(exc), 120) or type(exc).__name__
     if status // 100 != 2:
@@ -306,143 +348,203 @@ async def list_models(client: httpx.AsyncClient, target: Target) -> ModelList | 
     return ModelList(status, model_ids(body) if status // 100 == 2 else None)
 
 
-def _name_state(name: str, listing: ModelList | None, ex: Exchange | None) -> tuple[bool, str]:
-    """Whether ``name`` is served, and what was seen."""
+async def _models(ctx: Context, target: Target) -> ModelList | None:
+    return await list_models(ctx.client, target)
+
+
+async def _alias(ctx: Context, target: Target) -> Exchange | None:
+    if target.alias is None:
+        return None
+    body = chat_body(target.alias, stream=False, max_tokens=1)
+    return await send(ctx.client, target, body, stream=False)
+
+
+#: GET /v1/models beside the chat path.
+MODELS = Request("models", _models)
+#: A chat with the registered modelName, when it differs from ``model``.
+ALIAS = Request("alias", _alias)
+
+
+def _name_state(
+    name: str, listing: ModelList | None, ex: Exchange | None, key: str
+) -> tuple[bool, dict[str, Fact]]:
+    """Whether ``name`` is served, and what was seen, as the ``state`` part's facts."""
     listed = None if listing is None or listing.served is None else name in listing.served
-    answered = ex is not None and ex.status is not None and 200 <= ex.status < 300
-    seen: list[str] = []
+    answered = ex is not None and _ok(ex)
+    states: list[str] = []
+    facts: dict[str, Fact] = {key: name}
     if listed is True:
-        seen.append(_("listed by GET /v1/models"))
+        states.append("listed")
     elif listed is False:
-        seen.append(_("not listed by GET /v1/models"))
+        states.append("unlisted")
     if ex is not None and not answered:
-        said = error_message(ex.json_body) if ex.json_body is not None else None
-        seen.append(
-            _("a chat request with it got {seen}").format(
-                seen=f"HTTP {ex.status}: {snippet(said, 100)}" if said else _failed_request(ex)
-            )
-        )
+        states.append("got")
+        facts.update(seen_facts(ex, f"{key}_state_seen", 100))
     elif ex is not None:
-        seen.append(_("a chat request with it answered HTTP {status}").format(status=ex.status))
-    return listed is not False and answered, clauses(seen)
+        states.append("answered")
+        facts[f"{key}_state_status"] = ex.status
+    facts[f"{key}_state"] = ",".join(states)
+    return listed is not False and answered, facts
 
 
-def model_name_row(
-    names: list[tuple[str, Exchange | None]], listing: ModelList | None
-) -> CheckResult:
+def name_suspect(seen: Seen, target: Target) -> bool:
+    """The model name may be why the plain request failed (or will fail for the platform)."""
+    plain = seen.exchange("plain")
+    models = seen.get("models")
+    if plain.status in (400, 404) or target.registered_name:
+        return True
+    return isinstance(models, ModelList) and models.served is not None
+
+
+def _name_served(seen: Seen, target: Target) -> Check | None:
     """model-name-served over the names the platform may send, with how to align them."""
-    states = [(name, *_name_state(name, listing, ex)) for name, ex in names]
+    if seen.stage in ("refused", "failed") and not name_suspect(seen, target):
+        return None  # the checks stopped early: the name is kept only where it may be why
+    listing = seen.of("models", ModelList)
+    alias = seen.maybe("alias")
+    names = [(target.model, seen.exchange("plain"), "model")]
+    if alias is not None and target.alias is not None:
+        names.append((target.alias, alias, "alias"))
+    facts: dict[str, Fact] = {}
+    served_ok: list[tuple[str, bool, str]] = []
+    for name, ex, key in names:
+        ok, found = _name_state(name, listing, ex, key)
+        facts.update(found)
+        served_ok.append((name, ok, key))
     served = listing.served if listing is not None else None
     if not served:  # no list: the names that answered are what is known to be served
-        served = [n for n, ok, _s in states if ok]
-    served_text = join_list(served[:10]) if served else None
-    if all(ok for _n, ok, _s in states):
-        parts = [_('"{name}": {seen}').format(name=n, seen=seen) for n, _ok, seen in states]
-        return _row("model-name-served", True, "warning", clauses(parts))
-    bad = [(n, seen) for n, ok, seen in states if not ok]
-    detail = clauses(
-        _('the platform will send model "{name}": {seen}').format(name=n, seen=seen)
-        for n, seen in bad
-    ).rstrip(".")
-    # Each join is a template: Chinese ends a sentence with "。", not ". " (issue 32).
-    if served_text:
-        served_said = _("The server serves: {names}").format(names=served_text)
-        detail = _("{text}. {hint}").format(text=detail, hint=served_said)
-    fix = _(
-        "Register the modelName the server serves, or serve an alias "
-        "(vLLM: --served-model-name {served} {name}; Ollama: ollama cp; a gateway: a model "
-        "mapping)"
-    ).format(served=(served[0] if served else "<served>"), name=bad[0][0])
-    detail = _("{text}. {hint}").format(text=detail, hint=fix)
-    return _row("model-name-served", False, "warning", detail)
+        served = [n for n, ok, _k in served_ok if ok]
+    facts["also"] = "alias" if len(served_ok) > 1 else ""
+    if all(ok for _n, ok, _k in served_ok):
+        return MODEL_NAME_SERVED.passed(**facts)
+    bad = [(n, k) for n, ok, k in served_ok if not ok]
+    facts["first"] = "model" if bad[0][1] == "model" else "alias"
+    facts["second"] = "alias" if len(bad) > 1 else ""
+    facts["named"] = bad[0][0]
+    facts["served_first"] = served[0] if served else "<served>"
+    if served:
+        facts["served"] = ", ".join(served[:10])
+        return MODEL_NAME_SERVED.failed("not-served", **facts)
+    return MODEL_NAME_SERVED.failed("not-served-unknown", **facts)
 
 
-def tls_row(cert: Certificate) -> CheckResult:
-    """tls-certificate: verified (error if not), expiring within 30 days (warning)."""
+_STATE: dict[str, Words] = {
+    "listed": Words(N_("listed by GET /v1/models")),
+    "unlisted": Words(N_("not listed by GET /v1/models")),
+    "got": Words(N_("a chat request with it got {seen}")),
+    "answered": Words(N_("a chat request with it answered HTTP {status}")),
+}
+
+MODEL_NAME_SERVED = Declared(
+    "model-name-served",
+    "warning",
+    says={
+        "passed": Words(N_('"{model}": {model_state}{also}')),
+        "not-served": Words(
+            N_(
+                'the platform will send model "{named}": {first}{second}. The server serves: '
+                "{served}. Register the modelName the server serves, or serve an alias (vLLM: "
+                "--served-model-name {served_first} {named}; Ollama: ollama cp; a gateway: a "
+                "model mapping)"
+            )
+        ),
+        "not-served-unknown": Words(
+            N_(
+                'the platform will send model "{named}": {first}{second}. Register the '
+                "modelName the server serves, or serve an alias (vLLM: --served-model-name "
+                "{served_first} {named}; Ollama: ollama cp; a gateway: a model mapping)"
+            )
+        ),
+    },
+    parts={
+        "model_state": _STATE,
+        "alias_state": _STATE,
+        "state": _STATE,
+        "seen": SEEN,
+        **{k: v for k, v in SAID_PARTS.items() if k != "seen"},
+        "also": {"": Words(""), "alias": Words(N_('; "{alias}": {alias_state}'))},
+        "first": {
+            "model": Words("{model_state}", raw=True),
+            "alias": Words("{alias_state}", raw=True),
+        },
+        "second": {
+            "": Words(""),
+            "alias": Words(N_('; the platform will send model "{alias}": {alias_state}')),
+        },
+    },
+    sends=(PLAIN, MODELS, ALIAS),
+    judge=_name_served,
+    when=frozenset({"refused", "failed", "answered"}),
+    unjudged=frozenset({"wrong-path"}),
+)
+
+
+# -- tls-certificate ------------------------------------------------------------------------
+async def _cert_request(ctx: Context, target: Target) -> Certificate | None:
+    parts = urlsplit(target.url)
+    if parts.scheme != "https" or not parts.hostname:
+        return None
+    return await inspect_certificate(parts.hostname, parts.port or 443, target.timeout)
+
+
+#: The TLS handshake with the host (https only).
+CERT = Request("cert", _cert_request)
+
+
+def judge_certificate(cert: Certificate) -> Check:
+    """Verified (error if not), expiring within 30 days (warning)."""
     days = cert.days_left
     when = cert.not_after.date().isoformat() if cert.not_after is not None else "?"
-    facts = _("issuer {issuer}, expires {when} ({days} days left)").format(
-        issuer=cert.issuer or "?", when=when, days="?" if days is None else days
-    )
+    facts: dict[str, Fact] = {
+        "cert": "facts",
+        "issuer": cert.issuer or "?",
+        "when": when,
+        "days": "?" if days is None else days,
+    }
     if cert.handshake_failed is not None:
-        return _row(
-            "tls-certificate",
-            False,
-            "error",
-            _("the TLS handshake failed ({why}): no certificate could be read").format(
-                why=snippet(cert.handshake_failed, 100)
-            ),
-        )
+        return TLS_CERTIFICATE.failed("handshake-failed", why=snippet(cert.handshake_failed, 100))
     if not cert.verified:
-        return _row(
-            "tls-certificate",
-            False,
-            "error",
-            _(
-                "the certificate does not verify: {why}; {facts}. The platform will refuse the "
+        return TLS_CERTIFICATE.failed("not-verified", why=cert.error or "?", **facts)
+    if days is not None and days < EXPIRY_WARNING_DAYS:
+        return TLS_CERTIFICATE.failed_as("warning", "expires-soon", **facts)
+    return TLS_CERTIFICATE.passed(**facts)
+
+
+def _certificate(seen: Seen, target: Target) -> Check | None:
+    cert = seen.get("cert")
+    if not isinstance(cert, Certificate):
+        return None
+    if seen.stage == "unreached" and cert.handshake_failed is not None:
+        return None  # the reachable row says why (the TLS handshake is its reason)
+    return judge_certificate(cert)
+
+
+TLS_CERTIFICATE = Declared(
+    "tls-certificate",
+    "error",
+    says={
+        "passed": Words(N_("verifies; {cert}")),
+        "handshake-failed": Words(
+            N_("the TLS handshake failed ({why}): no certificate could be read")
+        ),
+        "not-verified": Words(
+            N_(
+                "the certificate does not verify: {why}; {cert}. The platform will refuse the "
                 "connection: install a certificate from a public CA for this host name (e.g. "
                 "Let's Encrypt), with its whole chain"
-            ).format(why=cert.error or "?", facts=facts),
-        )
-    if days is not None and days < EXPIRY_WARNING_DAYS:
-        return _row(
-            "tls-certificate",
-            False,
-            "warning",
-            _("the certificate expires soon: {facts}. Renew it (and automate renewal)").format(
-                facts=facts
-            ),
-        )
-    return _row("tls-certificate", True, "error", _("verifies; {facts}").format(facts=facts))
+            )
+        ),
+        "expires-soon": Words(
+            N_("the certificate expires soon: {cert}. Renew it (and automate renewal)")
+        ),
+    },
+    parts={"cert": {"facts": Words(N_("issuer {issuer}, expires {when} ({days} days left)"))}},
+    sends=(CERT,),
+    judge=_certificate,
+    when=frozenset({"unreached", "wrong-path", "refused", "failed", "answered"}),
+)
 
-
-def private_only(addresses: list[str]) -> bool:
-    """Every address is loopback, private, link-local or unspecified."""
-    if not addresses:
-        return False
-    for text in addresses:
-        try:
-            ip = ipaddress.ip_address(text.split("%")[0])
-        except ValueError:
-            return False
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_unspecified):
-            return False
-    return True
-
-
-async def resolve(url: str, timeout: float) -> list[str] | None:
-    """The addresses the URL's host name resolves to here; None for an IP or no answer."""
-    try:
-        host = urlsplit(url).hostname or ""
-        ipaddress.ip_address(host.strip("[]"))
-        return None  # an address: url_warnings judges it
-    except ValueError:
-        pass
-    if not host:
-        return None
-    loop = asyncio.get_running_loop()
-    try:
-        async with asyncio.timeout(timeout):
-            infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, TimeoutError):
-        return None  # the connection rows say why
-    return sorted({str(info[4][0]) for info in infos})
-
-
-def resolve_row(row: CheckResult, url: str, addresses: list[str] | None) -> CheckResult:
-    """``url-public-host`` failed too when the name resolves only to private addresses."""
-    if not row.passed or not addresses or not private_only(addresses):
-        return row
-    host = urlsplit(url).hostname or ""
-    return _row(
-        row.name,
-        False,
-        row.severity,
-        _(
-            "{host} resolves only to {addresses} from here (private or loopback): split-horizon "
-            "DNS? The platform resolves it from outside and cannot reach these. Register a name "
-            "with a public address"
-        ).format(host=host, addresses=join_list(addresses[:4])),
-    )
+#: The row of the connection itself, shown with the address's rows.
+CONNECTION: tuple[Declared, ...] = (TLS_CERTIFICATE,)
+#: The go-live rows, in the order they are shown (a new one joins here).
+CHECKS: tuple[Declared, ...] = (STREAM_UTF8, MAX_TOKENS_HONOURED, MODEL_NAME_SERVED)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...i18n import _
+from ...summary import Percentiles
+from ...summary.performance import Performance
 from ..target import Target
 from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
@@ -68,25 +70,32 @@ class LoadResult:
         """Failed requests counted by kind (``status 500``, ``timeout``, ``bad stream``...)."""
         return dict(Counter(r["error"] for r in self.rows if r["error"]).most_common())
 
-    def summary(self) -> dict[str, Any]:
-        """The contract's summary of this load test."""
+    def summary(self, *, load_test: bool = True) -> Performance:
+        """The contract's summary of this load test (``load_test`` False: of the checks'
+        one request)."""
         good = [r for r in self.rows if r["ok"]]
         duration = self.duration_s
         tokens = sum(r["output_tokens"] for r in good)
-        return {
-            "requests": len(self.rows),
-            "errors": len(self.rows) - len(good),
-            "ttft_ms": percentiles([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
+        return Performance(
+            requests=len(self.rows),
+            errors=len(self.rows) - len(good),
+            ttft_ms=_pct([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
             # What students feel: the answer's first token, thinking excluded.
-            "first_answer_ms": percentiles(
+            first_answer_ms=_pct(
                 [r["first_answer_ms"] for r in good if r["first_answer_ms"] is not None]
             ),
             # Per request (decode time / (tokens - 1)), not pooled read gaps: see metrics.
-            "itl_ms": percentiles([r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None]),
-            "latency_ms": percentiles([r["latency_ms"] for r in good]),
-            "requests_per_s": round(len(good) / duration, 3) if duration > 0 else None,
-            "output_tokens_per_s": round(tokens / duration, 3) if duration > 0 else None,
-        }
+            itl_ms=_pct([r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None]),
+            latency_ms=_pct([r["latency_ms"] for r in good]),
+            requests_per_s=round(len(good) / duration, 3) if duration > 0 else None,
+            output_tokens_per_s=round(tokens / duration, 3) if duration > 0 else None,
+            load_test=load_test,
+        )
+
+
+def _pct(values: list[float]) -> Percentiles:
+    found = percentiles(values)
+    return Percentiles(found["p50"], found["p90"], found["p99"])
 
 
 async def run_load(

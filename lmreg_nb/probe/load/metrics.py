@@ -25,25 +25,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ...i18n import _
 from ..wire.exchange import Exchange
 
 __all__ = [
-    "answer_wait_sentence",
     "decode_itl_ms",
     "percentile",
     "percentiles",
     "request_metrics",
 ]
-
-
-def answer_wait_sentence() -> str:
-    """Which of the two first-token times students feel, in one sentence."""
-    return _(
-        "Students feel the time to the first answer token (first_answer_ms): a reasoning "
-        "model's thinking is not shown to them. The time to first token (ttft_ms) counts "
-        "any token, thinking included; for a model that does not reason the two are the same."
-    )
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -57,9 +46,11 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def percentiles(values: Sequence[float], qs: Sequence[int] = (50, 90, 99)) -> dict[str, Any]:
+def percentiles(
+    values: Sequence[float], qs: Sequence[int] = (50, 90, 99)
+) -> dict[str, float | None]:
     """``{"p50": ..., "p90": ..., "p99": ...}`` rounded to 0.001 (None when empty)."""
-    out: dict[str, Any] = {}
+    out: dict[str, float | None] = {}
     ordered = sorted(values)
     for q in qs:
         value = percentile(ordered, q)

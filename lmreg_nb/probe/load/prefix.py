@@ -65,7 +65,9 @@ def judge_prefix(short_ms: list[float], first_ms: float, later_ms: list[float]) 
         reused = True  # every later student started clearly sooner: the lesson was kept
     elif min(later_ms) - base >= 0.7 * cost:
         reused = False  # every later student paid most of the lesson again
-    return PrefixCache(reused, round(first_ms, 1), round(statistics.median(later_ms), 1))
+    return PrefixCache(
+        reused, round(first_ms, 1), round(statistics.median(later_ms), 1), noise_ms=round(noise, 1)
+    )
 
 
 #: (start, end) of one sample on the loop's clock (perf_counter), and its time (s).

@@ -6,16 +6,24 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ...i18n import _, ngettext
 from ...i18n import sentences as join_sentences
-from ...summary.workload import Workload, students_phrase
+from ...summary.workload import Workload
 from ..load.levels import SLO, Level
 from ..wire.reasons import kinds_text
+from .workload_text import prefix_sentence, students_phrase, workload_sentence
 
 if TYPE_CHECKING:
     from pandas import DataFrame
 
     from ..load.capacity_result import CapacityFindings as CapacityResult
 
-__all__ = ["format_capacity", "progress_text", "slo_phrase", "table", "verdict"]
+__all__ = [
+    "capacity_line",
+    "format_capacity",
+    "progress_text",
+    "slo_phrase",
+    "table",
+    "verdict",
+]
 
 
 class Progress(Protocol):
@@ -131,6 +139,17 @@ def _served(result: CapacityResult, base: Level, above: Level | None) -> str:
             n,
         )
         more_figures = _why(above, slo)
+    elif result.capacity.limited_by == "need-met":
+        # The search stopped once the class was served, one level above it: the number is
+        # the largest measured, said as the one capacity every view says.
+        text = ngettext(
+            "The model serves {n} chat at once within the SLO ({figures}), the most the"
+            " search measured: it stops once the class is served.",
+            "The model serves {n} chats at once within the SLO ({figures}), the most the"
+            " search measured: it stops once the class is served.",
+            n,
+        )
+        more_figures = ""
     elif result.capacity.limited_by == "max-concurrency":
         text = ngettext(
             "The model serves at least {n} chat at once within the SLO ({figures}),"
@@ -255,10 +274,10 @@ def _none_served(result: CapacityResult) -> str:
 
 
 def _anchor(result: CapacityResult) -> tuple[Level, Level | None]:
-    """The level the verdict speaks of (the need when met, else the capacity) and the one above."""
+    """The level the verdict speaks of, the capacity (``capacity.concurrency``, the one
+    number every view says the model serves), and the level measured above it."""
     levels = sorted(result.levels, key=lambda lv: lv.concurrency)
-    n = result.need if result.capacity.limited_by == "need-met" else None
-    n = n or result.capacity.concurrency
+    n = result.capacity.concurrency
     base = next(lv for lv in levels if lv.concurrency == n)
     above = next((lv for lv in levels if lv.concurrency > n), None)
     return base, above
@@ -279,7 +298,7 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
     if class_size is not None and (cap.concurrency or result.levels):
         sentences.append(_for_class(cap.concurrency, class_size, result.workload))
     elif result.workload is not None and result.levels:
-        sentences.append(result.workload.sentence())
+        sentences.append(workload_sentence(result.workload))
     cut = _cut_sentence(result)
     if cut:
         sentences.append(cut)
@@ -299,6 +318,27 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
     elif result.stopped == "interrupted":
         sentences.append(_("The search was interrupted: this is what was measured so far."))
     return join_sentences(sentences)
+
+
+def capacity_line(served: int, class_size: int | None) -> str:
+    """The one capacity number in one line: ``capacity.concurrency`` within the SLO, and
+    enough or not for the class (the step's detail, the CLI, the batch index)."""
+    if not served:
+        text = _("The model serves no chat at once within the SLO.")
+    else:
+        text = ngettext(
+            "The model serves {n} chat at once within the SLO.",
+            "The model serves {n} chats at once within the SLO.",
+            served,
+        ).format(n=served)
+    if not class_size:
+        return text
+    enough = (
+        _("Enough for a class of {size}.")
+        if served >= class_size
+        else _("Not enough for a class of {size}.")
+    ).format(size=class_size)
+    return join_sentences([text, enough])
 
 
 def progress_text(progress: Progress) -> str:
@@ -374,7 +414,7 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     )
     lines.append(_("verdict: {text}").format(text=verdict(result, class_size)))
     if result.workload is not None:
-        lines.append(_("workload: {text}").format(text=result.workload.sentence()))
+        lines.append(_("workload: {text}").format(text=workload_sentence(result.workload)))
     if result.prefix_cache is not None:
-        lines.append(_("prefix cache: {text}").format(text=result.prefix_cache.sentence()))
+        lines.append(_("prefix cache: {text}").format(text=prefix_sentence(result.prefix_cache)))
     return "\n".join(lines)

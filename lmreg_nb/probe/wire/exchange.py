@@ -28,7 +28,7 @@ import httpx
 
 from ..._decode import DecodingError, ainflated
 from ...i18n import _, ngettext
-from ...registry.envelope import out_of_files
+from ...open_files import out_of_files
 from ...terminal import snippet
 from ..target import Target
 from .reasons import LOCAL_LIMIT, transport_reason

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ...i18n import N_, _, listing
-from ...registry.envelope import open_files_reason
+from ...open_files import open_files_reason
 from ...terminal import snippet
 
 __all__ = ["LOCAL_LIMIT", "kinds_text", "transport_reason"]

@@ -45,7 +45,7 @@ import httpx
 from ..._decode import BoundedDecoder, DecodingError
 from ..._tls import tls_context
 from ...i18n import _, ngettext
-from ...registry.envelope import out_of_files
+from ...open_files import out_of_files
 from ...terminal import snippet
 from ..target import Target
 from .exchange import MAX_BODY_BYTES, TOTAL_TIMEOUT_FACTOR, Exchange

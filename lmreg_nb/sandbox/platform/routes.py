@@ -91,7 +91,8 @@ async def token(request: Request) -> JSONResponse:
     cfg = request.app.state.config
     issued = _store(request).issue_token(data["appId"], data["appSecret"], cfg.token_ttl_s)
     if issued is None:
-        raise BadCredentials("appId or appSecret is wrong; check LMREG_APP_ID and LMREG_APP_SECRET")
+        # A platform knows nothing of our variables: its words name what is wrong, not a fix.
+        raise BadCredentials("appId or appSecret is wrong")
     return JSONResponse(
         envelope({"token": issued.token, "env": issued.env, "expireTime": issued.expires_ms})
     )

@@ -1,6 +1,7 @@
 """What a step shows in a notebook: escaped HTML and plain text, no widgets and no pandas.
 
-Headless runs stay fast and readable with these; widgets are for interactive use.
+Headless runs stay fast and readable with these; widgets are for interactive use. The
+onboarding's steps and the watch's notebook view both show their results with these.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import _
-from ..terminal import terminal_text
+from .i18n import _
+from .terminal import terminal_text
 
 __all__ = ["FigureView", "Outcome", "Table"]
 
@@ -21,7 +22,8 @@ class Outcome:
     """What a step shows in the notebook: a title, label/value rows, and the value itself.
 
     Renders as escaped HTML (values may come from a server) and as plain text.
-    ``pending``: not done yet (neither passed nor failed), shown in grey.
+    ``pending``: not done yet (neither passed nor failed), shown in grey. ``warning``:
+    done, but with something to look at (an address that did not answer), in amber ⚠.
     """
 
     title: str
@@ -29,10 +31,28 @@ class Outcome:
     ok: bool = True
     value: Any = None
     pending: bool = False
+    warning: bool = False
+
+    @property
+    def mark(self) -> str:
+        """…, ⚠, ✔ or ✘."""
+        if self.pending:
+            return "…"
+        if self.ok and self.warning:
+            return "⚠"
+        return "✔" if self.ok else "✘"
 
     def _repr_html_(self) -> str:
-        mark = "…" if self.pending else "✔" if self.ok else "✘"
-        color = "#57606a" if self.pending else "#1a7f37" if self.ok else "#cf222e"
+        mark = self.mark
+        color = (
+            "#57606a"
+            if self.pending
+            else "#9a6700"
+            if self.ok and self.warning
+            else "#1a7f37"
+            if self.ok
+            else "#cf222e"
+        )
         body = "".join(
             f"<tr><th style='text-align:left;padding-right:1em'>{_e(k)}</th>"
             f"<td style='text-align:left'>{_e(v)}</td></tr>"
@@ -47,7 +67,9 @@ class Outcome:
         if self.pending:
             lines = [f"… {self.title}"]
         else:
-            state = _("ok") if self.ok else _("FAILED")
+            state = (
+                _("warning") if self.ok and self.warning else _("ok") if self.ok else _("FAILED")
+            )
             lines = [f"{state}: {self.title}"]
         lines += [f"  {k}: {v}" for k, v in self.rows]
         return _shown("\n".join(lines))

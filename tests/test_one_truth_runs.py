@@ -1,0 +1,136 @@
+"""Issue 40 as a user meets it: whole headless onboardings (real kernels, a real sandbox).
+
+- ``lmreg-nb demo``: one capacity number (``capacity.concurrency``) in the CLI's lines,
+  the record's JSON, the HTML record and the principal's page, with enough or not for
+  the class beside it; the summary card once in the HTML record;
+- ``lmreg-nb onboard`` with a registryUrl that stops at ``/v1``: the address to register
+  is the finding in the CLI, the record's blockers and the principal's page, and no check
+  blames the key or the model name;
+- ``lmreg-nb onboard`` against a model that is down: one cause, and no advice the run's
+  own parameters contradict (``check_requests`` and ``class_size`` were set).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from lmreg_nb import read_records
+
+if TYPE_CHECKING:
+    from lmreg_nb.sandbox.process import SandboxInfo
+
+pytestmark = [pytest.mark.notebooks, pytest.mark.timeout(400)]
+
+SERVES = {
+    "en": re.compile(r"serves (?:at least )?(\d+) (?:chats?|students?)"),
+    "zh-CN": re.compile(r"同时服务 (\d+) (?:路对话|名学生)"),
+}
+ENOUGH = {"en": "nough for a class of 4", "zh-CN": "4 人的班级"}
+
+
+def _lmreg(args: list[str], root: Path, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", *args],
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}, **env,
+             "HOME": str(root / "home")},
+        cwd=root, capture_output=True, text=True, timeout=360,
+    )  # fmt: skip
+    return done.stdout + done.stderr
+
+
+def _page_text(path: Path) -> str:
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", path.read_text(encoding="utf-8"), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_one_capacity_number_in_the_cli_the_record_and_the_principals_page(
+    tmp_path: Path, lang: str
+) -> None:
+    out = tmp_path / "demo"
+    said = _lmreg(["--lang", lang, "demo", "--out", str(out)], tmp_path, {})
+    summary: dict[str, Any] = read_records(out / "onboarding.ipynb")["summary"]
+    found = summary["capacity"]["capacity"]["concurrency"]
+    assert isinstance(found, int) and found >= 4, said
+    pattern = SERVES[lang]
+    views = {
+        "cli": said,
+        "record verdict": summary["capacity"]["verdict"],
+        "html record": _page_text(out / "onboarding.html"),
+        "principal": _page_text(out / "onboarding-short.html"),
+    }
+    for view, text in views.items():
+        numbers = {int(n) for n in pattern.findall(text)}
+        assert numbers == {found}, (view, numbers, found)
+        assert ENOUGH[lang] in text, view
+    page = (out / "onboarding.html").read_text(encoding="utf-8")
+    assert page.count('class="lmreg-summary"') == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _onboard(sandbox: SandboxInfo, root: Path, url: str, name: str, lang: str) -> tuple[str, Path]:
+    app = sandbox.add_app(name)
+    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"],
+           "LMREG_TIMEOUT": "5"}  # fmt: skip
+    out = root / name
+    said = _lmreg([
+        "--lang", lang, "onboard", "--out", str(out), "-p", "school", "One Truth School",
+        "-p", "contact_name", "Li Hua", "-p", "contact_mobile", "13812345678",
+        "-p", "contact_email", "ops@school.edu.cn", "-p", "model_name", name,
+        "-p", "registry_url", url, "-p", "class_size", "4", "-p", "check_requests", "8",
+        "-p", "check_concurrency", "2",
+    ], root, env)  # fmt: skip
+    return said, out
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
+    sandbox: SandboxInfo, tmp_path: Path, lang: str
+) -> None:
+    base = sandbox.model_url.removesuffix("/chat/completions")  # .../v1
+    fixed = base + "/chat/completions"
+    said, out = _onboard(sandbox, tmp_path, base, f"v1-{lang}", lang)
+    summary = read_records(out / "onboarding.ipynb")["summary"]
+    assert fixed in said, said
+    assert fixed in summary["go_live"]["blockers"][0]
+    assert fixed in _page_text(out / "onboarding-short.html")
+    checks = {c["name"]: c for c in summary["checks"]}
+    assert checks["url-path"]["passed"] is False and fixed in checks["url-path"]["detail"]
+    for name in ("key-accepted", "model-name-served", "errors-are-json"):
+        assert checks[name]["passed"] is None, checks[name]
+    record = _page_text(out / "onboarding.html")
+    for blame in ("the key was accepted", "--served-model-name", "密钥被接受"):
+        assert blame not in record and blame not in said
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_no_advice_the_parameters_contradict_after_a_failed_chat_check(
+    sandbox: SandboxInfo, tmp_path: Path, lang: str
+) -> None:
+    down = f"http://127.0.0.1:{_free_port()}/v1/chat/completions"
+    said, out = _onboard(sandbox, tmp_path, down, f"down-{lang}", lang)
+    shown = said + _page_text(out / "onboarding.html") + _page_text(out / "onboarding-short.html")
+    for contradicted in (
+        "check_requests above 0", "class_size above 0", "Step not done yet", "Steps not done yet",
+        "check_requests 大于 0", "class_size 大于 0", "以下步骤还没有完成",
+    ):  # fmt: skip
+        assert contradicted not in shown, contradicted
+    summary = read_records(out / "onboarding.ipynb")["summary"]
+    capacity = next(s for s in summary["steps"] if s["name"] == "capacity")
+    assert capacity["skipped_after"] == "chat endpoint checks"
+    skipped = "skip" if lang == "en" else "跳过"
+    assert skipped in said
