@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
-from ..i18n import _
+from ..i18n import _, sentences
 from ..secret import Masker
 from ..severity import severity_label
 from ..summary import Severity
@@ -30,6 +30,7 @@ from .load.metrics import answer_wait_sentence, request_metrics
 from .load.prefix import prefix_probe
 from .load.workload import WorkloadSpec, check_workload, prepare_workload
 from .target import Target
+from .text.load_text import load_notes
 from .wire.chat import ChatEndpointError
 from .wire.exchange import Exchange
 from .wire.reasons import LOCAL_LIMIT, kinds_text
@@ -144,8 +145,10 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
         ).format(**facts)
     else:
         head = _("{done} of {requests} requests at concurrency {c} in {seconds} s").format(**facts)
+    notes = load_notes(load)  # what to know beside the figures (said once each)
     if not errors:
-        return CheckResult("load-test", True, "warning", _("{head}, no error").format(head=head))
+        detail = _("{head}, no error").format(head=head)
+        return CheckResult("load-test", True, "warning", _with_notes(detail, notes))
     severity: Severity = "error" if errors == done else "warning"
     if LOCAL_LIMIT in load.errors_by_kind:
         # Requests this computer could not even send say nothing about the server.
@@ -161,7 +164,14 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
     ).format(head=head, errors=errors, kinds=kinds)
     if load.cut_streams:  # cut streams: name the fix
         detail += " " + load.advice()
-    return CheckResult("load-test", False, severity, detail)
+    return CheckResult("load-test", False, severity, _with_notes(detail, notes))
+
+
+def _with_notes(detail: str, notes: list[str]) -> str:
+    """The row's detail, then its notes (whole sentences), as the language joins them."""
+    if not notes:
+        return detail
+    return sentences([_("{text}.").format(text=detail.rstrip(".")), *notes])
 
 
 async def check_endpoint_async(

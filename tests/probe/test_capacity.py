@@ -26,6 +26,7 @@ from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_capacity
 from lmreg_nb.probe.load.fixed import run_load
+from lmreg_nb.probe.text.capacity_text import format_capacity
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 
 pytestmark = pytest.mark.timeout(90)
@@ -43,6 +44,7 @@ LEVEL_KEYS = {
     "latency_ms",
     "requests_per_s",
     "output_tokens_per_s",
+    "longest_pause_ms",
     "meets_slo",
 }
 
@@ -87,7 +89,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert seen == [lv.concurrency for lv in result.levels]
     assert result.meets(cap.concurrency) and not result.meets(2 * slots)
     out = result.to_json()
-    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload", "client"}
     assert set(out["capacity"]) == {
         "concurrency",
         "requests_per_s",
@@ -208,7 +210,11 @@ def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
     # Every request that ended was cut (one still running at the level's end is not counted).
     assert level.errors_by_kind == {"cut stream": level.requests - level.unfinished}
     assert "closed mid-reply after 3 chunks" in level.first_error
-    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "cut-streams"
+    # Alone, no new request cut them: failed requests, never "cut off by new requests".
+    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
+    text = format_capacity(result)
+    assert "limited by failed requests" in text and "new requests" not in text
+    assert "Replies ended early even with one chat at a time" in text
 
 
 def _refusing_server(accept: int, stop: threading.Event) -> tuple[str, threading.Thread]:
@@ -317,7 +323,13 @@ def test_cli_json_and_exit_codes(plain: str) -> None:
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)
     assert out["need"] == 2 and out["capacity"]["concurrency"] == 2
-    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": 150.0, "max_error_rate": 0.01}
+    assert out["slo"] == {
+        "ttft_ms": 1000.0,
+        "itl_ms": 150.0,
+        "pause_ms": 2000.0,
+        "max_error_rate": 0.01,
+    }
+    assert set(out["client"]) == {"stalls", "worst_stall_ms", "stalled_share"}
     assert KEY not in ok.output
 
     failed = CliRunner().invoke(

@@ -74,7 +74,7 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
     ok = CliRunner().invoke(main, ["capacity", "--json", "--need", "3"], env=_env(plain))
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)  # stdout is the one JSON object: no progress in it
-    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload", "client"}
     assert [lv["concurrency"] for lv in out["levels"]] == [3, 5]
     assert out["capacity"]["limited_by"] == "need-met" and out["capacity"]["concurrency"] == 5
     assert ok.stderr == ""  # --json: nothing else either

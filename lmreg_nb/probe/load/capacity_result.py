@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from ...summary.capacity import CapacityRecord
+from ...summary.client import ClientLag
 from ...summary.workload import PrefixCache, Workload
+from .busy import Skew
 from .levels import SLO, Level
 
 __all__ = ["Capacity", "CapacityFindings", "saturation_point"]
@@ -23,7 +25,7 @@ __all__ = ["Capacity", "CapacityFindings", "saturation_point"]
 _FLAT = 1.1
 _STEP = 1.25
 #: The failures a level can be judged by (what ``limited_by`` names of the first one over).
-_FAILURES = ("ttft", "itl", "errors", "cut-streams")
+_FAILURES = ("ttft", "itl", "pause", "errors", "cut-streams")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,17 @@ class CapacityFindings:
     workload: Workload | None = None
     #: Whether the server reused the shared lesson (lesson workload only).
     prefix_cache: PrefixCache | None = None
+    #: The client's own event-loop stalls over the whole search (None: not measured).
+    client: ClientLag | None = None
+
+    @property
+    def skew(self) -> Skew:
+        """What the client's stalls could have done to the levels' figures (all levels)."""
+        found = Skew()
+        for level in self.levels:
+            if level.skew is not None:
+                found += level.skew
+        return found
 
     @property
     def capacity(self) -> Capacity:
@@ -113,15 +126,18 @@ class CapacityFindings:
             class_size=class_size,
             workload=self.workload,
             prefix_cache=self.prefix_cache,
+            client=self.client,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's object: ``{"slo", "levels", "capacity", "need", "workload"}``.
+        """The contract's object: ``{"slo", "levels", "capacity", "need", "workload",
+        "client"}`` (``client`` when the client's stalls were measured).
 
         The prefix-cache finding is in the verdict and the record, not here.
         """
         found = self.record().to_json()
-        return {key: found[key] for key in ("slo", "levels", "capacity", "need", "workload")}
+        keys = ("slo", "levels", "capacity", "need", "workload", "client")
+        return {key: found[key] for key in keys if key in found}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
@@ -138,12 +154,14 @@ class CapacityFindings:
                 ttft_ms=float(slo.get("ttft_ms", 2000.0)),
                 itl_ms=slo.get("itl_ms"),
                 max_error_rate=float(slo.get("max_error_rate", 0.01)),
+                pause_ms=slo.get("pause_ms"),
             ),
             levels,
             need=data.get("need"),
             stopped=stopped,
             workload=Workload.from_json(data.get("workload")),
             prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
+            client=ClientLag.from_json(data.get("client")),
         )
         return result
 

@@ -20,6 +20,7 @@ __all__ = ["level_headers", "level_rows", "levels_text", "limited_by_label"]
 _LIMITS = {
     "ttft": N_("the wait for the first token"),
     "itl": N_("the time between tokens"),
+    "pause": N_("pauses in the middle of replies"),
     "errors": N_("failed requests"),
     "cut-streams": N_("replies cut off by new requests"),
     "saturation": N_("throughput that stops rising"),
