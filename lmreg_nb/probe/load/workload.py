@@ -32,7 +32,7 @@ from ...errors import ValidationError
 from ...i18n import _
 from ...summary.workload import LESSON, SHORT, Workload, WorkloadName
 from ..checks.context_window import DEFAULT_CONTEXT_NEED, MAX_CONTEXT_NEED, ContextFinding
-from ..checks.token_counts import CJK_BOUNDS
+from ..checks.token_counts import CJK_BOUNDS, plausible_prompt_tokens, token_bounds
 from ..target import Target
 from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
@@ -292,6 +292,14 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
                 answered = True
                 if tokens is not None:
                     work.scale.counts[chars] = tokens
+                    # A count no tokenizer gives for this text is not believed at all.
+                    said = SYSTEM_MESSAGE + text[:size]
+                    work.scale.unbelievable |= not plausible_prompt_tokens(tokens, said)
     except TimeoutError:
         pass  # what came back counts; nothing at all: the estimate, one token per character
+    if work.scale.counts and not work.scale.estimate:
+        # A believable slope with an absurd intercept (characters + 100,000) is no count
+        # either: the chat template's share is at most about the system prompt's size.
+        most = token_bounds(SYSTEM_MESSAGE)[1]
+        work.scale.unbelievable |= not -most <= work.scale.tokens(0) <= most
     return answered
