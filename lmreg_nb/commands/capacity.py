@@ -199,7 +199,7 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
         click.echo(json.dumps(result.to_json()))
         return
     click.echo(format_capacity(result, need))
-    if result.levels:
+    if result.levels and result.stopped != "unreachable":
         from ._paths import save_figure
 
         save_figure(result.figure(), figure_path)

@@ -46,7 +46,10 @@ class CapacityFindings:
     levels: list[Level] = field(default_factory=list)
     need: int | None = None
     max_concurrency: int = 64
-    stopped: str | None = None  # "time" or "interrupted" when the search did not finish
+    #: "time", "interrupted" or "unreachable" when the search did not finish.
+    stopped: str | None = None
+    #: Why the model could not be reached (the checks' sentence), when ``stopped`` says so.
+    unreachable: str = ""
     #: Seconds the warm-up request waited without a reply (then no level was measured).
     no_reply_s: float | None = None
     #: What each chat sent (DESIGN.md "the class workload"); None: not known (an old record).
@@ -74,6 +77,8 @@ class CapacityFindings:
         over = [lv for lv in levels if not lv.meets_slo and lv.concurrency > _c(best)]
         if self.need_met and self.stopped != "interrupted":
             limited = "need-met"
+        elif self.stopped == "unreachable":
+            limited = "unreachable"
         elif over:
             limited = over[0].failed or "errors"
         elif self.stopped:
@@ -145,7 +150,7 @@ class CapacityFindings:
         slo = data.get("slo") or {}
         levels = [Level.from_json(lv) for lv in data.get("levels") or []]
         limited = (data.get("capacity") or {}).get("limited_by")
-        stopped = limited if limited in ("time", "interrupted") else None
+        stopped = limited if limited in ("time", "interrupted", "unreachable") else None
         for lv in levels:
             if not lv.meets_slo and limited in _FAILURES:
                 lv.failed = limited  # what the first level over capacity broke

@@ -25,7 +25,7 @@ from .workload import ClassWorkload, WorkloadSpec, prepare_workload
 if TYPE_CHECKING:
     from .capacity_result import CapacityFindings as CapacityResult
 
-__all__ = ["Progress", "Search", "margin_level", "run_search"]
+__all__ = ["Progress", "Search", "margin_level", "refusal", "run_search"]
 
 #: No level starts with less than this left of the budget (it could say nothing).
 _MIN_LEVEL_S = 1.0
@@ -101,6 +101,10 @@ async def run_search(
     # The warm-up (calibration included) waits no longer than a request may for its answer.
     bound = min(target.timeout, budget_s)
     work = await prepare_workload(target, spec, bound)
+    if work.refused:  # nothing to measure: the checks' one sentence says why
+        result.stopped, result.unreachable = "unreachable", work.refused
+        result.workload = work.info()
+        return
     if work.silent:
         result.stopped, result.no_reply_s = "time", bound
         result.workload = work.info()
@@ -130,6 +134,8 @@ async def _run(
 
     async def measure(c: int) -> Level | None:
         nonlocal finish_seen, last
+        if result.stopped == "unreachable":
+            return None
         if search.interrupted.is_set():  # Ctrl-C before the loop could be told
             result.stopped = "interrupted"
             return None
@@ -160,12 +166,25 @@ async def _run(
         finish_seen = finish_seen or level.finish_seen
         search.add(level)
         last = level
+        refused = refusal(level)
+        if refused:  # every request refused alike: more levels would only say it again
+            result.stopped, result.unreachable = "unreachable", refused
         return level
 
     if result.need is None:
         await _knee(measure, result.max_concurrency)
     else:
         await _need(measure, result.need, result.max_concurrency)
+
+
+def refusal(level: Level) -> str:
+    """Why every request of ``level`` was refused before reaching a server, when all were
+    refused for one reason ("": some got further)."""
+    seen = {(s.error, s.detail) for s in level.samples}
+    if len(seen) != 1 or level.errors != level.requests or not level.requests:
+        return ""
+    kind, detail = seen.pop()
+    return detail if kind == "connect" else ""
 
 
 async def _need(measure: Measure, need: int, top: int) -> None:

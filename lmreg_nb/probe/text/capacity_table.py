@@ -28,6 +28,7 @@ _LIMITS = {
     "need-met": N_("the class size asked for, which it serves; the search stops there"),
     "time": N_("the time limit of the search"),
     "interrupted": N_("an interruption"),
+    "unreachable": N_("a model that cannot be reached"),
 }
 
 

@@ -247,6 +247,8 @@ def _cut_sentence(result: CapacityResult) -> str | None:
 def _none_served(result: CapacityResult) -> str:
     first = min(result.levels, key=lambda lv: lv.concurrency, default=None)
     slo = slo_phrase(result.slo)
+    if result.stopped == "unreachable":  # the checks' own sentence, nothing else to say
+        return _("The model cannot be reached: {reason}").format(reason=result.unreachable)
     if first is None and result.no_reply_s is not None:
         return _(
             "Nothing was measured: the model did not answer a first request within {seconds} s."
@@ -300,6 +302,8 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         close = _closeness(top, result.slo)
         if close:
             sentences.append(close)
+    if result.stopped == "unreachable":
+        return join_sentences(sentences)
     if class_size is not None and (cap.concurrency or result.levels):
         sentences.append(_for_class(cap.concurrency, class_size, result.workload))
     elif result.workload is not None and result.levels:
@@ -385,6 +389,8 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     """Plain text for the CLI: the levels table, the capacity and the verdict."""
     from .capacity_table import levels_text, limited_by_label
 
+    if result.stopped == "unreachable":  # one line, as the checks say it: no table
+        return _("verdict: {text}").format(text=verdict(result, class_size))
     lines = levels_text(result.levels).splitlines()  # the record's columns, in words
     for level in result.levels:
         if level.errors_by_kind:
