@@ -173,7 +173,9 @@ class _ProgressLine:
     def __call__(self, progress: Progress) -> None:
         import time
 
-        text = progress.text()
+        from ..probe.text.capacity_text import progress_text
+
+        text = progress_text(progress)
         done = progress.level is not None or progress.concurrency == 0
         start = progress.level is None and progress.requests == 0
         if self.tty:
@@ -202,7 +204,9 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
     if result.levels and result.stopped != "unreachable":
         from ._paths import save_figure
 
-        save_figure(result.figure(), figure_path)
+        from ..probe.text.plots import capacity_figure
+
+        save_figure(capacity_figure(result), figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "capacity_figure",
     "capacity_outcome",
     "capacity_record",
+    "capacity_verdict",
     "chat_step",
     "checks_step",
     "checks_table",
@@ -240,10 +241,17 @@ def measure_capacity(
             line.clear()
 
 
+def capacity_verdict(result: CapacityResult, size: int | None) -> str:
+    """The capacity's verdict sentence against the class size (probe/text renders it)."""
+    from ..probe.text.capacity_text import verdict
+
+    return verdict(result, size)
+
+
 def capacity_outcome(result: CapacityResult, size: int) -> Outcome:
     """The capacity against the class size, in a sentence and two rows."""
     return Outcome(
-        result.verdict(size),
+        capacity_verdict(result, size),
         [(_("chats at once"), str(result.capacity.concurrency)), (_("class size"), str(size))],
         ok=result.capacity.concurrency >= size,
         value=result,
@@ -252,7 +260,7 @@ def capacity_outcome(result: CapacityResult, size: int) -> Outcome:
 
 def capacity_record(result: CapacityResult, size: int | None) -> CapacityRecord:
     """The summary's ``capacity``: the contract JSON, the verdict and the class size."""
-    return result.record(size, result.verdict(size))
+    return result.record(size, capacity_verdict(result, size))
 
 
 def capacity_figure(result: CapacityResult | None) -> Any:
@@ -263,7 +271,9 @@ def capacity_figure(result: CapacityResult | None) -> Any:
             ok=False,
             pending=True,
         )
-    return FigureView(result.figure())
+    from ..probe.text.plots import capacity_figure as drawn
+
+    return FigureView(drawn(result))
 
 
 def _short(text: str, limit: int = 160) -> str:

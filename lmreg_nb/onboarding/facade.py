@@ -434,7 +434,7 @@ class Onboarding:
             target, size, slo_ttft_ms, on_progress, workload=self.workload()
         )
         self.capacity_result, self._capacity_size = result, size
-        self.note(Step(StepName.CAPACITY, True, result.verdict(size)))
+        self.note(Step(StepName.CAPACITY, True, endpoint_.capacity_verdict(result, size)))
         return endpoint_.capacity_outcome(result, size)
 
     def workload(self) -> WorkloadSpec:

@@ -21,6 +21,7 @@ from pace_peers import LIMITED_BY, PEERS, pace_server, url
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import CapacityResult, find_capacity_async
+from lmreg_nb.probe.text.capacity_text import verdict
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -87,7 +88,7 @@ def test_a_reply_with_no_second_token_is_a_stalled_reply(
         assert level.stalled == level.errors > 0, level.errors_by_kind
         assert level.first_error.startswith("stalled: no second token ")
         assert level.paced == 0 and level.itl_ms["p90"] is None  # no pace measured
-    assert "stalled after the first token" in result.verdict(40) or "failed" in result.verdict(40)
+    assert "stalled after the first token" in verdict(result, 40) or "failed" in verdict(result, 40)
 
 
 def test_the_four_searches_end_long_before_their_budget(

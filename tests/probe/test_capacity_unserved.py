@@ -21,6 +21,8 @@ from hostile import hostile_server
 from lmreg_nb.cli import main
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, find_capacity
 from lmreg_nb.probe.target import Target
+from lmreg_nb.probe.text.capacity_text import verdict
+from lmreg_nb.probe.text.plots import capacity_figure
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -70,7 +72,7 @@ def test_capacity_figure_of_levels_without_any_figure_draws() -> None:
         result = find_capacity(target, slo=SLO(ttft_ms=2000), max_concurrency=2)
     assert isinstance(result, CapacityResult) and result.levels
     assert all(lv.ttft_ms.get("p90") is None for lv in result.levels)
-    result.figure().savefig(Path("unserved.png"), dpi=50)  # the test's own cwd (a tmp home)
+    capacity_figure(result).savefig(Path("unserved.png"), dpi=50)  # the test's own cwd (a tmp home)
 
 
 @pytest.mark.parametrize("lang", ["zh-CN", "en"])
@@ -102,4 +104,4 @@ def test_the_search_stops_at_the_first_level_where_every_request_is_refused() ->
     short = find_capacity(target, need=40, workload=WorkloadSpec(name="short"))
     assert [lv.concurrency for lv in short.levels] == [40]  # not 6 levels: 1
     assert short.capacity.limited_by == "unreachable"
-    assert short.verdict(40).startswith("The model cannot be reached: nothing listens on")
+    assert verdict(short, 40).startswith("The model cannot be reached: nothing listens on")

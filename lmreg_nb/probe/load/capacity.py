@@ -2,8 +2,13 @@
 
 ```python
 result = find_capacity(Target.from_settings(settings), slo=SLO(ttft_ms=2000), need=40)
-result.capacity.concurrency; result.verdict(class_size=40); result.figure()
+result.capacity.concurrency; result.to_json()
+verdict(result, class_size=40); capacity_figure(result)  # lmreg_nb.probe.text: its words
 ```
+
+The search returns typed results and reports progress events (:class:`Progress`);
+it imports no words: the caller renders them (:mod:`lmreg_nb.probe.text.capacity_text`,
+:mod:`lmreg_nb.probe.text.plots`).
 
 The search measures closed-loop levels (:mod:`lmreg_nb.probe.load.levels`), each
 until its verdict is settled. With ``need`` (a class size N) it answers the
@@ -31,8 +36,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
-
 from ...errors import ValidationError
 from ...i18n import _
 from ...secret import mask_text
@@ -44,10 +47,6 @@ from .capacity_result import Capacity, CapacityFindings, saturation_point
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
 from .workload import WorkloadSpec, check_workload
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-    from pandas import DataFrame
 
 __all__ = [
     "SLO",
@@ -76,25 +75,7 @@ DEFAULT_PLAN = LevelPlan()
 
 @dataclass(repr=False, eq=False)
 class CapacityResult(CapacityFindings):
-    """The levels measured, the capacity found, and the words and pictures for them."""
-
-    def verdict(self, class_size: int | None = None) -> str:
-        """One sentence: how many chats at once, within which SLO, and enough for a class?"""
-        from ..text.capacity_text import verdict
-
-        return verdict(self, class_size)
-
-    def table(self) -> DataFrame:
-        """The levels as a table (one row per concurrency)."""
-        from ..text.capacity_text import table
-
-        return table(self)
-
-    def figure(self) -> Figure:
-        """TTFT and ITL p90 against concurrency (SLO line, knee marked), and throughput."""
-        from ..text.plots import capacity_figure
-
-        return capacity_figure(self)
+    """The levels measured and the capacity found (their words: :mod:`lmreg_nb.probe.text`)."""
 
     def __repr__(self) -> str:
         cap = self.capacity

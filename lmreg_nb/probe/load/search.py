@@ -36,19 +36,14 @@ class Progress:
     """Where the search is, for a display: the warm-up, a level running, or a level done.
 
     ``concurrency`` 0 is the warm-up; ``requests`` the level's requests finished
-    so far; ``level`` the measured level once it is done.
+    so far; ``level`` the measured level once it is done. Its words:
+    :func:`lmreg_nb.probe.text.capacity_text.progress_text`.
     """
 
     concurrency: int = 0
     requests: int = 0
     level: Level | None = None
     slo: SLO | None = None
-
-    def text(self) -> str:
-        """One line for a person (the warm-up, the level and its requests so far, or its end)."""
-        from ..text.capacity_text import progress_text
-
-        return progress_text(self)
 
 
 def margin_level(need: int, top: int) -> int:
