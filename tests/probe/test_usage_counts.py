@@ -3,7 +3,8 @@ a tokenizer could give them (issue 42, items 5 and 6).
 
 A 401-digit ``usage.prompt_tokens`` once raised OverflowError in ``capacity``, ``check
 -n 4`` and the onboarding's checks; counts with a believable slope and an absurd
-intercept (characters + 10**30, characters + 100,000) sized "a 0-token lesson".
+intercept (characters + 10**30, characters + 100,000) sized "a 0-token lesson". And a
+reply our own 4 MiB cap ended was called a stream the server cut (item 13).
 """
 
 from __future__ import annotations
@@ -75,3 +76,18 @@ def test_a_401_digit_count_gives_no_traceback_in_the_checks_and_load_test(base: 
     report = check_endpoint(target, requests=4, concurrency=2)
     assert report.summary["requests"] == 4
     assert report.workload is not None and report.workload.shared_prefix_tokens > 1000
+
+
+def test_a_reply_our_own_4_mib_cap_ended_is_not_blamed_on_the_server(base: str) -> None:
+    # An endless stream: the client stops reading at 4 MiB. The server cut nothing, so no
+    # "cut stream" and no llama.cpp interrupt_requests advice (issue 42, item 13).
+    from lmreg_nb.probe.load.fixed import run_load
+    from lmreg_nb.probe.report import _load_row
+
+    target = Target(f"{base}/endless/v1/chat/completions", KEY, "m", timeout=10)
+    result = asyncio.run(run_load(target, 2, 2, max_duration=60))
+    assert [r["error"] for r in result.rows] == ["too long", "too long"]
+    assert result.cut_streams == 0
+    detail = _load_row(result, 2, 60).detail
+    assert "reply over 4 MiB, not read to its end" in detail
+    assert "interrupt_requests" not in detail and "cut stream" not in detail
