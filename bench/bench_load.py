@@ -269,11 +269,14 @@ def throughput(baseline: str | None) -> None:
 
 
 # -- accuracy --------------------------------------------------------------------------------
-async def ours_level(url: str, concurrency: int, requests: int) -> list[dict[str, float]]:
+async def ours_level(
+    url: str, concurrency: int, requests: int
+) -> tuple[list[dict[str, float]], dict[str, Any]]:
     """One capacity level of ``requests`` requests (the search's closed loop and client):
     per request (due, sent, first token, last token, end, tokens)."""
     from lmreg_nb.probe.load.level_run import run_level
     from lmreg_nb.probe.load.levels import SLO, LevelPlan
+    from lmreg_nb.probe.loop_lag import LoopLag
     from lmreg_nb.probe.target import Target
     from lmreg_nb.probe.wire.exchange import Exchange, chat_body
     from lmreg_nb.probe.wire.stream_client import ChatConnection
@@ -302,8 +305,9 @@ async def ours_level(url: str, concurrency: int, requests: int) -> list[dict[str
     spans.clear()
     per = -(-requests // concurrency) + 1  # the first request of each chat has no due time
     plan = LevelPlan(requests_per_worker=per, max_requests_per_worker=per, max_seconds=300)
-    await run_level(target, payload, concurrency, slo, plan, connect=Timed)
-    return spans
+    async with LoopLag() as lag:
+        await run_level(target, payload, concurrency, slo, plan, connect=Timed)
+    return spans, lag.result().to_json()
 
 
 async def ours_load(url: str, concurrency: int, requests: int) -> dict[str, Any]:
@@ -319,6 +323,7 @@ async def ours_load(url: str, concurrency: int, requests: int) -> dict[str, Any]
         "ttft": [r["ttft_ms"] for r in good],
         "itl": [r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None],
         "errors": len(result.rows) - len(good),
+        "client": result.client.to_json() if result.client else None,
     }
 
 
@@ -402,8 +407,11 @@ def _figures(found: dict[str, Any]) -> dict[str, Any]:
     if found.get("due_to_send"):
         own = statistics.median(found["due_to_send"])
         out["due_to_send_p50_ms"] = round(own, 3)
+        out["due_to_send_p90_ms"] = round(pct(found["due_to_send"], 90) or 0.0, 3)
         error = (p50 or truth) - truth
         out["due_to_send_share"] = round(own / error, 3) if error > 0 else None
+    if found.get("client"):  # our own loop's stalls while it measured
+        out["client"] = found["client"]
     return out
 
 
@@ -426,13 +434,13 @@ def accuracy(install: bool) -> None:
             n = ACCURACY_REQUESTS[c]
             runs: dict[str, list[dict[str, Any]]] = {}
             for _round in range(ROUNDS):
-                runs.setdefault("lmreg_nb_level", []).append(
-                    from_spans(asyncio.run(ours_level(url, c, n)))
-                )
+                spans, lag = asyncio.run(ours_level(url, c, n))
+                level = {**from_spans(spans), "client": lag}
+                runs.setdefault("lmreg_nb_level", []).append(level)
                 runs.setdefault("lmreg_nb_load", []).append(asyncio.run(ours_load(url, c, n)))
                 if aio:
-                    _w, _c, errors, spans = asyncio.run(aiohttp_loop(url, c, n))
-                    runs.setdefault("aiohttp", []).append(from_spans(spans, errors))
+                    _w, _c, failed, spans = asyncio.run(aiohttp_loop(url, c, n))
+                    runs.setdefault("aiohttp", []).append(from_spans(spans, failed))
                 if exe is not None:
                     try:
                         runs.setdefault("guidellm", []).append(guidellm_run(exe, url, c, n, data))
@@ -443,8 +451,8 @@ def accuracy(install: bool) -> None:
                 for k, found in enumerate(rounds):
                     figures = _figures(found)
                     emit(phase="accuracy", client=client, concurrency=c, round=k + 1, **figures)
-                errors = [_figures(f)["ttft_p50_error_ms"] for f in rounds]
-                summary[client] = statistics.mean(e for e in errors if e is not None)
+                found_errors = [_figures(f)["ttft_p50_error_ms"] for f in rounds]
+                summary[client] = statistics.mean(e for e in found_errors if e is not None)
             if "guidellm" in summary:
                 ours_error = summary["lmreg_nb_level"] or 0.0
                 emit(
