@@ -202,9 +202,8 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
         return
     click.echo(format_capacity(result, need))
     if result.levels and result.stopped != "unreachable":
-        from ._paths import save_figure
-
         from ..probe.text.plots import capacity_figure
+        from ._paths import save_figure
 
         save_figure(capacity_figure(result), figure_path)
         click.echo(_("figure: {path}").format(path=figure_path))

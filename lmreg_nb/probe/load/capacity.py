@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+
 from ...errors import ValidationError
 from ...i18n import _
 from ...secret import mask_text
