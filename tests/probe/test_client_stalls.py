@@ -92,7 +92,8 @@ def test_a_cpu_hog_beside_the_load_test_shows_in_its_stalls_and_marked_samples(u
     late = [r["ttft_ms"] for r in hogged.rows if r["client_stall_ms"] >= 0.5 * HOG_MS]
     clean = [r["ttft_ms"] for r in hogged.rows if not r["client_stalled"]]
     assert late and clean
-    assert statistics.median(late) >= statistics.median(clean) + 0.3 * HOG_MS, (late, clean)
+    # (A stall adds only what is left of it once the token came: the mark is an upper bound.)
+    assert statistics.median(late) >= statistics.median(clean) + 10, (late, clean)
     skew = hogged.skew
     assert skew.moved and skew.marked >= 1
     detail = _load_row(hogged, 40, 60).detail

@@ -4,9 +4,9 @@ A request whose time to first token (or whose reply) overlaps a stall of the
 toolkit's event loop (:class:`~lmreg_nb.summary.client.ClientLag`, measured by
 :class:`~lmreg_nb.probe.loop_lag.LoopLag`) was timed late by up to that overlap:
 the server may have been faster than it reads. :func:`skew` marks such samples and
-says whether they could have moved a p90 past its margin: past the SLO's limit for
-a capacity level (its verdict could change), or by more than ``MARGIN_SHARE`` of
-the p90 (at least ``MARGIN_MS``) for the load test, which has no limit.
+says whether they could have moved a p90 past its margin: by more than
+``MARGIN_SHARE`` of the p90 (at least ``MARGIN_MS``), or, for a capacity level,
+across the SLO's limit (its verdict could change).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def skew(pairs: Sequence[tuple[float, float]], limit_ms: float | None = None) ->
     """``pairs``: (a sample's figure, ms of client stall inside it), for one figure's p90.
 
     The stall-free reading of a sample is its figure less the stall (the most the
-    stall can have added); the p90 "moved" when the two readings fall on both sides
-    of ``limit_ms``, or, without a limit, lie further apart than the margin.
+    stall can have added); the p90 "moved" when the two readings lie further apart
+    than the margin, or fall on both sides of ``limit_ms``.
     """
     marked = sum(1 for _, stalled in pairs if stalled > 0)
     worst = max((stalled for _, stalled in pairs), default=0.0)
@@ -53,10 +53,9 @@ def skew(pairs: Sequence[tuple[float, float]], limit_ms: float | None = None) ->
     free = percentile([max(0.0, figure - stalled) for figure, stalled in pairs], 90)
     if measured is None or free is None or not marked:
         return Skew(marked, worst, False)
+    moved = measured - free > max(MARGIN_SHARE * measured, MARGIN_MS)
     if limit_ms is not None:
-        moved = free <= limit_ms < measured
-    else:
-        moved = measured - free > max(MARGIN_SHARE * measured, MARGIN_MS)
+        moved = moved or free <= limit_ms < measured
     return Skew(marked, worst, moved)
 
 
