@@ -85,12 +85,19 @@ def _prototypes() -> dict[str, str]:
     return mapping
 
 
+#: Characters that show as a blank without being spaces: read as one (NFKC already folds
+#: the other spaces, U+3000 and U+2000-200A, into U+0020).
+_BLANK = {"\u2800": " "}
+
+
 def skeleton(text: str) -> str:
     """The TR39 skeleton of ``text``: equal skeletons look the same."""
     protos = _prototypes()
     # NFKC first folds what confusables.txt may miss: widths, ligatures, styled letters.
     decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
-    mapped = "".join(protos.get(ch, ch) for ch in decomposed if not _ignorable(ch))
+    mapped = "".join(
+        _BLANK.get(ch) or protos.get(ch, ch) for ch in decomposed if not _ignorable(ch)
+    )
     return unicodedata.normalize("NFD", mapped)
 
 

@@ -11,13 +11,14 @@ needed; elsewhere (macOS, Windows) only the mode bits are read.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from .i18n import _, ngettext
 
 __all__ = ["AclEntry", "others_can_write", "parse_posix_acl"]
 
@@ -62,15 +63,15 @@ def others_can_write(
     try:
         st = path.stat()
     except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
+        return _("cannot be read ({reason})").format(reason=exc.strerror)
     if st.st_uid not in (owners or frozenset({me})):
-        return f"owned by uid {st.st_uid}"
+        return _("owned by uid {uid}").format(uid=st.st_uid)
     acl = _read_acl(path)
     if acl is None:
-        return "its ACL cannot be read"
+        return _("its ACL cannot be read")
     if not acl:  # no ACL: the mode bits say it all
         if st.st_mode & stat.S_IWOTH:
-            return "writable by every user"
+            return _("writable by every user")
         if st.st_mode & stat.S_IWGRP:
             return _group_reason(st.st_gid, me)
         return None
@@ -79,10 +80,10 @@ def others_can_write(
         if not entry.perm & _WRITE:
             continue
         if entry.tag == OTHER:
-            return "writable by every user"
+            return _("writable by every user")
         # Named users and groups and the owning group get no more than the mask allows.
         if entry.tag == USER and entry.id != me and mask & _WRITE:
-            return f"its ACL lets uid {entry.id} write"
+            return _("its ACL lets uid {uid} write").format(uid=entry.id)
         if entry.tag in (GROUP_OBJ, GROUP) and mask & _WRITE:
             gid = st.st_gid if entry.tag == GROUP_OBJ else entry.id
             reason = _group_reason(gid, me)
@@ -108,25 +109,40 @@ def _read_acl(path: Path) -> list[AclEntry] | None:
 
 def _group_reason(gid: int, me: int) -> str | None:
     """Why group ``gid`` holds users other than ``me`` (None: it holds no one else)."""
-    others = group_members(gid) - {me}
+    members = group_members(gid)
+    if members is None:
+        return _(
+            "group {gid} can write it, and no group database here lists its members: "
+            "a directory service's group may hold anyone"
+        ).format(gid=gid)
+    others = members - {me}
     if others:
-        return f"group {gid} can write it, and holds other users ({len(others)})"
+        return ngettext(
+            "group {gid} can write it, and holds another user",
+            "group {gid} can write it, and holds {n} other users",
+            len(others),
+        ).format(gid=gid, n=len(others))
     return None
 
 
-def group_members(gid: int) -> set[int]:
+def group_members(gid: int) -> set[int] | None:
     """The uids in group ``gid``: named members and users whose primary group it is.
 
-    A member name no passwd entry knows counts as someone else (uid -1).
+    A member name no passwd entry knows counts as someone else (uid -1). None when
+    no group entry names ``gid`` (an sssd or LDAP group this machine cannot list):
+    its members are unknown, so nobody can say it holds no one else.
     """
     import grp  # POSIX only, as every caller
     import pwd
 
+    try:
+        names = grp.getgrgid(gid).gr_mem
+    except KeyError:
+        return None
     uids = {p.pw_uid for p in pwd.getpwall() if p.pw_gid == gid}
-    with contextlib.suppress(KeyError):
-        for name in grp.getgrgid(gid).gr_mem:
-            try:
-                uids.add(pwd.getpwnam(name).pw_uid)
-            except KeyError:
-                uids.add(-1)
+    for name in names:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            uids.add(-1)
     return uids

@@ -39,6 +39,7 @@ __all__ = [
     "fold",
     "mask",
     "mask_text",
+    "raise_leaks",
     "split_urls",
     "strip_escapes",
     "url_secrets",
@@ -333,9 +334,20 @@ class Masker:
             last = end
         return "".join([*out, text[last:]])
 
-    def leaks(self, text: str) -> list[str]:
+    def leaks(self, text: str, *, whole: bool = False) -> list[str]:
         """The labels of the secrets (or pieces of them) still present in ``text``, also as
-        read once its terminal escape sequences are rendered away."""
+        read once its terminal escape sequences are rendered away.
+
+        ``whole``: only a whole secret of at least :data:`WINDOW` characters, in any of
+        its encodings, counts: for text that is structure (a notebook's keys, a page's
+        CSS) or binary data, where a piece or a short secret is a coincidence.
+        """
+        if whole:
+            return [
+                label
+                for label, _value, forms in self.items
+                if any(len(form) >= WINDOW and form in text for form in forms)
+            ]
         found = self._leaks(text)
         if _has_escapes(text):
             found += [label for label in self._leaks(strip_escapes(text)) if label not in found]
@@ -385,7 +397,11 @@ def find_leaks(text: str, secrets: Secrets) -> list[str]:
 
 def assert_clean(text: str, secrets: Secrets, *, what: str) -> None:
     """Raise SecretLeakError if ``text`` holds a secret; the message names only the variable."""
-    leaks = find_leaks(text, secrets)
+    raise_leaks(find_leaks(text, secrets), what=what)
+
+
+def raise_leaks(leaks: list[str], *, what: str) -> None:
+    """Raise SecretLeakError, in one line naming only the variables, when ``leaks`` is not empty."""
     if leaks:
         raise SecretLeakError(
             _(

@@ -107,6 +107,8 @@ class Settings:
     env_searched: tuple[Path, ...] = ()
     #: Variables of a searched-for .env that were not taken (see NAMED_FILE_ONLY).
     env_ignored: tuple[str, ...] = ()
+    #: A .env the search found but did not read, and why (another user could change it).
+    env_skipped: tuple[Path, str] | None = None
     #: Settings typed into a form (field names, e.g. "app_secret"): hints then name the
     #: form, not the LMREG_* variable.
     typed: frozenset[str] = frozenset()
@@ -130,7 +132,7 @@ class Settings:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         env = dict(os.environ if environ is None else environ)
         named = env_file or env.get("LMREG_ENV_FILE")
-        found, searched = find_env_file(named)
+        found, searched, skipped = _search_env_file(named)
         # ${VAR} in a searched file could carry the appSecret into a URL: never expanded.
         from_file = _read_env_file(found, interpolate=bool(named))
         ignored: tuple[str, ...] = ()
@@ -147,7 +149,13 @@ class Settings:
                 values[name] = _coerce(name, raw)
         if values.get("token_cache") is None:
             values["token_cache"] = _default_cache()
-        return cls(**values, env_file=found, env_searched=searched, env_ignored=ignored)
+        return cls(
+            **values,
+            env_file=found,
+            env_searched=searched,
+            env_ignored=ignored,
+            env_skipped=skipped,
+        )
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
@@ -189,7 +197,14 @@ class Settings:
             text = _("{variables} are not set: set them in the environment or in {file}")
         text = text.format(variables=listing(missing), file=self.env_file or ".env")
         text = _("{message} (see .env.example)").format(message=text)
-        if self.env_file is None and self.env_searched:
+        if self.env_file is None and self.env_skipped is not None:
+            path, reason = self.env_skipped
+            text = _(
+                "{message}; {path} was found but not read: another user could change it "
+                "({reason}); make it and its folders only yours (chmod g-w,o-w), or name "
+                "it with LMREG_ENV_FILE"
+            ).format(message=text, path=path, reason=reason)
+        elif self.env_file is None and self.env_searched:
             places = listing(str(p.parent) for p in self.env_searched[:3])
             more = " …" if len(self.env_searched) > 3 else ""
             text = _("{message}; no .env found in {places}").format(
@@ -223,8 +238,16 @@ def find_env_file(
     before the first folder another user could write in. ``named`` equal to
     ``os.devnull`` means: no file, no search.
     """
+    found, searched, _skipped = _search_env_file(named, start)
+    return found, searched
+
+
+def _search_env_file(
+    named: str | os.PathLike[str] | None = None, start: Path | None = None
+) -> tuple[Path | None, tuple[Path, ...], tuple[Path, str] | None]:
+    """:func:`find_env_file`, and the .env it found but did not trust, with why."""
     if named and str(named) == os.devnull:
-        return None, ()
+        return None, (), None
     if named:
         target = Path(named).expanduser()
         if not target.is_file():
@@ -232,54 +255,70 @@ def find_env_file(
                 _("LMREG_ENV_FILE names {path}, which does not exist").format(path=target),
                 variable="LMREG_ENV_FILE",
             )
-        return target, (target,)
+        return target, (target,), None
     here = (start or Path.cwd()).resolve()
     home = Path.home().resolve()
     searched: list[Path] = []
     for folder in (here, *here.parents):
-        if not _only_mine(folder):
-            break  # anyone may have planted a .env here, or above
         candidate = folder / ".env"
+        reason = _distrust(folder)
+        if reason is not None:
+            # Anyone may have planted a .env here, or above.
+            return None, tuple(searched), _skipped(candidate, reason)
         searched.append(candidate)
         if candidate.is_file():
-            if not _only_mine(candidate):
-                log.warning("ignored %s: another user could have written it", candidate)
-                break
-            if not _folders_above_are_safe(folder):
-                break
-            return candidate, tuple(searched)
+            reason = _distrust(candidate) or _distrust_above(folder)
+            if reason is not None:
+                return None, tuple(searched), _skipped(candidate, reason)
+            return candidate, tuple(searched), None
         if folder == home:
             break
-    return None, tuple(searched)
+    return None, tuple(searched), None
 
 
-def _only_mine(path: Path) -> bool:
-    """Whether only this user can change ``path``: owned by them, writable by no one else.
+def _skipped(candidate: Path, reason: str) -> tuple[Path, str] | None:
+    """``candidate`` and why it is not read, when it exists (logged as a warning)."""
+    try:
+        exists = candidate.is_file()
+    except OSError:
+        exists = False
+    if not exists:
+        return None
+    log.warning(
+        "%s",
+        _("ignored {path}: another user could change it ({reason})").format(
+            path=candidate, reason=reason
+        ),
+    )
+    return candidate, reason
+
+
+def _distrust(path: Path) -> str | None:
+    """Why another user can change ``path`` (None: only this user can).
 
     Mode bits, POSIX ACL entries and group members all count (:mod:`.file_trust`):
-    group write only for a group that holds no other user.
+    group write only for a group known to hold no other user.
     """
     if getattr(os, "getuid", None) is None:
-        return True  # Windows: ACLs, not modes; the search still stops at the home folder
+        return None  # Windows: ACLs, not modes; the search still stops at the home folder
     reason = others_can_write(path)
     if reason:
         log.info("%s is not only this user's: %s", path, reason)
-    return reason is None
+    return reason
 
 
-def _folders_above_are_safe(folder: Path) -> bool:
-    """Whether no other user can replace ``folder`` from above: every folder over it is
-    this user's or root's, and only they can write it (a sticky one, as /tmp, may be
+def _distrust_above(folder: Path) -> str | None:
+    """Why another user can replace ``folder`` from above (None: every folder over it is
+    this user's or root's, and only they can write it; a sticky one, as /tmp, may be
     open to all: nobody can rename what is not theirs there)."""
     if getattr(os, "getuid", None) is None:
-        return True
+        return None
     owners = frozenset({os.getuid(), 0})
     for parent in folder.parents:
         reason = others_can_write(parent, owners=owners)
         if reason and not _sticky(parent):
-            log.warning("ignored %s: %s can be changed by others (%s)", folder, parent, reason)
-            return False
-    return True
+            return _("{folder} above it: {reason}").format(folder=parent, reason=reason)
+    return None
 
 
 def _sticky(folder: Path) -> bool:

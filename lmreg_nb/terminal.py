@@ -10,6 +10,10 @@ they only shape text), lone surrogate and line or paragraph separator is
 replaced by a visible U+FFFD.
 
 - :func:`terminal_text` applies it to one value (one line unless asked, bounded);
+- :func:`shown_name` shows a name (a school, a model, a contact) by a stricter
+  rule in every view: one line, capped, and also every character that shows as
+  nothing or as a blank (default-ignorable code points, fillers, the blank
+  Braille pattern) made visible; a joiner stays only where it shapes a script;
 - :func:`snippet` flattens a short piece of untrusted text (an error body, a
   reason) to one line for a sentence: non-printable characters become spaces;
 - :func:`terminal_json` escapes the same characters in JSON (``\\u001b``), so a
@@ -25,15 +29,19 @@ import codecs
 import contextlib
 import io
 import json
+import re
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 __all__ = [
+    "MAX_NAME",
     "MAX_SHOWN",
     "PLACEHOLDER",
     "TerminalStream",
+    "is_ignorable",
+    "shown_name",
     "snippet",
     "terminal_json",
     "terminal_streams",
@@ -70,6 +78,71 @@ def terminal_text(value: object, *, lines: bool = False, limit: int | None = MAX
     if limit is not None and len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
     return _replace(text, "\n\t" if lines else "", lambda _ch: PLACEHOLDER)
+
+
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): code
+#: points a renderer shows as nothing at all (joiners, variation selectors, the
+#: combining grapheme joiner, tags, fillers, bidi marks), so "qwen\u034f-72b" looks
+#: exactly like "qwen-72b".
+_IGNORABLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)  # fmt: skip
+
+
+def is_ignorable(ch: str) -> bool:
+    """Whether the character is a default-ignorable code point (shown as nothing)."""
+    code = ord(ch)
+    return any(low <= code <= high for low, high in _IGNORABLE_RANGES)
+
+
+#: The most characters :func:`shown_name` shows of a name (then "…"): a page, a log line,
+#: a mail's subject; a school's real name is far shorter.
+MAX_NAME = 100
+#: Characters that show nothing although Unicode does not call them format characters:
+#: fillers, the blank Braille pattern (U+2800 looked like the space of another name).
+_BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _hides(name: str, at: int) -> bool:
+    """Whether ``name[at]`` hides, reverses or blanks part of a name."""
+    ch = name[at]
+    if ch in _JOINERS:
+        # A joiner shapes Persian or Indic text (RFC 5892's CONTEXTJ rules); elsewhere
+        # it hides between two letters ("Demo\u200cSchool" looks like "DemoSchool").
+        import idna.core  # only for a name holding a joiner: its tables take a moment
+
+        try:
+            return not idna.core.valid_contextj(name, at)
+        except ValueError:  # a neighbour without a Unicode name
+            return True
+    return _unsafe(ch) or ch in _BLANKS or is_ignorable(ch)
+
+
+def shown_name(value: object, *, limit: int | None = MAX_NAME) -> str:
+    """A name (a school, a model, a contact) as every view shows it.
+
+    One line (line breaks and tabs become a space: a CR LF cannot forge a log line
+    or a mail header), at most ``limit`` characters, and every character that
+    hides, reverses or blanks part of it replaced by a visible U+FFFD: what
+    :func:`terminal_text` replaces, and also the default-ignorable code points
+    (variation selectors, the combining grapheme joiner, Hangul fillers), the
+    blank Braille pattern, and a joiner outside the scripts it shapes.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    text = _LINE_BREAKS.sub(" ", text)
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(PLACEHOLDER if _hides(text, i) else ch for i, ch in enumerate(text))
+
+
+#: Line breaks and tabs in a name: each run becomes one space.
+_LINE_BREAKS = re.compile(r"[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]+")
 
 
 def snippet(text: str, limit: int = 120) -> str:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from .errors import ValidationError
 from .i18n import N_, _
+from .terminal import is_ignorable
 
 __all__ = [
     "MAX_API_KEY",
@@ -79,25 +80,6 @@ def _has_control(text: str) -> bool:
 #: Characters that show nothing although Unicode does not call them spaces or
 #: format characters (Hangul fillers, the blank Braille pattern, ...).
 _BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029\u200b\u3000")
-
-
-#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): code
-#: points a renderer shows as nothing at all (joiners, variation selectors, the
-#: combining grapheme joiner, tags, fillers, bidi marks), so "qwen\u034f-72b" looks
-#: exactly like "qwen-72b".
-_IGNORABLE_RANGES = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
-    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)  # fmt: skip
-
-
-def is_ignorable(ch: str) -> bool:
-    """Whether the character is a default-ignorable code point (shown as nothing)."""
-    code = ord(ch)
-    return any(low <= code <= high for low, high in _IGNORABLE_RANGES)
 
 
 def is_visible(ch: str) -> bool:

@@ -413,6 +413,10 @@ def onboarding() -> list[nbformat.NotebookNode]:
                 "lesson_tokens: int = 1500",
                 _("tokens of the lesson the class shares in the load test and capacity test"),
             ),
+            (
+                "max_tokens: int = 300",
+                _("tokens of each reply the load test and capacity test ask for"),
+            ),
             ('lang: str = ""', _("zh-CN or en; empty: LMREG_LANG or the locale")),
         ),
         md(_("## Configuration")),
@@ -429,7 +433,8 @@ def onboarding() -> list[nbformat.NotebookNode]:
         code(
             "run = ob.Onboarding.begin(school, contact_name, contact_mobile, contact_email,\n"
             "                          class_size=class_size, context_need=context_need,\n"
-            "                          lesson_tokens=lesson_tokens, lang=lang)\n"
+            "                          lesson_tokens=lesson_tokens, max_tokens=max_tokens,\n"
+            "                          lang=lang)\n"
             "run.contact_card() if run.headless else ui.ContactForm(run)"
         ),
         md(

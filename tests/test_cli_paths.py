@@ -4,7 +4,7 @@
 `lmreg-nb notebooks DIR` used to follow a symbolic link planted in DIR (and
 --force overwrote its target); a folder under a file, a folder on /proc, a
 figure on /dev/full or in a missing folder were OSError tracebacks. Each path
-option (demo, onboard, batch --out; check, capacity --figure; notebooks DIR;
+option (demo, onboard, batch --out; check, capacity --plot; notebooks DIR;
 LMREG_TOKEN_CACHE) is tried here with a planted file.
 """
 
@@ -139,7 +139,7 @@ def test_out_folder_that_cannot_be_made_is_one_line_before_anything_runs(
     assert "--out" in line and started == []
 
 
-# -- --figure of check and capacity --------------------------------------------------
+# -- --plot of check and capacity ----------------------------------------------------
 
 
 def _endpoint_env(url: str) -> dict[str, str]:
@@ -158,9 +158,9 @@ def test_a_figure_in_a_missing_folder_is_a_usage_error_before_measuring(
     figure = tmp_path / "missing" / "fig.png"
     with hostile_server() as base:
         url = f"{base}/e500all/v1/chat/completions"
-        result = _cli(command, "--figure", str(figure), env=_endpoint_env(url))
+        result = _cli(command, "--plot", str(figure), env=_endpoint_env(url))
     line = _one_line_error(result, 2)
-    assert "--figure" in line and str(figure.parent) in line
+    assert "--plot" in line and str(figure.parent) in line
     assert "requests" not in result.stdout  # nothing was measured
 
 
@@ -179,7 +179,7 @@ def test_a_figure_that_cannot_be_written_is_one_line(args: list[str], figure: st
     key = "sk-figure-0123456789"
     with serving(MockModelConfig(api_key=key, ttft_ms=5, itl_ms=2, tokens=4)) as base:
         env = {**_endpoint_env(f"{base}/v1/chat/completions"), "LMREG_MODEL_API_KEY": key}
-        result = _cli(*args, "--figure", figure, env=env)
+        result = _cli(*args, "--plot", figure, env=env)
     assert result.exit_code == 1, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert any(f"could not save the figure to {figure}" in line for line in errors), result.stderr

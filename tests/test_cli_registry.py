@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from registry_fakes import API_KEY, APP_SECRET, FakePlatform
 
+from lmreg_nb import i18n
 from lmreg_nb.cli import main
 from lmreg_nb.commands import registry
 from lmreg_nb.registry import client as client_module
@@ -100,7 +101,7 @@ def test_register_url_defaults_to_lmreg_model_url(
 def test_register_prompts_hidden_on_a_terminal(
     platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(registry, "_interactive", lambda: True)
+    monkeypatch.setattr("lmreg_nb.commands._endpoint.interactive", lambda: True)
     result = run("register", "--name", "typed", "--url", URL, input=API_KEY + "\n")
     assert result.exit_code == 0 and platform.models[0]["apiKey"] == API_KEY
     assert "apiKey" in result.output  # the prompt was shown; the key was not echoed (checked)
@@ -357,3 +358,32 @@ def test_models_table_aligns_chinese_names_and_says_the_zone(
 
     local = datetime.fromisoformat(created).astimezone(ZoneInfo("Asia/Shanghai"))
     assert f"{local:%Y-%m-%d %H:%M}" in table[1]  # local time, not UTC
+
+
+@pytest.mark.parametrize(
+    ("lang", "labels", "source"),
+    [("en", ("env", "token", "expires", "source"), "exchange"),
+     ("zh-CN", ("env", "令牌", "到期时间", "来源"), "新换取")],
+)  # fmt: skip
+def test_token_shows_local_time_with_its_zone_and_labels_in_the_language(
+    platform: FakePlatform, run, monkeypatch: pytest.MonkeyPatch, lang: str,
+    labels: tuple[str, ...], source: str,
+) -> None:  # fmt: skip
+    """Issue 43 item 6: `expires: ... UTC` with English labels in zh-CN; `models` is local."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    try:
+        result = run("--lang", lang, "token")
+    finally:
+        i18n.set_language("en")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split("：" if lang == "zh-CN" else ":")[0].strip() for line in lines] == list(
+        labels
+    )
+    expires = lines[2]
+    assert "Asia/Shanghai (UTC+08:00)" in expires and " UTC " not in expires + " "
+    assert lines[3].endswith(source)
+    if lang == "zh-CN":
+        assert (
+            "小时后" in expires and "source" not in result.output and "cache" not in result.output
+        )

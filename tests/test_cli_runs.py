@@ -70,3 +70,19 @@ def test_onboard_types_parameters_as_the_notebook_declares_them(
     assert unknown.exit_code == 2
     assert "class_size: is not a parameter of onboarding; use one of school," in unknown.stderr
     assert len(recorded) == 1
+
+
+@pytest.mark.parametrize(("lang", "error"), [("en", "Error:"), ("zh-CN", "错误：")])
+@pytest.mark.parametrize("size", ["99999999999", "1025"])
+def test_demo_bounds_the_class_size_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, lang: str, error: str, size: str
+) -> None:
+    """Issue 42 item 13: a class the capacity test cannot measure ran and wrote a failed record."""
+    demo = main.commands["demo"]
+    ran: list[object] = []
+    monkeypatch.setattr(demo, "callback", lambda **kw: ran.append(kw))  # no sandbox, no run
+    result = CliRunner().invoke(main, ["--lang", lang, "demo", "--class-size", size])
+    i18n.set_language("en")
+    assert result.exit_code == 2 and ran == [], result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith(error)]
+    assert len(errors) == 1 and "--class-size" in errors[0] and "1024" in errors[0], result.stderr

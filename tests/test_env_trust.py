@@ -200,3 +200,58 @@ def test_a_named_env_file_still_expands(tmp_path: Path, monkeypatch: pytest.Monk
     named.write_text("LMREG_MODEL_NAME=${SCHOOL_MODEL}\n")
     monkeypatch.setenv("SCHOOL_MODEL", "qwen")
     assert Settings.load(env_file=named).model_name == "qwen"
+
+
+# Issue 42 item 11: a group no local database lists (an sssd or LDAP group) may hold
+# anyone; and a skipped .env says so instead of "no .env found".
+
+needs_root = pytest.mark.skipif(not _ROOT, reason="needs root to give a file to another group")
+
+
+def _unknown_gid() -> int:
+    """A group id that no group entry and no user's primary group knows."""
+    import grp
+    import pwd
+
+    primary = {p.pw_gid for p in pwd.getpwall()}
+    for gid in range(61_000, 65_000):
+        if gid in primary:
+            continue
+        try:
+            grp.getgrgid(gid)
+        except KeyError:
+            return gid
+    raise AssertionError("every gid from 61000 is known")
+
+
+@needs_root
+def test_a_group_no_database_lists_may_hold_anyone(monkeypatch: pytest.MonkeyPatch) -> None:
+    work = _work_with_env(monkeypatch)
+    dotenv = work / ".env"
+    gid = _unknown_gid()
+    os.chown(dotenv, -1, gid)  # as an LDAP group's file looks on a machine without sssd
+    dotenv.chmod(0o660)
+    reason = others_can_write(dotenv)
+    assert reason is not None and str(gid) in reason
+    assert Settings.load().env_file is None
+
+
+@needs_root
+@pytest.mark.parametrize(("lang", "words"), [("en", "was found but not read"), ("zh-CN", "找到了")])
+def test_a_skipped_dotenv_is_named_not_reported_missing(
+    monkeypatch: pytest.MonkeyPatch, lang: str, words: str
+) -> None:
+    from click.testing import CliRunner
+
+    from lmreg_nb.cli import main
+
+    work = _work_with_env(monkeypatch)
+    os.chown(work / ".env", -1, _unknown_gid())
+    (work / ".env").chmod(0o660)
+    monkeypatch.setenv("LMREG_APP_SECRET", "app-secret-never-sent-1234")
+    result = CliRunner().invoke(main, ["--lang", lang, "token"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert "LMREG_BASE_URL" in line and str(work / ".env") in line and words in line
+    assert "no .env found" not in line and "没有找到 .env" not in line
+    assert "chmod g-w" in line  # what to do

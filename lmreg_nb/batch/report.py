@@ -19,6 +19,7 @@ from typing import Any
 from ..i18n import _, clauses, current_language, format_local_time, ngettext, pgettext
 from ..runner import write_atomic
 from ..summary import Summary
+from ..terminal import shown_name
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -55,7 +56,8 @@ def key_figures(summary: Summary | None) -> dict[str, Any]:
     found = summary.capacity.workload if summary.capacity is not None else None
     workload = found or summary.workload
     return {
-        "school": summary.school or None,
+        # Read by people in Excel and on the index: the one rule every view shows names by.
+        "school": shown_name(summary.school) if summary.school else None,
         "summary_status": summary.status,
         "ready": summary.go_live.ready,
         "blockers": list(summary.go_live.blockers),

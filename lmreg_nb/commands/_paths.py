@@ -1,4 +1,4 @@
-"""The CLI's output paths (--out, --figure): checked before the work starts, one line each.
+"""The CLI's output paths (--out, --plot): checked before the work starts, one line each.
 
 A folder that cannot be made (under a file, on /proc) or a figure whose folder
 is missing is a usage error found at once, not after a run or a measurement of
@@ -8,13 +8,14 @@ after the results were printed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["check_figure_path", "output_folder", "save_figure"]
+__all__ = ["check_figure_path", "output_folder", "save_figure", "show_chart"]
 
 
 def output_folder(path: Path, option: str = "--out") -> Path:
@@ -34,7 +35,7 @@ def output_folder(path: Path, option: str = "--out") -> Path:
     return path
 
 
-def check_figure_path(path: str, option: str = "--figure") -> None:
+def check_figure_path(path: str, option: str = "--plot") -> None:
     """A ValidationError (exit 2) naming ``option`` when the figure's folder is not a folder."""
     from ..errors import ValidationError
     from ..i18n import _
@@ -65,3 +66,17 @@ def save_figure(figure: Figure, path: str) -> None:
                 path=path, reason=exc.strerror or exc
             )
         ) from None
+
+
+def show_chart(figure: Callable[[], Figure | None], path: str, *, as_json: bool) -> None:
+    """Save the chart ``figure()`` makes (None: nothing was measured to draw) at ``path``
+    and say where; on stderr beside ``--json``, whose stdout is one JSON object."""
+    import click
+
+    from ..i18n import _
+
+    drawn = figure()
+    if drawn is None:
+        return
+    save_figure(drawn, path)
+    click.echo(_("figure: {path}").format(path=path), err=as_json)

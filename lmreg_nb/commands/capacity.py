@@ -6,17 +6,18 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._endpoint import endpoint_options, endpoint_target
 from ._types import FiniteRange
 from ._workload import workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.load.capacity import CapacityResult, Progress
-    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "capacity"]
 
 
 @click.command("capacity")
+@endpoint_options
 @click.option(
     "--slo-ttft-ms",
     type=FiniteRange(min=1, max=600_000),
@@ -77,14 +78,17 @@ __all__ = ["COMMANDS", "capacity"]
 @workload_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
 @click.option(
+    "--plot",
     "--figure",
     "figure_path",
     type=click.Path(dir_okay=False),
-    default="lmreg-capacity.png",
-    show_default=True,
-    help="Where to save the capacity figure (text output only).",
+    default=None,
+    metavar="FILE",
+    help="Save the capacity chart to FILE, a PNG; no chart without it.",
 )
 def capacity(
+    url: str | None,
+    model: str | None,
     slo_ttft_ms: float,
     slo_itl_ms: float | None,
     slo_pause_ms: float | None,
@@ -98,9 +102,12 @@ def capacity(
     max_tokens: int,
     context_need: int,
     as_json: bool,
-    figure_path: str,
+    figure_path: str | None,
 ) -> None:
-    """Find how many chats at once the chat endpoint serves within the SLO.
+    """Find how many chats at once the chat endpoint at URL serves within the SLO.
+
+    URL defaults to LMREG_MODEL_URL, --model to LMREG_MODEL_NAME; the key comes
+    from LMREG_MODEL_API_KEY, else a hidden prompt (never an argument).
 
     With --need N: N chats at once in a closed loop first, then one level
     above N for the margin (or, when N is not served, a bisection below it).
@@ -122,10 +129,10 @@ def capacity(
 
     _check_need(need, max_concurrency)
     spec = workload_spec(workload, lesson_tokens, max_tokens, context_need)
-    if not as_json:
-        check_figure_path(figure_path)  # before the search, not minutes after it
+    if figure_path is not None:
+        check_figure_path(figure_path, "--plot")  # before the search, not minutes after it
     result = find_capacity(
-        _target(registered),
+        endpoint_target(url, model, registered),
         slo=SLO(
             ttft_ms=slo_ttft_ms,
             itl_ms=slo_itl_ms or None,
@@ -190,34 +197,24 @@ class _ProgressLine:
             click.echo(text, err=True)
 
 
-def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: str) -> None:
-    """The result as one JSON object, or as text with its figure saved to ``figure_path``."""
+def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: str | None) -> None:
+    """The result as one JSON object or as text; its chart saved to ``figure_path`` if asked."""
     import json
 
-    from ..i18n import _
-    from ..probe.text.capacity_text import format_capacity
+    from ._paths import show_chart
 
     if as_json:
         click.echo(json.dumps(result.to_json()))
-        return
-    click.echo(format_capacity(result, need))
-    if result.levels and result.stopped != "unreachable":
+    else:
+        from ..probe.text.capacity_text import format_capacity
+
+        click.echo(format_capacity(result, need))
+    if figure_path is not None and result.stopped != "unreachable":
         from ..probe.text.plots import capacity_figure
-        from ._paths import save_figure
 
-        save_figure(capacity_figure(result), figure_path)
-        click.echo(_("figure: {path}").format(path=figure_path))
-
-
-def _target(registered: str | None) -> Target:
-    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
-    from ..probe.target import Target
-    from ..settings import Settings
-
-    settings = Settings.load()
-    if registered is not None:
-        return Target.from_registered(settings, registered)
-    return Target.from_settings(settings)
+        show_chart(
+            lambda: capacity_figure(result) if result.levels else None, figure_path, as_json=as_json
+        )
 
 
 COMMANDS: list[click.Command] = [capacity]

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._endpoint import endpoint_options, endpoint_target
 from ._types import FiniteRange
 from ._workload import F, workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
-    from ..probe.target import Target
 
 __all__ = ["COMMANDS", "check"]
 
@@ -22,6 +22,7 @@ def workload_options_no_context(command: F) -> F:
 
 
 @click.command("check")
+@endpoint_options
 @click.option(
     "--requests",
     "-n",
@@ -67,28 +68,33 @@ def workload_options_no_context(command: F) -> F:
 )
 @workload_options_no_context
 @click.option(
+    "--plot",
     "--figure",
     "figure_path",
     type=click.Path(dir_okay=False),
-    default="lmreg-check.png",
-    show_default=True,
-    help="Where to save the load-test figure (text output with --requests > 0 only).",
+    default=None,
+    metavar="FILE",
+    help="Save the load-test chart (--requests above 0) to FILE, a PNG; no chart without it.",
 )
 def check(
+    url: str | None,
+    model: str | None,
     requests: int,
     concurrency: int,
     max_duration: float,
     as_json: bool,
-    figure_path: str,
+    figure_path: str | None,
     registered: str | None,
     context_need: int,
     workload: str,
     lesson_tokens: int,
     max_tokens: int,
 ) -> None:
-    """Check the chat endpoint in LMREG_MODEL_URL with LMREG_MODEL_API_KEY and LMREG_MODEL_NAME.
+    """Check the chat endpoint at URL (default LMREG_MODEL_URL) for the platform.
 
-    With --registered NAME, check what is registered under NAME instead. The
+    The model is --model (default LMREG_MODEL_NAME); the key comes from
+    LMREG_MODEL_API_KEY, else a hidden prompt (never an argument). With
+    --registered NAME, check what is registered under NAME instead. The
     load test sends the lesson workload (--workload). Exit 0
     when every check of severity error passed, 1 otherwise, 2 when a setting is
     missing.
@@ -101,10 +107,10 @@ def check(
 
     # What the load test sends: checked only when there is one.
     spec = workload_spec(workload, lesson_tokens, max_tokens, context_need) if requests else None
-    if not as_json:
-        check_figure_path(figure_path)  # before any request, not after the load test
+    if figure_path is not None:
+        check_figure_path(figure_path, "--plot")  # before any request, not after the load test
     report = check_endpoint(
-        _target(registered),
+        endpoint_target(url, model, registered),
         requests=requests,
         concurrency=concurrency,
         progress=not as_json and sys.stderr.isatty(),
@@ -132,35 +138,20 @@ def _context_need(value: str) -> int:
         raise ValidationError("--context-need", exc.reason) from None
 
 
-def _target(registered: str | None) -> Target:
-    """The endpoint: from the settings, or as registered under ``registered`` (a modelName)."""
-    from ..probe import Target
-    from ..settings import Settings
-
-    settings = Settings.load()
-    if registered is not None:
-        return Target.from_registered(settings, registered)
-    # Every missing variable in one message (Settings.require checks them together).
-    return Target.from_settings(settings)
-
-
-def _show(report: EndpointReport, as_json: bool, figure_path: str) -> None:
-    """The report as one JSON object, or as text with its figure saved to ``figure_path``."""
+def _show(report: EndpointReport, as_json: bool, figure_path: str | None) -> None:
+    """The report as one JSON object or as text; its chart saved to ``figure_path`` if asked."""
     import json
 
-    from ..i18n import _
-    from ..probe import format_report
+    from ._paths import show_chart
 
     if as_json:
         click.echo(json.dumps(report.to_json()))
-        return
-    click.echo(format_report(report))
-    fig = report.figure()
-    if fig is not None:
-        from ._paths import save_figure
+    else:
+        from ..probe import format_report
 
-        save_figure(fig, figure_path)
-        click.echo(_("figure: {path}").format(path=figure_path))
+        click.echo(format_report(report))
+    if figure_path is not None:
+        show_chart(report.figure, figure_path, as_json=as_json)
 
 
 COMMANDS: list[click.Command] = [check]

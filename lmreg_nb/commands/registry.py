@@ -7,15 +7,15 @@ Secrets never come from arguments: apiKey is read from LMREG_MODEL_API_KEY
 from __future__ import annotations
 
 import json
-import sys
 from typing import TYPE_CHECKING
 
 import click
 
+from . import _endpoint
+
 if TYPE_CHECKING:
     from ..models import RegisteredModel
     from ..registry.client import RegistryClient
-    from ..secret import Secret
     from ..settings import Settings
 
 __all__ = ["COMMANDS"]
@@ -36,10 +36,12 @@ def _echo_warnings(client: RegistryClient) -> None:
 
 def _describe(model: RegisteredModel) -> str:
     from ..i18n import _
-    from ..terminal import terminal_text as shown
+    from ..terminal import shown_name, terminal_text
 
     return _("{name} (modelId {id}, registryUrl {url})").format(
-        name=shown(model.model_name), id=shown(model.model_id), url=shown(model.registry_url)
+        name=shown_name(model.model_name),
+        id=shown_name(model.model_id),
+        url=terminal_text(model.registry_url),
     )
 
 
@@ -69,34 +71,6 @@ def _shown_models(client: RegistryClient, models: list[RegisteredModel]) -> list
     ]
 
 
-def _interactive() -> bool:
-    """True when a person can answer a prompt (stdin is a terminal)."""
-    return sys.stdin.isatty()
-
-
-def _api_key(settings: Settings, *, purpose: str) -> Secret:
-    """apiKey from LMREG_MODEL_API_KEY, else a hidden prompt on a terminal."""
-    from ..errors import ConfigurationError
-    from ..i18n import _
-    from ..secret import Secret
-
-    key = settings.model_api_key
-    if key:
-        return key
-    if _interactive():
-        value = click.prompt(
-            _("apiKey {purpose} (hidden)").format(purpose=purpose), hide_input=True, err=True
-        )
-        return Secret(str(value))
-    raise ConfigurationError(
-        _(
-            "LMREG_MODEL_API_KEY is not set and there is no terminal to ask: set it in the "
-            "environment or in .env"
-        ),
-        variable="LMREG_MODEL_API_KEY",
-    )
-
-
 @click.command("token")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def token_command(as_json: bool) -> None:
@@ -116,21 +90,46 @@ def token_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(info))
         return
-    # The labels are the JSON keys (identifiers): aligned, not translated.
+    from ..i18n import format_local_time, pgettext
     from ..terminal import terminal_text
 
-    click.echo(f"env:     {terminal_text(token.env)}")
-    click.echo(f"token:   {token.token.masked}")
     if token.source == "environment":
         expires = _("unknown (token from LMREG_TOKEN)")
     else:
+        # The school's local time with its zone, as `models` shows its times.
         left = token.expires_at - datetime.now(UTC)
-        expires = _("{when} UTC (in {hours} h)").format(
-            when=f"{token.expires_at:%Y-%m-%d %H:%M:%S}",
+        expires = _("{when} (in {hours} h)").format(
+            when=format_local_time(token.expires_at),
             hours=f"{max(0.0, left.total_seconds() / 3600):.1f}",
         )
-    click.echo(f"expires: {expires}")
-    click.echo(f"source:  {token.source}")
+    sources = {
+        "exchange": pgettext("token source", "exchange"),
+        "cache": pgettext("token source", "cache"),
+        "environment": pgettext("token source", "environment (LMREG_TOKEN)"),
+    }
+    _echo_fields(
+        [
+            (_("env"), terminal_text(token.env)),
+            (_("token"), token.token.masked),
+            (_("expires"), expires),
+            (pgettext("token field", "source"), sources.get(token.source, token.source)),
+        ]
+    )
+
+
+def _echo_fields(fields: list[tuple[str, str]]) -> None:
+    """``label: value`` lines, the values aligned in the columns a terminal gives them."""
+    import unicodedata
+
+    from ..i18n import pgettext
+
+    def width(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    labels = [pgettext("field label", "{label}:").format(label=label) for label, _v in fields]
+    column = max(width(label) for label in labels) + 1
+    for label, (_l, value) in zip(labels, fields, strict=True):
+        click.echo(label + " " * (column - width(label)) + value)
 
 
 @click.command("models")
@@ -138,7 +137,7 @@ def token_command(as_json: bool) -> None:
 def models_command(as_json: bool) -> None:
     """List the account's registered models (apiKey masked)."""
     from ..i18n import _, ngettext
-    from ..terminal import terminal_json, terminal_text
+    from ..terminal import shown_name, terminal_json, terminal_text
 
     with _client() as client:
         models = _shown_models(client, client.query_models())
@@ -163,8 +162,10 @@ def models_command(as_json: bool) -> None:
         local = frame[column].dt.tz_convert(zone)
         frame[column] = local.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
     for column in frame.columns:
-        # Each cell made safe before the table is laid out, so its columns stay aligned.
-        frame[column] = frame[column].map(terminal_text, na_action="ignore")
+        # Each cell made safe before the table is laid out, so its columns stay aligned;
+        # names by the rule every view shows names with (nothing hidden, capped).
+        safe = shown_name if column in ("modelName", "modelId") else terminal_text
+        frame[column] = frame[column].map(safe, na_action="ignore")
     # A Chinese character takes two columns of a terminal: pandas counts them so.
     with pd.option_context("display.unicode.east_asian_width", True):
         click.echo(frame.to_string(index=False))
@@ -198,7 +199,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     url = url if url is not None else settings.model_url
     # What this command itself needs, reported together (not one per run).
     missing = [] if url else ["LMREG_MODEL_URL"]
-    if not settings.model_api_key and not _interactive():
+    if not settings.model_api_key and not _endpoint.interactive():
         missing.append("LMREG_MODEL_API_KEY")
     if missing:
         text = ngettext(
@@ -214,7 +215,9 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     # Check the arguments before asking for a secret.
     draft_name, draft_url = check_model_name(name), check_registry_url(url)
     draft = ModelDraft(
-        draft_name, draft_url, _api_key(settings, purpose=_("for the platform to call it"))
+        draft_name,
+        draft_url,
+        _endpoint.model_api_key(settings, purpose=_("for the platform to call it")),
     )
     with _client(settings) as client:
         from ..confusables import refuse_look_alike
@@ -264,7 +267,7 @@ def modify_command(
     checked_name = check_model_name(new_name) if new_name is not None else None
     checked_url = check_registry_url(url) if url is not None else None
     settings = Settings.load()
-    key = _api_key(settings, purpose=_("(new)")) if new_api_key else None
+    key = _endpoint.model_api_key(settings, purpose=_("(new)")) if new_api_key else None
     with _client(settings) as client:
         try:
             model = client.update_model(

@@ -98,13 +98,16 @@ def parse_parameters(
 
 
 def _check_int(name: str, value: int) -> None:
-    """class_size within what the capacity test measures; lesson_tokens within its range."""
-    from ..onboarding.parameters import class_size_of, lesson_tokens_of
+    """class_size within what the capacity test measures; lesson_tokens and max_tokens
+    within their ranges."""
+    from ..onboarding.parameters import class_size_of, lesson_tokens_of, max_tokens_of
 
     if name == "class_size":
         bad = class_size_of(value)[1]
     elif name == "lesson_tokens":
         bad = lesson_tokens_of(value)[1]
+    elif name == "max_tokens":
+        bad = max_tokens_of(value)[1]
     else:
         return
     if bad is not None:
@@ -265,7 +268,8 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
 )
 @click.option(
     "--class-size", type=click.IntRange(min=0), default=DEMO_CLASS_SIZE, show_default=True,
-    help="Students chatting at once for the capacity step (0 skips it).",
+    callback=lambda _ctx, _param, value: _class_size(value),
+    help="Students chatting at once for the capacity step (0 skips it; at most 1024).",
 )  # fmt: skip
 def demo(out: Path, timeout: float, class_size: int) -> None:
     """Run the whole onboarding headless against a sandbox started for it."""
@@ -287,6 +291,18 @@ def demo(out: Path, timeout: float, class_size: int) -> None:
         click.echo(_("sandbox at {url}; running onboarding.ipynb…").format(url=sandbox.base_url))
         parameters = {**DEMO_PARAMETERS, "class_size": class_size}
         _run(out, parameters, sandbox.env(), timeout)
+
+
+def _class_size(value: int) -> int:
+    """--class-size within what the capacity test measures: a usage error before anything
+    runs (a sandbox, a notebook), not a failed record after the whole onboarding."""
+    from ..errors import ValidationError
+    from ..onboarding.parameters import check_class_size
+
+    try:
+        return check_class_size(value)
+    except ValidationError as exc:
+        raise click.BadParameter(exc.reason) from None
 
 
 @click.command("onboard")

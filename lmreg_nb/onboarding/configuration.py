@@ -73,6 +73,11 @@ def env_file_line(settings: Settings) -> str:
         ).format(path=used, variables=listing(settings.env_ignored))
     if used is not None:
         return _("read from {path}").format(path=used)
+    if settings.env_skipped is not None:
+        path, reason = settings.env_skipped
+        return _("{path} found but not read: another user could change it ({reason})").format(
+            path=path, reason=reason
+        )
     searched = settings.env_searched
     if not searched:
         return _("none found")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from ..i18n import _
 from ..summary import Contact, Step
+from ..terminal import shown_name
 from ..validate import check_email, check_mobile
 from .display import Outcome
 
@@ -48,7 +49,7 @@ def card_outcome(school: str, contact: Contact | None, failed: Step | None = Non
             return Outcome(_("contact card: failed"), [(_("error"), failed.detail)], ok=False)
         return Outcome(_("no contact card yet: fill in the form below"), ok=False, pending=True)
     return Outcome(
-        _("contact for {school}").format(school=school or _("the school")),
+        _("contact for {school}").format(school=shown_name(school) if school else _("the school")),
         [(_("name"), contact.name), (_("mobile"), contact.mobile), (_("e-mail"), contact.email)],
         value=contact,
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..i18n import _
+from ..terminal import terminal_text
 
 __all__ = ["FigureView", "Outcome", "Table"]
 
@@ -33,13 +34,13 @@ class Outcome:
         mark = "…" if self.pending else "✔" if self.ok else "✘"
         color = "#57606a" if self.pending else "#1a7f37" if self.ok else "#cf222e"
         body = "".join(
-            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            f"<tr><th style='text-align:left;padding-right:1em'>{_e(k)}</th>"
+            f"<td style='text-align:left'>{_e(v)}</td></tr>"
             for k, v in self.rows
         )
         return (
             f"<div class='lmreg-outcome'><b style='color:{color}'>{mark} "
-            f"{html.escape(self.title)}</b><table>{body}</table></div>"
+            f"{_e(self.title)}</b><table>{body}</table></div>"
         )
 
     def __repr__(self) -> str:
@@ -49,7 +50,7 @@ class Outcome:
             state = _("ok") if self.ok else _("FAILED")
             lines = [f"{state}: {self.title}"]
         lines += [f"  {k}: {v}" for k, v in self.rows]
-        return "\n".join(lines)
+        return _shown("\n".join(lines))
 
 
 @dataclass
@@ -76,14 +77,13 @@ class Table:
             for i in range(len(self.columns))
         ]
         head = "".join(
-            f"<th style='{style}'>{html.escape(c)}</th>"
+            f"<th style='{style}'>{_e(c)}</th>"
             for c, style in zip(self.columns, styles, strict=True)
         )
         body = "".join(
             "<tr>"
             + "".join(
-                f"<td style='{style}'>{html.escape(v)}</td>"
-                for v, style in zip(row, styles, strict=True)
+                f"<td style='{style}'>{_e(v)}</td>" for v, style in zip(row, styles, strict=True)
             )
             + "</tr>"
             for row in self.rows
@@ -106,7 +106,17 @@ class Table:
             padded = (v + " " * (w - _columns(v)) for v, w in zip(cells, widths, strict=True))
             return "  ".join(padded).rstrip()
 
-        return "\n".join([line(self.columns), *(line(r) for r in self.rows)])
+        return _shown("\n".join([line(self.columns), *(line(r) for r in self.rows)]))
+
+
+def _shown(text: str) -> str:
+    """Text a step shows: values may come from a server, so control and bidi characters
+    become a visible U+FFFD (the terminal's rule); names are made safe where they are put."""
+    return terminal_text(text, lines=True, limit=None)
+
+
+def _e(text: str) -> str:
+    return html.escape(_shown(text))
 
 
 def _columns(text: str) -> int:

@@ -35,6 +35,7 @@ from .parameters import (
     configured_language,
     context_need_of,
     lesson_tokens_of,
+    max_tokens_of,
     workload_of,
 )
 from .step import failure_line, step
@@ -68,6 +69,7 @@ class Onboarding:
         class_size: int = 0,
         context_need: int | None = None,
         lesson_tokens: int | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.school = school.strip()
         self.contact = contact
@@ -83,6 +85,8 @@ class Onboarding:
         self.context_need = context_need
         #: Tokens of the lesson the load test and capacity send (None: the default, 1500).
         self.lesson_tokens = lesson_tokens
+        #: Tokens of each reply the load test and capacity ask for (None: the default, 300).
+        self.max_tokens = max_tokens
         #: True when the notebook's parameters drive the run (no forms); set by :meth:`begin`.
         self.headless = False
         #: The first step that failed in a headless run (later steps are skipped).
@@ -112,6 +116,7 @@ class Onboarding:
         class_size: int = 0,
         context_need: int | None = None,
         lesson_tokens: int | None = None,
+        max_tokens: int | None = None,
         lang: str = "",
         settings: Settings | None = None,
     ) -> Onboarding:
@@ -120,12 +125,14 @@ class Onboarding:
         forms); else a headless run whose first step checks the school and contact.
         ``context_need``: tokens of the longest prompt the course apps send (None: 8000,
         the context-window check's default); ``lesson_tokens``: the lesson shared by the class
-        in the load test and capacity (None: 1500)."""
+        in the load test and capacity (None: 1500); ``max_tokens``: each reply's (None: 300)."""
         set_language(lang.strip() or configured_language(settings))
         size, bad_size = class_size_of(class_size)
         need, bad_need = context_need_of(context_need)
         lesson, bad_lesson = lesson_tokens_of(lesson_tokens)
-        bad_size = bad_size or bad_need or bad_lesson or bad_workload(need, lesson)
+        reply, bad_reply = max_tokens_of(max_tokens)
+        bad_size = bad_size or bad_need or bad_lesson or bad_reply
+        bad_size = bad_size or bad_workload(need, lesson, reply)
         given = (school, contact_name, contact_mobile, contact_email)
         interactive = not any(str(x).strip() for x in given)
         if interactive and bad_size is not None:
@@ -136,6 +143,7 @@ class Onboarding:
             class_size=size,
             context_need=need,
             lesson_tokens=lesson,
+            max_tokens=reply,
         )
         if interactive:
             return run
@@ -439,7 +447,7 @@ class Onboarding:
 
     def workload(self) -> WorkloadSpec:
         """What the load test and capacity send: the lesson, sized by the parameters."""
-        return workload_of(self.context_need, self.lesson_tokens)
+        return workload_of(self.context_need, self.lesson_tokens, self.max_tokens)
 
     def capacity_figure(self) -> Any:
         """The capacity charts, or a note when capacity was not measured."""

@@ -19,6 +19,7 @@ __all__ = [
     "configured_language",
     "context_need_of",
     "lesson_tokens_of",
+    "max_tokens_of",
     "workload_of",
 ]
 
@@ -84,6 +85,24 @@ def lesson_tokens_of(value: object) -> tuple[int | None, ValidationError | None]
     return tokens, None
 
 
+def max_tokens_of(value: object) -> tuple[int | None, ValidationError | None]:
+    """The ``max_tokens`` parameter (None: the workload's default), or None and the error."""
+    if value is None:
+        return None, None
+    from ..probe.load.workload import MAX_REPLY_TOKENS
+
+    try:
+        tokens = int(str(value).strip())
+    except ValueError:
+        tokens = 0
+    if not 1 <= tokens <= MAX_REPLY_TOKENS:
+        message = _("must be a whole number of tokens from 1 to {n}, e.g. 300").format(
+            n=MAX_REPLY_TOKENS
+        )
+        return None, ValidationError("max_tokens", message)
+    return tokens, None
+
+
 def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
     """The ``context_need`` parameter (None: the check's default), or None and the error."""
     if value is None:
@@ -96,23 +115,28 @@ def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
         return None, exc
 
 
-def workload_of(context_need: int | None, lesson_tokens: int | None) -> WorkloadSpec:
+def workload_of(
+    context_need: int | None, lesson_tokens: int | None, max_tokens: int | None = None
+) -> WorkloadSpec:
     """The lesson workload of the load test and capacity, sized by the parameters."""
     from ..probe.checks.context_window import DEFAULT_CONTEXT_NEED
-    from ..probe.load.workload import DEFAULT_LESSON_TOKENS, WorkloadSpec
+    from ..probe.load.workload import DEFAULT_LESSON_TOKENS, DEFAULT_MAX_TOKENS, WorkloadSpec
 
     return WorkloadSpec(
         lesson_tokens=lesson_tokens or DEFAULT_LESSON_TOKENS,
+        max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         context_need=context_need or DEFAULT_CONTEXT_NEED,
     )
 
 
-def bad_workload(context_need: int | None, lesson_tokens: int | None) -> ValidationError | None:
+def bad_workload(
+    context_need: int | None, lesson_tokens: int | None, max_tokens: int | None = None
+) -> ValidationError | None:
     """The error when the lesson, the instructions and a reply do not fit in ``context_need``."""
     from ..probe.load.workload import check_workload
 
     try:
-        check_workload(workload_of(context_need, lesson_tokens))
+        check_workload(workload_of(context_need, lesson_tokens, max_tokens))
     except ValidationError as exc:
         return exc
     return None

@@ -14,6 +14,7 @@ from ..errors import LmregError
 from ..i18n import _, format_local_time, ngettext, pgettext
 from ..models import ModelDraft
 from ..secret import Secret
+from ..terminal import shown_name
 from ..validate import url_warnings
 from .display import Outcome, Table
 
@@ -104,7 +105,7 @@ def registered_detail(model: RegisteredModel, action: str) -> str:
     """The register step's detail: what was done, to which model."""
     done = _("updated") if action == "updated" else _("registered")
     return _("{action} {name} (modelId {id})").format(
-        action=done, name=model.model_name, id=model.model_id
+        action=done, name=shown_name(model.model_name), id=shown_name(model.model_id)
     )
 
 
@@ -116,7 +117,9 @@ def registered_outcome(model: RegisteredModel, action: str) -> Outcome:
 
 def modified_detail(model: RegisteredModel) -> str:
     """The modify step's detail."""
-    return _("modified {name} (modelId {id})").format(name=model.model_name, id=model.model_id)
+    return _("modified {name} (modelId {id})").format(
+        name=shown_name(model.model_name), id=shown_name(model.model_id)
+    )
 
 
 def modify(
@@ -170,7 +173,7 @@ def check_listed(models: Sequence[RegisteredModel], model: RegisteredModel | Non
             _(
                 "model {name} (modelId {id}) is not in the platform's list of models; "
                 "ask provider support"
-            ).format(name=model.model_name, id=model.model_id)
+            ).format(name=shown_name(model.model_name), id=shown_name(model.model_id))
         )
 
 
@@ -186,8 +189,8 @@ def models_table(models: Sequence[RegisteredModel], name_contains: str = "") -> 
     columns += [pgettext("column", "created"), pgettext("column", "updated")]
     rows = [
         [
-            m.model_name,
-            m.model_id,
+            shown_name(m.model_name),
+            shown_name(m.model_id),
             m.registry_url,
             m.api_key.masked,
             _local(m.create_time),
@@ -202,7 +205,7 @@ def models_table(models: Sequence[RegisteredModel], name_contains: str = "") -> 
 def model_outcome(title: str, model: RegisteredModel) -> Outcome:
     """One model as an outcome: its fields (apiKey masked), local times, URL warnings."""
     rows = [
-        (k, str(v))
+        (k, shown_name(v) if k in ("modelName", "modelId") else str(v))
         for k, v in model.summary().items()
         if v is not None and k not in ("createTime", "updateTime")
     ]
@@ -244,10 +247,10 @@ def _changes(
     old: RegisteredModel | None, new: RegisteredModel, *, key_changed: bool
 ) -> list[Change]:
     before = {
-        "modelName": old.model_name if old else "?",
+        "modelName": shown_name(old.model_name) if old else "?",
         "registryUrl": old.registry_url if old else "?",
     }
-    after = {"modelName": new.model_name, "registryUrl": new.registry_url}
+    after = {"modelName": shown_name(new.model_name), "registryUrl": new.registry_url}
     rows = [(f, before[f], after[f]) for f in after if before[f] != after[f]]
     if key_changed:
         rows.append(("apiKey", _("(hidden)"), _("(new key, hidden)")))

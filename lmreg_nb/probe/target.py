@@ -21,19 +21,22 @@ apiKey registered under modelName NAME (read with query-models), body
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import NotFoundError, ValidationError
 from ..i18n import _, listing, ngettext
 from ..secret import Secret
-from ..terminal import snippet
+from ..terminal import shown_name, snippet
 from ..validate import check_registry_url, is_header_value
 
 if TYPE_CHECKING:
     from ..models import RegisteredModel
     from ..registry.client import RegistryClient
     from ..settings import Settings
+
+log = logging.getLogger("lmreg_nb")
 
 __all__ = ["DEFAULT_TIMEOUT", "Target"]
 
@@ -192,8 +195,21 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
     from ..models import model_name_key
 
     wanted = model_name_key(name)
-    found = [m for m in client.query_models() if model_name_key(m.model_name) == wanted]
+    listed = client.query_models()
+    found = [m for m in listed if model_name_key(m.model_name) == wanted]
+    others = [m for m in listed if model_name_key(m.model_name) != wanted]
+    twin = _look_alike(name, others)
     if not found:
+        if twin is not None:
+            raise NotFoundError(
+                _(
+                    "no model named '{name}' is registered in this account, but '{other}' "
+                    "(modelId {id}) looks the same, spelled with other characters (another "
+                    "script, width or invisible marks): copy the name from `lmreg-nb models`"
+                ).format(name=shown_name(name), other=shown_name(twin.model_name),
+                         id=shown_name(twin.model_id)),
+                operation="query-models",
+            )  # fmt: skip
         raise NotFoundError(
             _(
                 "no model named '{name}' is registered in this account; list them with "
@@ -201,6 +217,17 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
             ).format(name=name),
             operation="query-models",
         )
+    if twin is not None:
+        # The platform compares exact strings: a teacher may pick the other one.
+        log.warning(
+            "%s",
+            _(
+                "'{other}' (modelId {id}) looks the same as '{name}' but is spelled with other "
+                "characters: make sure the platform's course apps use '{name}', and rename "
+                "the other with `lmreg-nb modify --model-id {id} --new-name NEW`"
+            ).format(name=shown_name(name), other=shown_name(twin.model_name),
+                     id=shown_name(twin.model_id)),
+        )  # fmt: skip
     if len(found) > 1:
         # Names that differ only in Unicode form (NFC / NFD) look the same: never pick one.
         ids = listing(snippet(m.model_id, 64) for m in found)
@@ -217,3 +244,11 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
             ).format(name=name, n=len(found), ids=ids),
         )
     return found[0]
+
+
+def _look_alike(name: str, models: list[RegisteredModel]) -> RegisteredModel | None:
+    """The first of ``models`` whose name looks like ``name`` (UTS #39 skeletons)."""
+    from ..confusables import confusable_with
+
+    other = confusable_with(name, [m.model_name for m in models])
+    return next((m for m in models if m.model_name == other), None)

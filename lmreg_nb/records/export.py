@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..i18n import _
 from ..summary import Summary
+from ..terminal import shown_name, terminal_text
 from .html import render_summary_html
+from .text import fmt_name
 
 if TYPE_CHECKING:
     import nbformat
@@ -72,7 +74,7 @@ def render_html(
     """
     if title is None:
         title = (
-            _("Onboarding record: {school}").format(school=summary.school)
+            _("Onboarding record: {school}").format(school=fmt_name(summary.school))
             if summary is not None and summary.school
             else _("Notebook record")
         )
@@ -81,6 +83,9 @@ def render_html(
         body, _resources = _exporter(short).from_notebook_node(
             page_nb, resources={"metadata": {"name": title}}
         )
+    # Outputs may hold what a server or a parameter sent: no control or bidi character
+    # reaches the page raw (nbconvert renders only well-formed colour escapes).
+    body = terminal_text(body.replace("\r\n", "\n"), lines=True, limit=None)
     lang = summary.lang if summary is not None and summary.lang else None
     if lang:
         body = re.sub(r"<html(\s|>)", f'<html lang="{lang}"\\1', body, count=1)
@@ -135,12 +140,20 @@ def _readable_source(source: str) -> str:
     lines = []
     for line in source.splitlines():
         match = re.fullmatch(r"(\s*[A-Za-z_]\w*\s*=\s*)(.+)", line)
-        if match and "\\u" in match.group(2):
+        if match and ("\\u" in match.group(2) or not match.group(2).isascii()):
             try:
                 value = ast.literal_eval(match.group(2))
             except (ValueError, SyntaxError):
                 value = None
             if isinstance(value, str):
-                line = match.group(1) + repr(value)
+                line = match.group(1) + _visible_literal(value)
         lines.append(line)
     return "\n".join(lines)
+
+
+def _visible_literal(value: str) -> str:
+    """``repr(value)`` with every character a reader would not see (a variation selector,
+    a filler, a blank, a joiner) written as its escape, as repr writes a control one."""
+    return "".join(
+        ch if ch.isascii() or shown_name(ch) == ch else ascii(ch)[1:-1] for ch in repr(value)
+    )

@@ -14,10 +14,12 @@ from typing import Any
 from ..i18n import _, pgettext
 from ..probe.text.capacity_table import level_headers
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
+from ..terminal import terminal_text
 from .text import (
     PERCENTILE_ROWS,
     answer_sentence,
     fmt,
+    fmt_name,
     go_live_verdict,
     local_time,
     one_request_note,
@@ -53,7 +55,12 @@ text-align:left!important;vertical-align:top}
 
 
 def _e(value: Any) -> str:
-    return html.escape(fmt(value), quote=True)
+    # Any value may quote a server: its control and bidi characters made visible.
+    return html.escape(terminal_text(fmt(value), lines=True, limit=None), quote=True)
+
+
+def _name(value: Any) -> str:
+    return html.escape(fmt_name(value), quote=True)
 
 
 def _table(header: list[str] | None, rows: list[list[str]], css: str = "") -> str:
@@ -84,7 +91,7 @@ def render_summary_html(s: Summary) -> str:
     parts = [
         f'<div class="lmreg-summary"><style>{_CSS}</style>',
         "<h2>"
-        + html.escape(_("Onboarding record: {school}").format(school=fmt(s.school)))
+        + html.escape(_("Onboarding record: {school}").format(school=fmt_name(s.school)))
         + f' <span class="lmreg-status lmreg-status-{css}">'
         + f"{html.escape(badge)}</span></h2>",
     ]
@@ -117,7 +124,7 @@ def _facts(s: Summary) -> str:
     if s.contact:
         card = s.contact
         contact = pgettext("list separator", ", ").join(
-            _e(v) for v in (card.name, card.mobile, card.email)
+            _name(v) for v in (card.name, card.mobile, card.email)
         )
         facts.append([html.escape(_("Contact")), contact])
     generated = local_time(s.generated_at, s.lang) if s.generated_at else None
@@ -154,8 +161,8 @@ def _models(s: Summary) -> list[str]:
     keys = ["modelName", "modelId", "registryUrl", "createTime", "updateTime"]
     rows = [
         [
-            _e(m.model_name),
-            _e(m.model_id),
+            _name(m.model_name),
+            _name(m.model_id),
             _e(m.registry_url),
             _e(local_time(m.create_time, s.lang)),
             _e(local_time(m.update_time, s.lang)),

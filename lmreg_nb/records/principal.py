@@ -25,7 +25,7 @@ from ..summary import (
     StepName,
     Summary,
 )
-from ..terminal import terminal_text
+from ..terminal import shown_name, terminal_text
 from ..validate import url_warnings
 from .text import capacity_found
 
@@ -251,9 +251,9 @@ def _contact(summary: Summary) -> list[str]:
 
 
 def _name(value: str) -> str:
-    """A name typed by a person, shown safely: bidi controls and zero-width marks (which
-    reverse or hide parts of it) become a visible U+FFFD, as on a terminal."""
-    return terminal_text(value, limit=None)
+    """A name typed by a person, shown by the one rule for names (:func:`shown_name`):
+    what reverses, hides or blanks part of it becomes a visible U+FFFD; capped."""
+    return shown_name(value)
 
 
 _CSS = """
@@ -279,7 +279,9 @@ footer{margin-top:12px;padding-top:8px;border-top:1px solid #eaeef2;font-size:15
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    # Any sentence may quote a server: its control and bidi characters made visible.
+    text = "" if value is None else terminal_text(value, lines=True, limit=None)
+    return html.escape(text, quote=True)
 
 
 def _h2(title: str) -> str:

@@ -11,12 +11,14 @@ from ..i18n import N_, _, format_local_time, ngettext, pgettext
 from ..probe.load.metrics import answer_wait_sentence
 from ..severity import severity_label
 from ..summary import CAPACITY_STEP, CapacityRecord, Step, Summary, step_label
+from ..terminal import shown_name, terminal_text
 
 __all__ = [
     "PERCENTILE_ROWS",
     "answer_sentence",
     "capacity_found",
     "fmt",
+    "fmt_name",
     "go_live_verdict",
     "local_time",
     "one_request_note",
@@ -90,6 +92,12 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def fmt_name(value: Any) -> str:
+    """A name (the school, a contact's, a model's name or id) by the one rule every view
+    shows names with (:func:`lmreg_nb.terminal.shown_name`): one line, capped, nothing hidden."""
+    return shown_name(fmt(value))
+
+
 def local_time(value: Any, lang: str | None = None) -> str:
     """An ISO timestamp or datetime in the school's local time with its zone."""
     if isinstance(value, str):
@@ -159,7 +167,7 @@ def render_summary_text(s: Summary) -> str:
     mark = {True: "[x]", False: "[ ]"}
     lines = [
         _("Onboarding record: {school} — {status}").format(
-            school=fmt(s.school), status=status_badge(s)[1]
+            school=fmt_name(s.school), status=status_badge(s)[1]
         )
     ]
     ok, text = steps_verdict(s)
@@ -170,7 +178,7 @@ def render_summary_text(s: Summary) -> str:
     if s.contact:
         card = s.contact
         contact = pgettext("list separator", ", ").join(
-            fmt(v) for v in (card.name, card.mobile, card.email)
+            fmt_name(v) for v in (card.name, card.mobile, card.email)
         )
         lines.append(_("Contact: {contact}").format(contact=contact))
     for label, value in (
@@ -192,7 +200,8 @@ def render_summary_text(s: Summary) -> str:
     if s.models:
         lines.append(_("Models:"))
         lines += [
-            f"  {fmt(m.model_name)} ({fmt(m.model_id)}) {fmt(m.registry_url)}" for m in s.models
+            f"  {fmt_name(m.model_name)} ({fmt_name(m.model_id)}) {fmt(m.registry_url)}"
+            for m in s.models
         ]
     if s.checks:
         lines.append(_("Checks:"))
@@ -207,7 +216,8 @@ def render_summary_text(s: Summary) -> str:
             lines.append("  " + s.capacity.prefix_cache.sentence())
     if s.performance:
         lines += _performance_lines(s.performance)
-    return "\n".join(lines)
+    # Details may quote a server: control and bidi characters made visible, as on a terminal.
+    return terminal_text("\n".join(lines), lines=True, limit=None)
 
 
 def _performance_lines(perf: Mapping[str, Any]) -> list[str]:

@@ -21,8 +21,9 @@ from ..records import records_of
 from ..records.export import render_html
 from ..records.principal import render_principal_html
 from ..records.text import status_label
-from ..secret import assert_clean, mask_text
+from ..secret import mask_text
 from ..summary import Summary
+from .gates import assert_notebook_clean, assert_page_clean
 from .kernels import KERNEL_START_EXIT
 from .runs import Interrupted
 from .scrub import scrub_notebook
@@ -174,9 +175,9 @@ def write_record(
         if summary is not None
         else render_html(clean, summary, short=True)
     )
-    assert_clean(nb_text, secrets, what=_("the record of {name}").format(name=what))
+    assert_notebook_clean(clean, secrets, what=_("the record of {name}").format(name=what))
     for page in (full, short):
-        assert_clean(page, secrets, what=_("the HTML copy of {name}").format(name=what))
+        assert_page_clean(page, secrets, what=_("the HTML copy of {name}").format(name=what))
     paths = out_dir / f"{stem}.ipynb", out_dir / f"{stem}.html", out_dir / f"{stem}-short.html"
     for path, text in zip(paths, (nb_text, full, short), strict=True):
         write_atomic(path, text)

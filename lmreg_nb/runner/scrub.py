@@ -5,10 +5,11 @@ papermill writes its parameters into the notebook's metadata (papermill issue
 :func:`scrub_notebook` drops both from the metadata and the outputs, blanks the
 value of any secret-looking assignment in the injected-parameters cell (the
 other parameters stay readable there), then masks every known secret wherever
-it appears (sources, outputs, metadata, attachments) with the one masker of
-:mod:`lmreg_nb.secret`. :func:`lmreg_nb.secret.assert_clean` is the last gate
-before a file is written. :func:`secret_values` finds the secrets an
-environment holds.
+a value holds it (sources, outputs, metadata, attachments) with the one masker of
+:mod:`lmreg_nb.secret`; keys and the format's own fields (``display_name``,
+``output_type``) are structure and stay as they are. :mod:`lmreg_nb.runner.gates`
+is the last gate before a file is written. :func:`secret_values` finds the
+secrets an environment holds.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ..secret import Masker, Secrets, split_urls, url_secrets
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
     import nbformat
 
 __all__ = [
+    "Kind",
+    "html_parts",
     "looks_secret",
+    "map_strings",
     "scrub_notebook",
     "secret_values",
 ]
@@ -36,7 +40,9 @@ log = logging.getLogger("lmreg_nb")
 
 #: Variables whose names look secret but whose values are not (settings we define).
 _NOT_SECRET = frozenset(VARIABLES.values()) - frozenset(SECRET_VARIABLES)
-_SECRET_NAME = re.compile(r"SECRET|TOKEN|KEY|PASSWORD|PASSWD", re.IGNORECASE)
+#: "TOKENS" at a word's end (lesson_tokens, max_tokens, maxTokens) counts tokens: a setting,
+#: not a secret; "TOKEN" anywhere else (access_token, GITHUB_TOKEN) is one.
+_SECRET_NAME = re.compile(r"SECRET|TOKEN(?!S(?![A-Z]))|KEY|PASSWORD|PASSWD", re.IGNORECASE)
 #: A value this short, under a merely secret-looking name, is a flag, not a secret
 #: (masking "true" everywhere would wreck the record for nothing).
 _MIN_GUESSED = 6
@@ -78,19 +84,73 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
-def _walk(value: Any, masker: Masker, *, binary: bool = False) -> Any:
+#: Where nbformat's schema puts structure, not text: these values (and every key of
+#: every mapping) are never masked. "*" stands for a list index. An apiKey holding
+#: "display" rewrote ``display_name`` and the notebook no longer validated.
+_STRUCTURE: tuple[tuple[str, ...], ...] = (
+    ("nbformat",),
+    ("nbformat_minor",),
+    ("metadata", "kernelspec"),
+    ("metadata", "language_info"),
+    ("cells", "*", "cell_type"),
+    ("cells", "*", "id"),
+    ("cells", "*", "metadata", "tags"),
+    ("cells", "*", "outputs", "*", "output_type"),
+    ("cells", "*", "outputs", "*", "name"),
+)
+
+#: What a string of the notebook is: text a person or a server wrote, an HTML output
+#: (text between markup and CSS), binary data in base64, or the format's own structure.
+Kind = Literal["text", "html", "binary", "structure"]
+#: The markup of an HTML output: a style block, a tag. Only a whole secret is masked in
+#: it (an apiKey holding "padding" garbled our own cards' CSS); the text between is text.
+_MARKUP = re.compile(r"(<style\b[^>]*>.*?</style\s*>|<[^>]*>)", re.IGNORECASE | re.DOTALL)
+
+
+def html_parts(html: str) -> list[tuple[str, bool]]:
+    """``html`` split into (part, is_markup): style blocks and tags, and the text between."""
+    return [(part, i % 2 == 1) for i, part in enumerate(_MARKUP.split(html)) if part]
+
+
+def _is_structure(path: tuple[str, ...]) -> bool:
+    return any(
+        len(path) >= len(rule) and all(r in ("*", p) for r, p in zip(rule, path, strict=False))
+        for rule in _STRUCTURE
+    )
+
+
+def map_strings(value: Any, change: Callable[[str, Kind], str], path: tuple[str, ...] = ()) -> Any:
+    """``value`` (a notebook, or part of one) with ``change(string, kind)`` applied to every
+    string, keys included (as structure); mappings keep their type."""
     if isinstance(value, str):
-        return masker(value, binary=binary)
+        if _is_structure(path):
+            return change(value, "structure")
+        if any(step.startswith(_BINARY_PREFIXES) for step in path):
+            return change(value, "binary")
+        return change(value, "html" if "text/html" in path else "text")
     if isinstance(value, list):
-        return [_walk(v, masker, binary=binary) for v in value]
+        return [map_strings(v, change, (*path, "*")) for v in value]
     if isinstance(value, dict):
         out = type(value)() if type(value) is not dict else {}
         for k, v in value.items():
-            key = masker(k) if isinstance(k, str) else k
-            is_binary = binary or (isinstance(k, str) and k.startswith(_BINARY_PREFIXES))
-            out[key] = _walk(v, masker, binary=is_binary)
+            key = change(k, "structure") if isinstance(k, str) else k
+            out[key] = map_strings(v, change, (*path, str(k)))
         return out
     return value
+
+
+def _masking(masker: Masker) -> Callable[[str, Kind], str]:
+    def change(text: str, kind: Kind) -> str:
+        if kind == "structure":
+            return text
+        if kind == "html":
+            # A whole secret anywhere first (one may straddle a "<" of its own), then the
+            # pieces in the text between the markup.
+            whole = masker(text, binary=True)
+            return "".join(part if markup else masker(part) for part, markup in html_parts(whole))
+        return masker(text, binary=kind == "binary")
+
+    return change
 
 
 _ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*).*$")
@@ -145,5 +205,5 @@ def scrub_notebook(nb: nbformat.NotebookNode, secrets: Secrets) -> nbformat.Note
     masker = Masker(secrets)
     if not masker:
         return clean
-    scrubbed: nbformat.NotebookNode = _walk(clean, masker)
+    scrubbed: nbformat.NotebookNode = map_strings(clean, _masking(masker))
     return scrubbed

@@ -163,13 +163,16 @@ def test_cli_json_is_the_contract(mock: Mock) -> None:
     assert mock.key not in result.output
 
 
-def test_cli_text_table_and_figure(mock: Mock) -> None:
-    result = CliRunner().invoke(main, ["check", "-n", "4", "-c", "2"], env=_env(mock, mock.url()))
+def test_cli_text_table_and_figure(mock: Mock, tmp_path: Path) -> None:
+    chart = tmp_path / "check.png"
+    result = CliRunner().invoke(
+        main, ["check", "-n", "4", "-c", "2", "--plot", str(chart)], env=_env(mock, mock.url())
+    )
     assert result.exit_code == 0, result.output
     assert "[ ok ] required    stream-done" in result.stdout
     assert "verdict: OK" in result.stdout
-    assert "figure: lmreg-check.png" in result.stdout
-    assert Path("lmreg-check.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"figure: {chart}" in result.stdout
+    assert chart.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_cli_exit_1_when_an_error_check_fails(mock: Mock) -> None:

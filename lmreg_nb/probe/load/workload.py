@@ -54,6 +54,8 @@ WORKLOADS: tuple[WorkloadName, ...] = (LESSON, SHORT)
 DEFAULT_LESSON_TOKENS = 1500
 DEFAULT_MAX_TOKENS = 300
 MAX_LESSON_TOKENS = 100_000
+#: The longest reply a workload asks for (max_tokens).
+MAX_REPLY_TOKENS = 32_768
 #: Questions per conversation before a student starts a new one.
 TURNS = 3
 #: Tokens kept for the system message, a question and the chat template (before calibration).
@@ -86,7 +88,7 @@ def check_workload(spec: WorkloadSpec) -> WorkloadSpec:
     """
     if spec.name not in WORKLOADS:
         raise ValidationError("workload", _("must be lesson or short"))
-    if not 1 <= spec.max_tokens <= 32_768:
+    if not 1 <= spec.max_tokens <= MAX_REPLY_TOKENS:
         raise ValidationError("max_tokens", _("must be between 1 and 32768"))
     if not 1 <= spec.context_need <= MAX_CONTEXT_NEED:
         raise ValidationError(
