@@ -25,7 +25,6 @@ from ..wire.exchange import Exchange
 from ..wire.reasons import LOCAL_LIMIT
 from ..wire.stream_client import ChatConnection
 from .levels import CUT, SLO, Level, LevelPlan, Sample, cut_sample, judge, to_sample
-from .metrics import longest_pause_ms
 from .samples import PACE_SEEN_S
 from .settle import Measure, Tally, settled
 
@@ -110,12 +109,6 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-def _times(conn: Connection) -> list[float]:
-    """The content tokens' arrival times of the request in flight (a copy: it grows)."""
-    ex = conn.current
-    return list(ex.times) if ex is not None else []
-
-
 class _Counts:
     """One figure's finished requests: fast, slow (all certain: a finished one is final)."""
 
@@ -152,6 +145,8 @@ class _LevelRun:
         self.first = _Counts()  # finished requests by their first token (all slow are late)
         self.pace, self.pause = _Counts(), _Counts()
         self.finished_by: set[int] = set()  # workers with a finished request (pace shown)
+        #: Running replies' closed gaps scanned so far: worker -> (exchange, times seen, widest).
+        self.gaps: dict[int, tuple[Exchange | None, int, float]] = {}
         self.wake = asyncio.Event()  # set by a worker at the ceiling
 
     def _add(self, index: int, sample: Sample) -> None:
@@ -176,7 +171,8 @@ class _LevelRun:
         pause = [self.pause.fast, self.pause.slow, 0, self.pause.slow]
         shown = len(self.finished_by)
         for index, (due, conn) in self.live.items():
-            times = _times(conn)
+            ex = conn.current
+            times = ex.times if ex is not None else []  # read in place: it only grows
             if times:
                 if times[0] - due > limit:
                     slow, late = slow + 1, late + 1
@@ -191,7 +187,7 @@ class _LevelRun:
             if slo.itl_ms is not None and streaming and len(times) >= 2:
                 pace_slow = (times[-1] - times[0]) / (len(times) - 1) * 1000 > slo.itl_ms
             if slo.pause_ms is not None and times:
-                pause_slow = (longest_pause_ms(times, now) or 0.0) > slo.pause_ms
+                pause_slow = self._pause_so_far(index, ex, times, now) > slo.pause_ms
             if streaming or pause_slow:  # younger: not counted (cut, its first token only)
                 _classify(pace, pace_slow, certain=False)
                 _classify(pause, pause_slow, certain=True)
@@ -207,6 +203,20 @@ class _LevelRun:
             pause=Measure(*pause) if slo.pause_ms is not None else None,
             shown=shown,
         )
+
+    def _pause_so_far(
+        self, index: int, ex: Exchange | None, times: list[float], now: float
+    ) -> float:
+        """A running reply's longest pause so far (ms), the wait since its last token
+        included; its closed gaps are scanned once each (``self.gaps``, by worker), not at
+        every look: a long reply at 128 chats would cost the loop its own lag."""
+        held, seen, widest = self.gaps.get(index, (None, 1, 0.0))
+        if held is not ex:  # a new request of this worker
+            seen, widest = 1, 0.0
+        for i in range(seen, len(times)):
+            widest = max(widest, times[i] - times[i - 1])
+        self.gaps[index] = (ex, len(times), widest)
+        return max(widest, now - times[-1]) * 1000
 
     def done(self, now: float) -> bool:
         """Whether the level ends now: its cap, its ceiling, or a settled verdict."""
