@@ -411,7 +411,7 @@ def _figures(found: dict[str, Any]) -> dict[str, Any]:
         error = (p50 or truth) - truth
         out["due_to_send_share"] = round(own / error, 3) if error > 0 else None
     if found.get("client"):  # our own loop's stalls while it measured
-        out["client"] = found["client"]
+        out["client_lag"] = found["client"]
     return out
 
 
