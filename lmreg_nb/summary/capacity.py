@@ -137,6 +137,10 @@ class CapacityRecord:
     prefix_cache: PrefixCache | None = None
     #: The client's own event-loop stalls while it searched (None: not measured).
     client: ClientLag | None = None
+    #: How much longer than the server's its first-token times may read because of those
+    #: stalls, when they could have moved a level's p90 past its margin (JSON
+    #: ``client.may_read_longer_ms``; None: they could not).
+    may_read_longer_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The capacity command's object plus ``verdict`` and ``class_size`` (and
@@ -158,7 +162,10 @@ class CapacityRecord:
         if self.prefix_cache is not None:
             found["prefix_cache"] = self.prefix_cache.to_json()
         if self.client is not None:
-            found["client"] = self.client.to_json()
+            found["client"] = {
+                **self.client.to_json(),
+                "may_read_longer_ms": _rounded(self.may_read_longer_ms),
+            }
         return found
 
     @classmethod
@@ -178,4 +185,11 @@ class CapacityRecord:
             workload=Workload.from_json(data.get("workload")),
             prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
             client=ClientLag.from_json(data.get("client")),
+            may_read_longer_ms=float_or_none(
+                mapping_or_empty(data.get("client")).get("may_read_longer_ms")
+            ),
         )
+
+
+def _rounded(ms: float | None) -> float | None:
+    return None if ms is None else round(ms, 1)

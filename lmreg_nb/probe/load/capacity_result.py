@@ -58,11 +58,13 @@ class CapacityFindings:
     prefix_cache: PrefixCache | None = None
     #: The client's own event-loop stalls over the whole search (None: not measured).
     client: ClientLag | None = None
+    #: Read back from a record: the levels' skew, whose samples the record does not keep.
+    recorded_skew: Skew | None = None
 
     @property
     def skew(self) -> Skew:
         """What the client's stalls could have done to the levels' figures (all levels)."""
-        found = Skew()
+        found = self.recorded_skew or Skew()
         for level in self.levels:
             if level.skew is not None:
                 found += level.skew
@@ -132,6 +134,7 @@ class CapacityFindings:
             workload=self.workload,
             prefix_cache=self.prefix_cache,
             client=self.client,
+            may_read_longer_ms=self.skew.worst_ms if self.skew.moved else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -168,6 +171,9 @@ class CapacityFindings:
             prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
             client=ClientLag.from_json(data.get("client")),
         )
+        longer = CapacityRecord.from_json(data).may_read_longer_ms
+        if longer is not None:
+            result.recorded_skew = Skew(0, longer, True)
         return result
 
 
