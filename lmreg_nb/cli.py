@@ -51,7 +51,6 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from .i18n import _
-        from .runner.runs import Interrupted
 
         _remove_stale_runs()
         try:
@@ -62,15 +61,18 @@ class _Group(click.Group):
         except LmregError as exc:
             click.echo(_("error: {message}").format(message=exc), err=True)
             sys.exit(EXIT_FAILED)
-        except Interrupted as exc:
-            click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)
-            sys.exit(128 + exc.signum)
         except Exception as exc:
             if not _is_invalid_url(exc):
                 raise
             # A URL our checks let through but httpx cannot parse: a configuration problem.
             click.echo(_("error: {message}").format(message=_invalid_url_message(exc)), err=True)
             sys.exit(EXIT_USAGE)
+        except BaseException as exc:
+            if not _is_interrupted(exc):
+                raise
+            # SIGTERM / SIGINT during a run (runner.runs.Interrupted): stopped, cleaned up.
+            click.echo(_("stopped: {reason}").format(reason=exc.reason), err=True)  # type: ignore[attr-defined]
+            sys.exit(128 + exc.signum)  # type: ignore[attr-defined]
 
 
 def _refuse_undecodable(args: list[str]) -> None:
@@ -108,18 +110,38 @@ def _refuse_undecodable(args: list[str]) -> None:
             sys.exit(EXIT_USAGE)
 
 
+#: The run folders' prefix (runner.runs.RUN_PREFIX, which a test holds equal): the
+#: start of a command looks for them without importing the runner.
+_RUN_PREFIX = "lmreg-run-"
+
+
 def _remove_stale_runs() -> None:
     """A run or demo killed by SIGKILL left a folder (a token cache, an unscrubbed
     notebook, a sandbox's pid): the next start of any command clears it, not only
-    the next run. Never stops the command itself."""
-    import logging
+    the next run. Never stops the command itself.
 
-    from .runner.runs import remove_stale_runs
+    Only a run's folder in the temporary folder brings in the runner (and the record
+    modules under it) to judge and clear it: a command with none there (`check`,
+    `--help`) imports neither. A run clears stale folders itself too (``run_folder``).
+    """
+    import logging
+    import tempfile
+    from pathlib import Path
 
     try:
+        if next(Path(tempfile.gettempdir()).glob(_RUN_PREFIX + "*"), None) is None:
+            return
+        from .runner.runs import remove_stale_runs
+
         remove_stale_runs()
     except Exception as exc:  # a cleanup of what others left must not fail this command
         logging.getLogger("lmreg_nb").info("stale run folders not checked: %s", exc)
+
+
+def _is_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is the runner's Interrupted (only a run, which imported it, raises it)."""
+    runs = sys.modules.get(f"{__package__}.runner.runs")
+    return runs is not None and isinstance(exc, runs.Interrupted)
 
 
 def _is_invalid_url(exc: BaseException) -> bool:

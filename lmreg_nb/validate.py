@@ -129,10 +129,18 @@ def check_model_name(value: object) -> str:
         raise ValidationError(
             "modelName", _("has no visible character; use letters, digits or punctuation")
         )
-    if not (is_visible(text[0]) and is_visible(text[-1])):
+    if not (is_visible(text[0]) and is_visible(_last_base(text))):
         # An invisible first or last character makes a look-alike of another name.
         raise ValidationError("modelName", _("must start and end with a visible character"))
     return text
+
+
+def _last_base(text: str) -> str:
+    """The last character that is not a combining mark: a name may end in a mark on a
+    visible letter (NFC splits U+0A59 into a Gurmukhi letter and its nukta), which a
+    reader sees as that letter. Marks that show as nothing were refused before this."""
+    base = text.rstrip("".join({ch for ch in text if unicodedata.category(ch) in ("Mn", "Me")}))
+    return base[-1] if base else text[-1]
 
 
 def check_registry_url(value: object) -> str:

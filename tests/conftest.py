@@ -1,4 +1,5 @@
-"""Shared fixtures: a clean environment for every test, and a real sandbox process."""
+"""Shared fixtures: a clean environment for every test, and a real sandbox process; the
+lanes (a fast test that starts a process or a server fails: tests/lanes.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from ci_rules import deselect_peers, fail_skip_in_ci
+from lanes import LaneGuard
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -24,6 +26,23 @@ _LONG_FILES = {
     "tests/test_wheel.py": 50,
     "tests/test_i18n_pseudo_run.py": 40,
 }
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--guard-all-lanes",
+        action="store_true",
+        help="guard the files of lanes.UNGUARDED too: every fast test that starts a "
+        "process or a server fails",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The lane guard (tests/lanes.py): a plugin of its own, so it sees every fixture."""
+    guard = LaneGuard(guard_all=config.getoption("--guard-all-lanes"))
+    guard.install()
+    config.pluginmanager.register(guard, "lane-guard")
+    config.add_cleanup(guard.uninstall)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

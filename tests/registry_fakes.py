@@ -3,6 +3,11 @@
 It follows DESIGN.md's contract (envelope, codes, both error styles) and lets a
 test queue faults per path: a response to return, an exception to raise, or
 either of those *after* the request was applied (a lost answer).
+
+:func:`route_clients` sends every RegistryClient a command or a facade makes to a
+transport of the test's (this fake's, or the sandbox app's), so `lmreg-nb token`,
+`models`, `register` ... run in-process with CliRunner, their settings read as a
+user's are (:func:`platform_env` puts this fake's into the environment).
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from lmreg_nb.models import now_ms
 from lmreg_nb.registry.client import MODIFY_PATH, QUERY_PATH, REGISTER_PATH
@@ -38,6 +45,8 @@ class FakePlatform:
     token_ttl_ms: int = 3 * 24 * 3600 * 1000
     token_field: str = "token"
     env: str = "env-test"
+    #: The token every exchange hands out (None: a new one each time).
+    token_value: str | None = None
     exchange_delay_s: float = 0.0
     models: list[dict[str, Any]] = field(default_factory=list)
     tokens: dict[str, int] = field(default_factory=dict)  # token -> expiry ms
@@ -138,7 +147,7 @@ class FakePlatform:
             return self.envelope(401, 40102, "wrong appId or appSecret")
         with self._lock:
             self.exchanges += 1
-            token = f"TOKEN-canary-{self.exchanges}-0a1b2c3d4e"
+            token = self.token_value or f"TOKEN-canary-{self.exchanges}-0a1b2c3d4e"
             self.tokens[token] = now_ms() + self.token_ttl_ms
         data = {self.token_field: token, "env": self.env, "expireTime": self.tokens[token]}
         return self.envelope(200, 0, "OK", data)
@@ -187,3 +196,39 @@ def fail(exc_type: type[httpx.TransportError], message: str = "boom") -> Fault:
         raise exc_type(message, request=request)
 
     return raise_
+
+
+def route_clients(monkeypatch: pytest.MonkeyPatch, make: Callable[[], httpx.BaseTransport]) -> None:
+    """Every RegistryClient made from now on (the CLI's, a facade's) sends to ``make()``.
+
+    Its settings stay its own (the environment, .env, the token cache): only the
+    network is replaced. A client given a transport of its own keeps it.
+    """
+    from lmreg_nb.registry import client as client_module
+
+    class Routed(client_module.RegistryClient):
+        def __init__(
+            self,
+            settings: Settings | None = None,
+            *,
+            transport: httpx.BaseTransport | None = None,
+            max_retries: int = 3,
+        ) -> None:
+            super().__init__(settings, transport=transport or make(), max_retries=max_retries)
+
+    monkeypatch.setattr(client_module, "RegistryClient", Routed)
+
+
+def platform_env(monkeypatch: pytest.MonkeyPatch, cache: Path, **extra: str) -> None:
+    """The fake platform's address and credentials in LMREG_*, as a user sets them."""
+    values = {
+        "LMREG_BASE_URL": BASE_URL,
+        "LMREG_APP_ID": APP_ID,
+        "LMREG_APP_SECRET": APP_SECRET,
+        "LMREG_TOKEN_CACHE": str(cache),
+        "LMREG_TIMEOUT": "5",
+        "LMREG_LANG": "en",
+        **extra,
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)

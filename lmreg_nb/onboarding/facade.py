@@ -477,6 +477,8 @@ class Onboarding:
             lang=current_language(), generated_at=generated_at,
             target_urls=[self.model.registry_url] if self.model else [],
             workload=report.workload if report is not None else None,
+            client=report.client if report is not None else None,
+            server=report.server if report is not None else None,
         )  # fmt: skip
 
     def finish(self) -> None:

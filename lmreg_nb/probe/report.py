@@ -20,6 +20,8 @@ from ..i18n import _, sentences
 from ..secret import Masker
 from ..severity import severity_label
 from ..summary import Severity
+from ..summary.client import ClientLag
+from ..summary.server import ServerFigures
 from ..summary.workload import PrefixCache, Workload
 from .blocking import blocking
 from .checks.conformance import SEVERITIES, CheckResult, Conformance
@@ -29,11 +31,14 @@ from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .load.metrics import answer_wait_sentence, request_metrics
 from .load.prefix import prefix_probe
 from .load.workload import WorkloadSpec, check_workload, prepare_workload
+from .loop_lag import LoopLag
 from .target import Target
+from .text.client_text import client_sentence, server_lines
 from .text.load_text import load_notes
 from .wire.chat import ChatEndpointError
 from .wire.exchange import Exchange
 from .wire.reasons import LOCAL_LIMIT, kinds_text
+from .wire.server_metrics import figures_between, llamacpp_figures, read_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,6 +71,10 @@ class EndpointReport:
     chat_error: str | None = None  # why that reply failed (one line, masked)
     #: What the load test sent (None: no load test ran).
     workload: Workload | None = None
+    #: The toolkit's own stalls over the whole run (checks, prefix probe, load test).
+    client: ClientLag | None = None
+    #: What the server measured itself over the run (None: it publishes nothing we read).
+    server: ServerFigures | None = None
 
     @property
     def ok(self) -> bool:
@@ -78,11 +87,14 @@ class EndpointReport:
         return [c for c in _sorted(self.checks) if not c.passed]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"checks": [...], "summary": {...}, "workload": {...} | None}`` (DESIGN.md)."""
+        """``{"checks": [...], "summary": {...}, "workload": {...} | None, "client": {...}
+        | None, "server": {...} | None}`` (DESIGN.md)."""
         return {
             "checks": [c.to_json() for c in self.checks],
             "summary": dict(self.summary),
             "workload": self.workload.to_json() if self.workload is not None else None,
+            "client": self.client.to_json() if self.client is not None else None,
+            "server": self.server.to_json() if self.server is not None else None,
         }
 
     def checks_frame(self) -> pd.DataFrame:
@@ -127,7 +139,15 @@ def _single_summary(ex: Exchange | None) -> tuple[dict[str, Any], LoadResult]:
     return load.summary(), load
 
 
-def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResult:
+#: How a server answers a prompt longer than its window: vLLM and llama.cpp a 400;
+#: llama-cpp-python a 200 stream that closes without an event.
+TOO_LONG_KINDS = frozenset({"status 400", "bad stream"})
+
+
+def _load_row(
+    load: LoadResult, requests: int, max_duration: float, *, window_refused: bool = False
+) -> CheckResult:
+    """The load-test row; ``window_refused``: the context-window check saw a prompt refused."""
     summary = load.summary()
     done, errors = summary["requests"], summary["errors"]
     kinds = kinds_text(load.errors_by_kind)
@@ -156,6 +176,14 @@ def _load_row(load: LoadResult, requests: int, max_duration: float) -> CheckResu
             "{head}: {errors} failed ({kinds}). This computer ran out of open files "
             "(ulimit -n), so some requests were never sent: raise the limit or lower the "
             "concurrency, then run the load test again"
+        ).format(head=head, errors=errors, kinds=kinds)
+        return CheckResult("load-test", False, severity, detail)
+    if window_refused and errors == done and set(load.errors_by_kind) <= TOO_LONG_KINDS:
+        # The lesson's prompts are longer than the server's window: not a matter of load.
+        detail = _(
+            "{head}: {errors} failed ({kinds}). The lesson's prompts are longer than the "
+            "server's context window takes (see context-window): raise the window, or "
+            "measure with a shorter lesson (--lesson-tokens) and shorter replies (--max-tokens)"
         ).format(head=head, errors=errors, kinds=kinds)
         return CheckResult("load-test", False, severity, detail)
     detail = _(
@@ -205,36 +233,47 @@ async def check_endpoint_async(
     spec = dataclasses.replace(workload or WorkloadSpec(), context_need=context_need)
     if requests > 0:
         check_workload(spec)
-    async with make_client(target.timeout) as client:
+    # One watch on the toolkit's own stalls over the whole run (contract: "The client
+    # checks itself"), and the server's own figures read before and after it.
+    async with LoopLag() as lag, make_client(target.timeout) as client:
+        before = await read_metrics(client, target)
         conf, chat = await run_checks(
             client,
             target,
             max_tokens=min(max_tokens, 64),
             chat_prompt=chat_prompt,
             context_need=context_need,
+            lag=lag,
         )
-    checks = list(conf.checks)
-    load: LoadResult | None = None
-    used: Workload | None = None
-    if requests > 0 and conf.answered_stream:
-        log.info("load test: %d requests at concurrency %d", requests, concurrency)
-        work = await prepare_workload(target, spec)
-        if work.lesson_mode:  # before the load, students alone: the prefix cache
-            _answered, found = await prefix_probe(work, target, target.timeout)
-            if found is not None:
-                checks.append(_prefix_row(found))
-        load = await run_load(
-            target,
-            requests,
-            concurrency,
-            max_duration=max_duration,
-            max_tokens=max_tokens,
-            progress=progress,
-            workload=work,
-        )
-        checks.append(_load_row(load, requests, max_duration))
-        used = work.info()
-    elif requests > 0:
+        checks = list(conf.checks)
+        load, used = await _load_part(
+            target, checks, conf, spec, lag, requests, concurrency, max_duration, max_tokens,
+            progress,
+        )  # fmt: skip
+        after = await read_metrics(client, target) if before is not None else None
+    report = _report(target, checks, conf, chat, load)
+    report.workload = used
+    report.client = lag.result()
+    report.server = figures_between(before, after) or llamacpp_figures(conf.exchanges())
+    return report
+
+
+async def _load_part(
+    target: Target,
+    checks: list[CheckResult],
+    conf: Conformance,
+    spec: WorkloadSpec,
+    lag: LoopLag,
+    requests: int,
+    concurrency: int,
+    max_duration: float,
+    max_tokens: int,
+    progress: bool,
+) -> tuple[LoadResult | None, Workload | None]:
+    """The prefix probe and the load test (their rows join ``checks``), when asked for."""
+    if requests <= 0:
+        return None, None
+    if not conf.answered_stream:
         checks.append(
             CheckResult(
                 "load-test",
@@ -243,9 +282,26 @@ async def check_endpoint_async(
                 _("not run: the streamed check request failed (see the rows above)"),
             )
         )
-    report = _report(target, checks, conf, chat, load)
-    report.workload = used
-    return report
+        return None, None
+    log.info("load test: %d requests at concurrency %d", requests, concurrency)
+    work = await prepare_workload(target, spec)
+    if work.lesson_mode:  # before the load, students alone: the prefix cache
+        _answered, found = await prefix_probe(work, target, target.timeout, lag=lag)
+        if found is not None:
+            checks.append(_prefix_row(found))
+    load = await run_load(
+        target,
+        requests,
+        concurrency,
+        max_duration=max_duration,
+        max_tokens=max_tokens,
+        progress=progress,
+        workload=work,
+    )
+    refused = any(c.name == "context-window" and not c.passed and c.severity == "error"
+                  for c in checks)  # fmt: skip
+    checks.append(_load_row(load, requests, max_duration, window_refused=refused))
+    return load, work.info()
 
 
 def _prefix_row(found: PrefixCache) -> CheckResult:
@@ -329,6 +385,7 @@ def format_report(report: EndpointReport) -> str:
     if s.get("first_answer_ms") != s.get("ttft_ms"):  # a reasoning model: thinking comes first
         lines.append(_("answer ms    {figures}").format(figures=pct("first_answer_ms")))
         lines.append("             " + answer_wait_sentence())
+    lines.extend("             " + line for line in server_lines(report.server))
     lines.append(_("ITL ms       {figures}").format(figures=pct("itl_ms")))
     lines.append(_("latency ms   {figures}").format(figures=pct("latency_ms")))
     rps, tps = s.get("requests_per_s"), s.get("output_tokens_per_s")
@@ -339,6 +396,9 @@ def format_report(report: EndpointReport) -> str:
     )
     if report.workload is not None:  # what the load test sent
         lines.append(_("workload: {text}").format(text=report.workload.sentence()))
+    busy = client_sentence(report.client)
+    if busy is not None:
+        lines.append(busy)
     lines.append(
         _("verdict: OK") if report.ok else _("verdict: FAILED (a check of severity error failed)")
     )

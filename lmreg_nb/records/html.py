@@ -13,6 +13,7 @@ from typing import Any
 
 from ..i18n import _, pgettext
 from ..probe.text.capacity_table import level_headers
+from ..probe.text.client_text import client_sentence, server_lines
 from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
 from ..terminal import terminal_text
 from .text import (
@@ -218,6 +219,12 @@ def _capacity(capacity: CapacityRecord | None) -> list[str]:
     return parts
 
 
+def _measured_by(s: Summary) -> list[str]:
+    """The server's own figures and the client's stalls, beside the client's figures."""
+    busy = client_sentence(s.client)
+    return [*server_lines(s.server), *([busy] if busy is not None else [])]
+
+
 def _performance(s: Summary) -> list[str]:
     perf = s.performance
     if not perf:
@@ -237,7 +244,7 @@ def _performance(s: Summary) -> list[str]:
             _h3(_("Performance")),
             f"<p>{html.escape(one_request_note())}</p>",
             _table(None, rows),
-            *([f"<p>{html.escape(answer)}</p>"] if answer else []),
+            *(f"<p>{html.escape(text)}</p>" for text in [answer, *_measured_by(s)] if text),
         ]
     for key, label in PERCENTILE_ROWS:
         p = perf.get(key)
@@ -245,7 +252,7 @@ def _performance(s: Summary) -> list[str]:
             continue  # an older record
         p = p if isinstance(p, Mapping) else {}
         rows.append([html.escape(_(label)), _e(p.get("p50")), _e(p.get("p90")), _e(p.get("p99"))])
-    sentences = [perf_sentence(perf), answer_sentence(perf)]
+    sentences = [perf_sentence(perf), answer_sentence(perf), *_measured_by(s)]
     return [
         _h3(_("Performance")),
         _table(["", "p50", "p90", "p99"], rows),

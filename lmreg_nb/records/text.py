@@ -9,6 +9,7 @@ from typing import Any
 
 from ..i18n import N_, _, format_local_time, ngettext, pgettext
 from ..probe.load.metrics import answer_wait_sentence
+from ..probe.text.client_text import client_sentence, server_lines
 from ..severity import severity_label
 from ..summary import CAPACITY_STEP, CapacityRecord, Step, Summary, step_label
 from ..terminal import shown_name, terminal_text
@@ -216,6 +217,10 @@ def render_summary_text(s: Summary) -> str:
             lines.append("  " + s.capacity.prefix_cache.sentence())
     if s.performance:
         lines += _performance_lines(s.performance)
+    lines += ["  " + line for line in server_lines(s.server)]
+    busy = client_sentence(s.client)
+    if busy is not None:
+        lines.append("  " + busy)
     # Details may quote a server: control and bidi characters made visible, as on a terminal.
     return terminal_text("\n".join(lines), lines=True, limit=None)
 

@@ -5,6 +5,7 @@
   ``Status`` and ``Severity`` literals;
 - :mod:`.capacity`: the recorded capacity search (:class:`CapacityRecord`);
 - :mod:`.client`: the client's own event-loop stalls while it measured (:class:`ClientLag`);
+- :mod:`.server`: what the server measured itself meanwhile (:class:`ServerFigures`);
 - :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
   "Contract: records"); it imports the parts, never the reverse;
 - :mod:`.summary`: :class:`Summary` and :func:`build_summary`; :meth:`Summary.from_json`
@@ -33,6 +34,7 @@ from .model import (
     step_label,
 )
 from .rules import decide
+from .server import ServerFigures
 from .summary import Summary, build_summary
 from .workload import PrefixCache, Workload
 
@@ -53,6 +55,7 @@ __all__ = [
     "Percentiles",
     "Phase",
     "PrefixCache",
+    "ServerFigures",
     "Severity",
     "Status",
     "Step",

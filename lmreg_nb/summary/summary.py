@@ -16,6 +16,7 @@ from typing import Any
 from ..i18n import _
 from ..models import RegisteredModel
 from .capacity import CapacityRecord
+from .client import ClientLag
 from .fields import int_or_none, list_of, one_line, text_or_none, time_or_none
 from .model import (
     STATUSES,
@@ -29,6 +30,7 @@ from .model import (
     step_label,
 )
 from .rules import decide, phases
+from .server import ServerFigures
 from .workload import Workload
 
 __all__ = ["Summary", "build_summary"]
@@ -56,6 +58,10 @@ class Summary:
     class_size: int | None = None
     #: What the load test sent (``check --json``'s ``workload``); the capacity has its own.
     workload: Workload | None = None
+    #: The toolkit's own stalls while the checks measured (``check --json``'s ``client``).
+    client: ClientLag | None = None
+    #: What the server measured itself meanwhile (``check --json``'s ``server``).
+    server: ServerFigures | None = None
 
     # -- readers' helpers ----------------------------------------------------
     @property
@@ -100,6 +106,8 @@ class Summary:
             "checks": [c.to_json() for c in self.checks],
             "performance": dict(self.performance) if self.performance is not None else None,
             "workload": self.workload.to_json() if self.workload is not None else None,
+            "client": self.client.to_json() if self.client is not None else None,
+            "server": self.server.to_json() if self.server is not None else None,
             "capacity": self.capacity.to_json() if self.capacity is not None else None,
             "class_size": self.class_size,
             "status": self.status,
@@ -152,6 +160,8 @@ class Summary:
             phases=[Phase.from_json(p) for p in list_of(data.get("phases"))],
             class_size=class_size,
             workload=Workload.from_json(data.get("workload")),
+            client=ClientLag.from_json(data.get("client")),
+            server=ServerFigures.from_json(data.get("server")),
         )
 
 
@@ -171,6 +181,8 @@ def build_summary(
     generated_at: datetime | None = None,
     target_urls: Sequence[str] | None = None,
     workload: Workload | None = None,
+    client: ClientLag | None = None,
+    server: ServerFigures | None = None,
 ) -> Summary:
     """Make the summary from what happened, deciding status and go_live.
 
@@ -201,4 +213,6 @@ def build_summary(
         phases=phases(step_list, go_live),
         class_size=size,
         workload=workload,
+        client=client,
+        server=server,
     )

@@ -117,16 +117,35 @@ _QUICK_MS = 100.0
 class PrefixCache:
     """Whether the server reused the shared lesson: the first answer against the next one's.
 
-    ``reused`` None: both came too fast to tell (the lesson costs the server nothing).
+    ``reused`` None: could not tell (both came too fast, the times wandered, or this
+    machine stalled while it timed them: ``stalls``, ``worst_stall_ms``).
+    ``hit_share``: the share of the later students' lesson tokens the server's own
+    counters say came from its cache (vLLM's ``/metrics``); when given, the verdict is
+    the server's word, not the timing's.
     """
 
     reused: bool | None
     first_ms: float | None = None
     next_ms: float | None = None
+    stalls: int = 0
+    worst_stall_ms: float = 0.0
+    hit_share: float | None = None
+    #: Why it was not measured: the error kind of a student's question that failed
+    #: (``"status 400"``, ``"timeout"``, ``"bad stream"``...); None: it was measured.
+    failure: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"reused", "first_ms", "next_ms"}``."""
-        return {"reused": self.reused, "first_ms": self.first_ms, "next_ms": self.next_ms}
+        """``{"reused", "first_ms", "next_ms", "stalls", "worst_stall_ms", "hit_share",
+        "failure"}``."""
+        return {
+            "reused": self.reused,
+            "first_ms": self.first_ms,
+            "next_ms": self.next_ms,
+            "stalls": self.stalls,
+            "worst_stall_ms": round(self.worst_stall_ms, 1),
+            "hit_share": self.hit_share,
+            "failure": self.failure,
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> PrefixCache | None:
@@ -135,22 +154,49 @@ class PrefixCache:
         if not found:
             return None
         reused = found.get("reused")
+        share = float_or_none(found.get("hit_share"))
         return cls(
             reused if isinstance(reused, bool) else None,
             float_or_none(found.get("first_ms")),
             float_or_none(found.get("next_ms")),
+            max(0, int_or_none(found.get("stalls")) or 0),
+            max(0.0, float_or_none(found.get("worst_stall_ms")) or 0.0),
+            min(1.0, max(0.0, share)) if share is not None else None,
+            _kind_or_none(found.get("failure")),
         )
 
     def sentence(self) -> str:
         """The finding in one sentence, with the fix when the lesson is not reused."""
         first = f"{self.first_ms:.0f}" if self.first_ms is not None else "-"
         later = f"{self.next_ms:.0f}" if self.next_ms is not None else "-"
+        if self.failure is not None:
+            return _(
+                "Not measured whether the server reuses the shared lesson: a student's"
+                " question about it failed ({why})."
+            ).format(why=_failure_label(self.failure))
+        if self.hit_share is not None and self.reused is not None:
+            return self._counted(first, later)
         if self.reused:
             return _(
                 "The server reuses the shared lesson (a prefix cache): the first student's"
                 " answer started after {first} ms, the next student's after {next} ms."
             ).format(first=first, next=later)
         quick = max(self.first_ms or 0.0, self.next_ms or 0.0) < _QUICK_MS
+        if self.reused is None and self.stalls:
+            return ngettext(
+                "Could not tell whether the server reuses the shared lesson: this machine"
+                " stalled {n} time, up to {seconds} s, while it timed the answers (the first"
+                " student's started after {first} ms, the next students' after {next} ms).",
+                "Could not tell whether the server reuses the shared lesson: this machine"
+                " stalled {n} times, up to {seconds} s, while it timed the answers (the first"
+                " student's started after {first} ms, the next students' after {next} ms).",
+                self.stalls,
+            ).format(
+                n=self.stalls,
+                seconds=f"{self.worst_stall_ms / 1000:.1f}",
+                first=first,
+                next=later,
+            )
         if self.reused is None and not quick:
             return _(
                 "Could not tell whether the server reuses the shared lesson: its answers'"
@@ -168,3 +214,40 @@ class PrefixCache:
             " for the whole lesson. Turn on a prefix cache: vLLM --enable-prefix-caching,"
             " llama.cpp --cache-reuse 256."
         ).format(first=first, next=later)
+
+    def _counted(self, first: str, later: str) -> str:
+        """The finding by the server's own counters."""
+        share = f"{(self.hit_share or 0.0) * 100:.0f}"
+        if self.reused:
+            return _(
+                "The server reuses the shared lesson (a prefix cache): by its own counters,"
+                " {share} % of the later students' lesson tokens came from its cache (the"
+                " first student's answer started after {first} ms, the next student's after"
+                " {next} ms)."
+            ).format(share=share, first=first, next=later)
+        return _(
+            "The server does not reuse the shared lesson: by its own counters, {share} % of"
+            " the later students' lesson tokens came from a cache, so every student pays for"
+            " the whole lesson. Turn on a prefix cache: vLLM --enable-prefix-caching,"
+            " llama.cpp --cache-reuse 256."
+        ).format(share=share)
+
+
+def _kind_or_none(value: Any) -> str | None:
+    """A recorded error kind (a short identifier), or None."""
+    return value[:40] if isinstance(value, str) and value else None
+
+
+def _failure_label(kind: str) -> str:
+    """An error kind as people read it (the load test's labels)."""
+    if kind.startswith("status "):
+        return "HTTP " + kind.removeprefix("status ")
+    labels = {
+        "connect": _("cannot connect"),
+        "timeout": _("timed out"),
+        "transport": _("connection broke"),
+        "bad stream": _("malformed stream"),
+        "bad body": _("malformed reply"),
+        "cut stream": _("cut stream"),
+    }
+    return labels.get(kind, kind)

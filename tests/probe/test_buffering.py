@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -15,6 +16,8 @@ import httpx
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.checks.conformance import CheckResult
 from lmreg_nb.probe.checks.suite import run_checks
+from lmreg_nb.probe.loop_lag import LoopLag
+from lmreg_nb.summary import ClientLag
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 TARGET = Target(URL, "sk-test-key-123456", "m", timeout=2.0)
@@ -96,3 +99,56 @@ def test_a_buffering_proxy_is_flagged_after_a_second_look() -> None:
     assert not row.passed
     assert "proxy_buffering off" in row.detail
     assert "twice" in row.detail
+
+
+# -- the client's own stalls (issue 39, item 3) ------------------------------------------
+
+
+class _StalledStream(_Stream):
+    """The burst of a buffering proxy, but first the client's own loop is held (a model
+    server on the same cores does that): a stalled client reads any stream in one lump."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        time.sleep(0.2)
+        async for piece in super().__aiter__():
+            yield piece
+
+
+def _lag_row(stall: bool) -> CheckResult:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method != "POST":
+            return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
+        body = json.loads(request.content)
+        if not body.get("stream"):
+            return httpx.Response(200, json=REPLY)
+        english = body.get("max_tokens", 0) > 8 and body["messages"][-1]["content"].isascii()
+        stream = (_StalledStream(True) if stall else _Stream(True)) if english else _Stream(False)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+
+    async def go() -> list[CheckResult]:
+        # Without the stall, the watch says none happened: a busy machine (CI's two cores)
+        # must not turn this test's proxy into "could not tell".
+        watch = LoopLag() if stall else _Quiet()
+        async with watch as lag, httpx.AsyncClient(transport=httpx.MockTransport(handle)) as c:
+            return list((await run_checks(c, TARGET, lag=lag))[0].checks)
+
+    return next(c for c in asyncio.run(go()) if c.name == "stream-not-buffered")
+
+
+class _Quiet(LoopLag):
+    """A watch that saw no stall."""
+
+    def result(self) -> ClientLag:
+        return ClientLag()
+
+
+def test_a_lump_read_while_the_client_stalled_is_could_not_tell_not_a_proxy() -> None:
+    row = _lag_row(stall=True)
+    assert row.passed, row.detail  # the server is not blamed
+    assert row.detail.startswith("could not tell: this machine stalled"), row.detail
+    assert "proxy_buffering" not in row.detail
+
+
+def test_a_lump_without_a_stall_is_still_a_buffering_proxy() -> None:
+    row = _lag_row(stall=False)
+    assert not row.passed and "proxy_buffering off" in row.detail

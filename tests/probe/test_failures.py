@@ -122,7 +122,7 @@ def test_cli_failing_server_exit_1_and_one_line(mock: Mock, quirk: str, words: s
     assert code == 1
     assert err.startswith(words) and err.count("\n") == 1
     assert "Traceback" not in out + err and mock.key not in out + err
-    assert set(json.loads(out)) == {"checks", "summary", "workload"}
+    assert set(json.loads(out)) == {"checks", "summary", "workload", "client", "server"}
 
 
 def test_cli_refused_connection_in_a_real_process(refused_url: str, tmp_path: object) -> None:

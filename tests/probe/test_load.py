@@ -74,7 +74,7 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     assert buf.getvalue()[:4] == b"\x89PNG"
 
     payload = json.dumps(report.to_json())
-    assert set(json.loads(payload)) == {"checks", "summary", "workload"}
+    assert set(json.loads(payload)) == {"checks", "summary", "workload", "client", "server"}
     assert mock.key not in payload
 
 
@@ -157,7 +157,11 @@ def test_cli_json_is_the_contract(mock: Mock) -> None:
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert set(out) == {"checks", "summary", "workload"}
+    assert set(out) == {"checks", "summary", "workload", "client", "server"}
+    # The client watched itself (contract: "The client checks itself"); the mock
+    # publishes no figures of its own.
+    assert set(out["client"]) == {"stalls", "worst_stall_ms", "stalled_share"}
+    assert out["server"] is None
     assert all(set(c) == {"name", "passed", "severity", "detail"} for c in out["checks"])
     assert set(out["summary"]) == SUMMARY and out["summary"]["requests"] == 4
     assert mock.key not in result.output

@@ -61,6 +61,7 @@ def test_a_streamed_usage_over_four_tokens_a_chunk_is_not_believed() -> None:
     assert whole.output_tokens == (300, "usage")
 
 
+@pytest.mark.slow  # the lean client and the calibration speak to a real socket
 @pytest.mark.parametrize("variant", ["huge", "offset30", "offset5"])
 def test_absurd_counts_leave_the_lesson_sized_by_the_estimate(base: str, variant: str) -> None:
     target = Target(f"{base}/counts/{variant}/v1/chat/completions", KEY, "m", timeout=10)
@@ -71,6 +72,7 @@ def test_absurd_counts_leave_the_lesson_sized_by_the_estimate(base: str, variant
     assert 1300 <= info.shared_prefix_tokens <= 2000, info
 
 
+@pytest.mark.slow  # the lean client and the calibration speak to a real socket
 def test_a_401_digit_count_gives_no_traceback_in_the_checks_and_load_test(base: str) -> None:
     target = Target(f"{base}/counts/huge/v1/chat/completions", KEY, "m", timeout=10)
     report = check_endpoint(target, requests=4, concurrency=2)
@@ -78,6 +80,7 @@ def test_a_401_digit_count_gives_no_traceback_in_the_checks_and_load_test(base: 
     assert report.workload is not None and report.workload.shared_prefix_tokens > 1000
 
 
+@pytest.mark.slow  # the lean client and the calibration speak to a real socket
 def test_a_reply_our_own_4_mib_cap_ended_is_not_blamed_on_the_server(base: str) -> None:
     # An endless stream: the client stops reading at 4 MiB. The server cut nothing, so no
     # "cut stream" and no llama.cpp interrupt_requests advice (issue 42, item 13).

@@ -12,7 +12,6 @@ import httpx
 from sbx_helpers import STYLES, Platform, local_platform, model
 
 from lmreg_nb.sandbox.platform.app import PlatformConfig
-from lmreg_nb.sandbox.process import running_sandbox
 
 
 def test_isolation_between_two_accounts(platform: Platform) -> None:
@@ -108,40 +107,6 @@ def test_token_expires_40101_in_both_styles(tmp_path: Path) -> None:
             assert r.json()["data"] == {}
             assert "expired" in r.json()["message"]
             assert time.time() * 1000 >= expire_ms, "not before its expireTime"
-
-
-def test_restart_keeps_accounts_tokens_models_and_demo_secrets(tmp_path: Path) -> None:
-    db = tmp_path / "keep.sqlite3"
-    with running_sandbox(db=db) as first, httpx.Client(timeout=10.0) as client:
-        other = first.add_app("school-b")
-        tok = client.post(
-            first.base_url + first.token_path,
-            json={"appId": first.app_id, "appSecret": first.app_secret},
-        ).json()["data"]
-        headers = {"Authorization": f"Bearer {tok['token']}", "X-ENV": tok["env"]}
-        made = client.post(
-            first.base_url + "/openapi/v1/registry-model", json=model("kept"), headers=headers
-        ).json()["data"]
-    with running_sandbox(db=db) as second, httpx.Client(timeout=10.0) as client:
-        assert (second.app_id, second.app_secret, second.model_api_key) == (
-            first.app_id,
-            first.app_secret,
-            first.model_api_key,
-        )
-        r = client.post(second.base_url + "/openapi/v1/query-models", json={}, headers=headers)
-        assert r.json()["data"]["models"] == [made], "the old token and the model survived"
-        r = client.post(
-            second.base_url + second.token_path,
-            json={"appId": other["app_id"], "appSecret": other["app_secret"]},
-        )
-        assert r.json()["data"]["env"] == other["env"], "the added account survived"
-        # The demo model key works against the mock model of the new process.
-        r = client.post(
-            second.model_url,
-            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-            headers={"Authorization": f"Bearer {second.model_api_key}"},
-        )
-        assert r.status_code == 200
 
 
 def test_database_holds_no_usable_secret_of_added_accounts(platform: Platform) -> None:

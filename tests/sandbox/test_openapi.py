@@ -76,6 +76,9 @@ def api_schema(platform_app: tuple[Any, dict[str, str]]) -> Any:
 schema = schemathesis.from_pytest_fixture("api_schema")
 
 
+# Slow lane: a property-based sweep of every operation (half a minute of one core), not
+# the inner loop's; it starts nothing.
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=25,

@@ -1,7 +1,13 @@
-"""The mock school model, driven by the official `openai` client over real loopback HTTP."""
+"""The mock school model, driven by the official `openai` client, in this process.
+
+The app is reached through Starlette's TestClient (an httpx.Client: no socket) for
+what it answers, and through tests/asgi_stream.py (the app in the test's own event
+loop, streamed) for when each chunk arrives and for a timeout.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import statistics
 import time
@@ -10,13 +16,16 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
+from asgi_stream import StreamingASGITransport
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from lmreg_nb.sandbox.school_model import (
     QUIRKS,
     MockModelConfig,
+    create_app,
     parse_quirks,
     reply_tokens,
-    serving,
 )
 
 KEY = "sk-mock-0123456789"
@@ -24,16 +33,28 @@ TOKENS = 12
 MESSAGES = [{"role": "user", "content": "Say something"}]
 
 
+BASE = "http://127.0.0.1:8766"  # never dialled: the transports call the app
+
+
 @pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
-    config = MockModelConfig(api_key=KEY, ttft_ms=120, itl_ms=15, tokens=TOKENS)
-    with serving(config) as url:
-        yield url
+def app() -> Starlette:
+    return create_app(MockModelConfig(api_key=KEY, ttft_ms=120, itl_ms=15, tokens=TOKENS))
 
 
 @pytest.fixture()
-def client(base_url: str) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=base_url + "/v1", api_key=KEY, max_retries=0) as c:
+def http(app: Starlette) -> Iterator[TestClient]:
+    """An httpx.Client into the app (each answer read whole)."""
+    with TestClient(app, base_url=BASE) as c:
+        yield c
+
+
+def _openai(http: TestClient, key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=BASE + "/v1", api_key=key, max_retries=0, http_client=http)
+
+
+@pytest.fixture()
+def client(http: TestClient) -> Iterator[openai.OpenAI]:
+    with _openai(http) as c:
         yield c
 
 
@@ -84,9 +105,9 @@ def test_streamed_completion(client: openai.OpenAI) -> None:
     assert "".join(c.choices[0].text for c in stream if c.choices) == "".join(reply_tokens(TOKENS))
 
 
-def test_wrong_key_is_rejected(base_url: str) -> None:
+def test_wrong_key_is_rejected(http: TestClient) -> None:
     with (
-        openai.OpenAI(base_url=base_url + "/v1", api_key="wrong", max_retries=0) as c,
+        _openai(http, key="wrong") as c,
         pytest.raises(openai.AuthenticationError) as info,
     ):
         c.chat.completions.create(model="m", messages=MESSAGES)
@@ -95,9 +116,9 @@ def test_wrong_key_is_rejected(base_url: str) -> None:
     assert body["error"]["code"] == "invalid_api_key"
 
 
-def test_bad_body_is_a_json_400(base_url: str) -> None:
-    reply = httpx.post(
-        base_url + "/v1/chat/completions",
+def test_bad_body_is_a_json_400(http: TestClient) -> None:
+    reply = http.post(
+        "/v1/chat/completions",
         headers={"Authorization": f"Bearer {KEY}"},
         content=b"{not json",
     )
@@ -105,9 +126,9 @@ def test_bad_body_is_a_json_400(base_url: str) -> None:
     assert reply.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_sse_framing_is_openai_like(base_url: str) -> None:
-    reply = httpx.post(
-        base_url + "/v1/chat/completions",
+def test_sse_framing_is_openai_like(http: TestClient) -> None:
+    reply = http.post(
+        "/v1/chat/completions",
         headers={"Authorization": f"Bearer {KEY}"},
         json={"model": "m", "messages": MESSAGES, "stream": True, "max_tokens": 2},
     )
@@ -135,10 +156,10 @@ def test_sse_framing_is_openai_like(base_url: str) -> None:
         ("any-key", lambda r: r.status_code == 200),
     ],
 )
-def test_quirk_by_path_prefix(base_url: str, quirk: str, expect: object) -> None:
+def test_quirk_by_path_prefix(http: TestClient, quirk: str, expect: object) -> None:
     key = "anything" if quirk == "any-key" else KEY
-    reply = httpx.post(
-        f"{base_url}/quirks/{quirk}/v1/chat/completions",
+    reply = http.post(
+        f"/quirks/{quirk}/v1/chat/completions",
         headers={"Authorization": f"Bearer {key}"},
         json={"model": "m", "messages": MESSAGES, "stream": True, "max_tokens": 4},
     )
@@ -148,9 +169,9 @@ def test_quirk_by_path_prefix(base_url: str, quirk: str, expect: object) -> None
 @pytest.mark.parametrize(
     ("quirk", "media"), [("html-errors", "text/html"), ("text-errors", "text/plain")]
 )
-def test_error_page_quirks(base_url: str, quirk: str, media: str) -> None:
-    reply = httpx.post(
-        f"{base_url}/quirks/{quirk}/v1/chat/completions",
+def test_error_page_quirks(http: TestClient, quirk: str, media: str) -> None:
+    reply = http.post(
+        f"/quirks/{quirk}/v1/chat/completions",
         headers={"Authorization": "Bearer wrong"},
         json={"model": "m", "messages": MESSAGES},
     )
@@ -158,18 +179,23 @@ def test_error_page_quirks(base_url: str, quirk: str, media: str) -> None:
     assert reply.headers["content-type"].startswith(media)
 
 
-def test_slow_quirk_hangs_past_the_timeout(base_url: str) -> None:
+def test_slow_quirk_hangs_past_the_timeout(app: Starlette) -> None:
+    async def post() -> httpx.Response:
+        transport = StreamingASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
+            return await http.post(
+                "/quirks/slow/v1/chat/completions",
+                headers={"Authorization": f"Bearer {KEY}"},
+                json={"model": "m", "messages": MESSAGES},
+                timeout=0.5,
+            )
+
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(
-            f"{base_url}/quirks/slow/v1/chat/completions",
-            headers={"Authorization": f"Bearer {KEY}"},
-            json={"model": "m", "messages": MESSAGES},
-            timeout=0.5,
-        )
+        asyncio.run(post())
 
 
-def test_unknown_quirks_are_refused(base_url: str) -> None:
-    reply = httpx.post(f"{base_url}/quirks/nope/v1/chat/completions", json={})
+def test_unknown_quirks_are_refused(http: TestClient) -> None:
+    reply = http.post("/quirks/nope/v1/chat/completions", json={})
     assert reply.status_code == 404 and "nope" in reply.json()["error"]["message"]
     with pytest.raises(ValueError, match="nope"):
         parse_quirks(["crlf,nope"])
@@ -179,33 +205,39 @@ def test_unknown_quirks_are_refused(base_url: str) -> None:
     assert parse_quirks(["crlf"]) <= QUIRKS
 
 
-def _arrivals(url: str, quirks: str = "") -> tuple[float, list[float]]:
+def _arrivals(app: Starlette, quirks: str = "") -> tuple[float, list[float]]:
     """Seconds from sending to each content chunk, read with a plain line reader."""
     prefix = f"/quirks/{quirks}" if quirks else ""
-    times: list[float] = []
-    with httpx.Client(timeout=10) as http:
-        start = time.perf_counter()
-        with http.stream(
-            "POST",
-            f"{url}{prefix}/v1/chat/completions",
-            headers={"Authorization": f"Bearer {KEY}"},
-            json={"model": "m", "messages": MESSAGES, "stream": True},
-        ) as reply:
-            for line in reply.iter_lines():
-                if '"content":"' in line and '"content":""' not in line:
-                    times.append(time.perf_counter() - start)
+
+    async def read() -> list[float]:
+        times: list[float] = []
+        transport = StreamingASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url=BASE, timeout=10) as http:
+            start = time.perf_counter()
+            async with http.stream(
+                "POST",
+                f"{prefix}/v1/chat/completions",
+                headers={"Authorization": f"Bearer {KEY}"},
+                json={"model": "m", "messages": MESSAGES, "stream": True},
+            ) as reply:
+                async for line in reply.aiter_lines():
+                    if '"content":"' in line and '"content":""' not in line:
+                        times.append(time.perf_counter() - start)
+        return times
+
+    times = asyncio.run(read())
     return times[0], [b - a for a, b in itertools.pairwise(times)]
 
 
-def test_timing_follows_the_knobs(base_url: str) -> None:
-    ttft, gaps = _arrivals(base_url)
+def test_timing_follows_the_knobs(app: Starlette) -> None:
+    ttft, gaps = _arrivals(app)
     assert len(gaps) == TOKENS - 1
     assert 0.110 <= ttft <= 0.200  # ttft_ms=120, generous
     assert 0.010 <= statistics.median(gaps) <= 0.022  # itl_ms=15
 
 
-def test_burst_sends_everything_at_the_end(base_url: str) -> None:
-    ttft, gaps = _arrivals(base_url, "burst")
+def test_burst_sends_everything_at_the_end(app: Starlette) -> None:
+    ttft, gaps = _arrivals(app, "burst")
     # The last token is due at 120 + 11 * 15 = 285 ms; everything arrives then.
     assert ttft >= 0.270
     assert max(gaps) < 0.005

@@ -20,7 +20,9 @@ chat-answers             error     the chat request gets a 2xx (not 429/5xx)
 chat-reply-shape         error     id, object, choices[0].message.role/content,
                                    finish_reason are there
 chat-usage               warning   the reply has usage.completion_tokens
-wrong-key-rejected       error     a made-up key gets 401 or 403
+wrong-key-rejected       error     a made-up key gets 401 or 403 (warning: refused
+                                   with another 4xx, e.g. LiteLLM's 400 "No
+                                   connected db.")
 stream-answers           error     the streamed request gets a 2xx
 stream-is-streamed       error     stream: true is not answered with one JSON body
 stream-content-type      error     Content-Type is text/event-stream
@@ -78,6 +80,10 @@ class Conformance:
     def measured(self) -> Exchange | None:
         """The request the one-request figures describe: the streamed one, else the first."""
         return self.streamed or self.first
+
+    def exchanges(self) -> list[Exchange]:
+        """The plain and the streamed chat request, those that were made."""
+        return [ex for ex in (self.first, self.streamed) if ex is not None]
 
     @property
     def answered_stream(self) -> bool:
@@ -263,6 +269,21 @@ def wrong_key_row(ex: Exchange) -> CheckResult:
                 "a made-up key was accepted: anyone who finds the URL can use the model. "
                 "Check Authorization: Bearer <apiKey> and answer 401 when it is wrong"
             ),
+        )
+    if 400 <= status < 500 and status != 429:
+        # Refused, so nobody else can use the model, but not as an authentication error
+        # (LiteLLM's proxy without a database: 400 "No connected db."): clients then tell
+        # the school its request is wrong, not its key.
+        said = snippet(ex.failure_detail, 120) or "-"
+        return _row(
+            "wrong-key-rejected",
+            False,
+            "warning",
+            _(
+                "a made-up key was refused, but with HTTP {status} ({said}), not 401 or 403: "
+                "clients will report a bad request instead of a wrong key. Answer a wrong key "
+                "with 401 (LiteLLM's proxy does once it has its database)"
+            ).format(status=status, said=said),
         )
     return _row(
         "wrong-key-rejected",

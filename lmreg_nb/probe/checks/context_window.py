@@ -64,6 +64,8 @@ MAX_CONTEXT_NEED = 131072
 MAX_STEPS = 4
 #: Counted below this share of what was sent: the prompt was cut.
 CUT_BELOW = 0.8
+#: Rounds that lengthen a long prompt the server counted under the need.
+TOP_UPS = 3
 #: Tokens per filler word a real tokenizer counts (each is one token in the usual
 #: vocabularies; a character count gives about 4.5, a constant count about 0):
 #: outside these bounds the server's usage.prompt_tokens is not believed.
@@ -133,6 +135,8 @@ class ContextFinding:
     stopped: bool = False  # the budget ran out
     server: Slots | None = None  # llama.cpp's slots, when the replies show that server
     unbelievable: bool = False  # a count no tokenizer gives for its prompt came back
+    #: words -> usage.prompt_tokens of long prompts counted whole (not cut), outside the fit.
+    exact: dict[int, int] = field(default_factory=dict)
     #: Tokens per unit a tokenizer can give: per filler word here; the class workload
     #: measures in Chinese characters (token_counts.CJK_BOUNDS: byte fallback gives 3).
     rate_bounds: tuple[float, float] = RATE_BOUNDS
@@ -171,8 +175,8 @@ class ContextFinding:
 
     def tokens(self, words: int) -> int:
         """The tokens of a prompt of ``words`` filler words (the server's count when known)."""
-        if words in self.counts and not self.implausible:
-            return self.counts[words]
+        if not self.implausible and (words in self.counts or words in self.exact):
+            return self.counts.get(words) or self.exact[words]
         rate, overhead = self._fit()
         return round(overhead + rate * words)
 
@@ -246,16 +250,19 @@ async def _search(client: httpx.AsyncClient, target: Target, found: ContextFindi
         ex = await _ask(client, target, middle)
         if _answered(ex):
             found.answered(ex, middle)
-    lo = found.longest_ok or CALIBRATION[0]
     hi = found.long_words = found.words(found.need)
     found.long = await _ask(client, target, hi)
     if any(is_llamacpp(ex) for ex in (small, large, found.long)):
         found.server = await read_slots(client, target, found.long)
     if _answered(found.long):
         found.answered(found.long, hi, fit=False)  # its count is what is judged
-        return
+        await _reach_need(client, target, found)
+        if _answered(found.long):
+            return
+        hi = found.long_words
     if found.long.failure == "timeout":
         return
+    lo = found.longest_ok or CALIBRATION[0]
     found.shortest_refused = hi
     for _step in range(MAX_STEPS):
         if hi - lo <= max(1, hi // 32):
@@ -269,6 +276,33 @@ async def _search(client: httpx.AsyncClient, target: Target, found: ContextFindi
             break
         else:
             hi = found.shortest_refused = mid
+
+
+async def _reach_need(client: httpx.AsyncClient, target: Target, found: ContextFinding) -> None:
+    """Lengthen an answered long prompt until the server counts at least the need.
+
+    The calibration's tokens per word are exact over whole cycles of the filler; the
+    long prompt ends in a partial cycle, which a tokenizer may count a little lower
+    (vLLM: 4,089 tokens for a need of 4,096). A prompt under the need proves nothing
+    about the need, so words are added (a few rounds) until the count reaches it; a
+    longer prompt that is refused then is the verdict. A prompt counted far below what
+    was sent was cut (Ollama): that is judged as it is.
+    """
+    for _round in range(TOP_UPS):
+        long, words = found.long, found.long_words
+        counted = _prompt_tokens(long) if long is not None else None
+        if counted is None or found.implausible or counted < CUT_BELOW * found.sent:
+            return  # no count, no believable count, or a cut prompt
+        found.exact[words] = counted
+        if counted >= found.need:
+            return
+        rate, _overhead = found._fit()
+        more = words + max(1, math.ceil((found.need - counted) / rate))
+        ex = await _ask(client, target, more)
+        found.long, found.long_words = ex, more
+        if not _answered(ex):
+            return
+        found.answered(ex, more, fit=False)
 
 
 def _how_counted(found: ContextFinding) -> str:

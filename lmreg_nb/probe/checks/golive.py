@@ -3,8 +3,10 @@
 =====================  ==============  ==========================================
 name                   severity        passes when
 =====================  ==============  ==========================================
-stream-utf8            error           a streamed reply to a Chinese prompt is
-                                       valid UTF-8 event by event, without U+FFFD
+stream-utf8            error/warning   a streamed reply to a Chinese prompt is
+                                       valid UTF-8 event by event, without U+FFFD;
+                                       a warning when the same request unstreamed
+                                       holds as many (the model writes them)
 max-tokens-honoured    warning         with a small max_tokens the reply has at
                                        most that many tokens, or finish "length"
 model-name-served      warning         the name the platform sends as ``model``
@@ -39,7 +41,7 @@ from ...summary import Severity
 from ...terminal import snippet
 from ..target import Target
 from ..wire.exchange import Exchange
-from ..wire.shapes import error_message, model_ids
+from ..wire.shapes import error_message, model_ids, reply_text
 from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate
 from .conformance import CheckResult
 
@@ -47,10 +49,12 @@ __all__ = [
     "CHINESE_PROMPT",
     "MAX_TOKENS_PROBE",
     "ModelList",
+    "cut_in_a_character",
     "list_models",
     "max_tokens_row",
     "model_name_row",
     "models_url",
+    "needs_whole",
     "private_only",
     "resolve_row",
     "tls_row",
@@ -76,8 +80,14 @@ def _failed_request(ex: Exchange) -> str:
     return f"HTTP {ex.status}{said}"
 
 
-def utf8_row(ex: Exchange) -> CheckResult:
-    """stream-utf8: the Chinese stream decoded event by event, no U+FFFD in its text."""
+def utf8_row(ex: Exchange, whole: Exchange | None = None) -> CheckResult:
+    """stream-utf8: the Chinese stream decoded event by event, no U+FFFD in its text.
+
+    ``whole``: the same request without streaming, asked for when the stream holds
+    U+FFFD. When it holds as many, the model itself wrote them (random or badly
+    quantized weights, a byte-fallback tokenizer): a warning about the model, not a
+    failure of the server's streaming.
+    """
     name = "stream-utf8"
     if ex.status is None or not 200 <= ex.status < 300:
         return _row(
@@ -93,20 +103,8 @@ def utf8_row(ex: Exchange) -> CheckResult:
     garbled = text.count("\ufffd")
     if not text:
         return _row(name, False, "error", _("the streamed Chinese reply carried no text"))
-    if bad or garbled:
-        where = text.index("\ufffd") if garbled else 0
-        return _row(
-            name,
-            False,
-            "error",
-            _(
-                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
-                "characters and {bad} events that are not valid UTF-8, e.g. {sample}: students "
-                "see garbled text. The server sends pieces of characters (byte-level tokens "
-                "decoded one at a time); update it or its detokenizer so each chunk carries "
-                "whole characters"
-            ).format(garbled=garbled, bad=bad, sample=repr(snippet(text[max(0, where - 8) :], 30))),
-        )
+    if bad or (garbled and not cut_in_a_character(ex)):
+        return _garbled_row(ex, bad, garbled, whole)
     if ex.split_chars:
         detail = ngettext(
             "a Chinese reply of {chars} characters in {events} events, all valid UTF-8 "
@@ -115,6 +113,11 @@ def utf8_row(ex: Exchange) -> CheckResult:
             "({split} characters arrived split across network reads and were put back together)",
             ex.split_chars,
         )
+    elif garbled:
+        detail = _(
+            "a Chinese reply of {chars} characters in {events} events, all valid UTF-8; "
+            "max_tokens cut its last character in two, so that one shows as U+FFFD"
+        )
     else:
         detail = _("a Chinese reply of {chars} characters in {events} events, all valid UTF-8")
     return _row(
@@ -122,6 +125,82 @@ def utf8_row(ex: Exchange) -> CheckResult:
         True,
         "error",
         detail.format(chars=len(text), events=ex.events, split=ex.split_chars),
+    )
+
+
+def cut_in_a_character(ex: Exchange) -> bool:
+    """The reply's only U+FFFD ends it and max_tokens ended it: the cap fell inside a
+    character (its first bytes were made, the rest never was)."""
+    text = ex.text
+    return ex.finish == "length" and text.endswith("\ufffd") and text.count("\ufffd") == 1
+
+
+def needs_whole(ex: Exchange) -> bool:
+    """Whether stream-utf8 should compare the stream with the same request unstreamed."""
+    if ex.status is None or not 200 <= ex.status < 300:
+        return False
+    bad = ex.framing.bad_utf8 if ex.framing is not None else 0
+    return not bad and "\ufffd" in ex.text and not cut_in_a_character(ex)
+
+
+def _garbled_row(ex: Exchange, bad: int, garbled: int, whole: Exchange | None) -> CheckResult:
+    """stream-utf8 for a stream holding U+FFFD or bytes that are not UTF-8 (see utf8_row)."""
+    text = ex.text
+    where = text.index("\ufffd") if garbled else 0
+    sample = repr(snippet(text[max(0, where - 8) :], 30))
+    whole_text = reply_text(whole.json_body) if whole is not None and whole.ok else None
+    if bad or whole is None:
+        return _row(
+            "stream-utf8",
+            False,
+            "error",
+            _(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+                "characters and {bad} events that are not valid UTF-8, e.g. {sample}: students "
+                "see garbled text. The server sends pieces of characters (byte-level tokens "
+                "decoded one at a time); update it or its detokenizer so each chunk carries "
+                "whole characters"
+            ).format(garbled=garbled, bad=bad, sample=sample),
+        )
+    if whole_text is None:
+        return _row(
+            "stream-utf8",
+            False,
+            "error",
+            _(
+                "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+                "characters, e.g. {sample}: students see garbled text. The same request "
+                "without streaming could not be compared ({seen}), so whether the server "
+                "sends pieces of characters or the model writes U+FFFD itself is not known; "
+                "check the server's detokenizer and the model's weights"
+            ).format(garbled=garbled, sample=sample, seen=_failed_request(whole)),
+        )
+    in_whole = whole_text.count("\ufffd")
+    if in_whole >= garbled:
+        return _row(
+            "stream-utf8",
+            False,
+            "warning",
+            _(
+                "the model itself writes U+FFFD replacement characters: the streamed reply "
+                "to a Chinese prompt holds {garbled}, e.g. {sample}, and the same request "
+                "without streaming holds {whole}, so the server's streaming is not at fault. "
+                "Students see garbled text where the model writes broken characters (random "
+                "or badly quantized weights, a tokenizer that does not match the model): "
+                "serve the model's original weights and tokenizer, or a better quantization"
+            ).format(garbled=garbled, sample=sample, whole=in_whole),
+        )
+    return _row(
+        "stream-utf8",
+        False,
+        "error",
+        _(
+            "the streamed reply to a Chinese prompt holds {garbled} U+FFFD replacement "
+            "characters, e.g. {sample}, while the same request without streaming holds "
+            "{whole}: students see garbled text. The server sends pieces of characters (byte-level "
+            "tokens decoded one at a time); update it or its detokenizer so each chunk "
+            "carries whole characters"
+        ).format(garbled=garbled, sample=sample, whole=in_whole),
     )
 
 

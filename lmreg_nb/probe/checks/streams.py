@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 
 from ...i18n import _, clauses, listing, ngettext
+from ...summary.client import STALL_MS, ClientLag, Stall
 from ...terminal import snippet
+from ..text.client_text import seconds
 from ..wire.exchange import Exchange
 from .conformance import CheckResult
 from .conformance import row as _row
 
-__all__ = ["looks_buffered", "stream_rows"]
+__all__ = ["looks_buffered", "stalls_during", "stream_rows"]
 
 
 def looks_buffered(ex: Exchange) -> bool:
@@ -33,11 +35,35 @@ def _spread(ex: Exchange) -> str:
     )
 
 
-def _burst(ex: Exchange, again: Exchange | None) -> tuple[bool, str]:
+#: A reply the server made faster than this (ms, by its own timings) arrives in one lump
+#: at any client late by less than the stalls the client notes (twice STALL_MS).
+TOO_FAST_MS = 2 * STALL_MS
+
+
+def _made_in_ms(ex: Exchange) -> float | None:
+    """How long the server took to make the reply's tokens, by its own timings (llama.cpp's
+    ``predicted_ms``); None when it does not say."""
+    timings = ex.timings or {}
+    return timings.get("predicted_ms")
+
+
+def stalls_during(client: ClientLag | None, exchanges: list[Exchange]) -> list[Stall]:
+    """The client's stalls that overlap the exchanges' times (sent to last piece)."""
+    if client is None:
+        return []
+    windows = [(ex.t_start, ex.times[-1] if ex.times else ex.t_end) for ex in exchanges]
+    return [s for s in client.intervals if any(s.start < end and s.end > a for a, end in windows)]
+
+
+def _burst(
+    ex: Exchange, again: Exchange | None, client: ClientLag | None = None
+) -> tuple[bool, str]:
     """The stream-not-buffered verdict; ``again`` is a second stream, asked for on suspicion.
 
     A busy server or a busy checker can deliver one stream in a lump too; a
-    proxy that buffers does it every time. So a lone burst is judged again.
+    proxy that buffers does it every time. So a lone burst is judged again. A lump
+    that came while the checker itself stalled (``client``) proves nothing: a
+    stalled client reads a stream's chunks in one go, as a buffering proxy sends them.
     """
     times = ex.times
     if len(times) < 3:
@@ -51,6 +77,24 @@ def _burst(ex: Exchange, again: Exchange | None) -> tuple[bool, str]:
             "the first stream arrived in one lump, a second one streamed ({spread}): "
             "a passing stall, not a buffering proxy"
         ).format(spread=_spread(again))
+    made_ms = _made_in_ms(ex)
+    if made_ms is not None and made_ms < TOO_FAST_MS:
+        return False, _(
+            "could not tell: the server made the whole reply in {ms} ms (its own timings), "
+            "faster than the chunks can arrive apart at a client a little late"
+        ).format(ms=f"{made_ms:.0f}")
+    lumps = [ex] + ([again] if again is not None and again.streamed and again.times else [])
+    if all(stalls_during(client, [lump]) for lump in lumps):
+        stalls = stalls_during(client, lumps)
+        return False, ngettext(
+            "could not tell: this machine stalled {n} time, up to {seconds} s, while the "
+            "stream arrived in one lump; a client that stalls reads a stream so, as a "
+            "buffering proxy would send it",
+            "could not tell: this machine stalled {n} times, up to {seconds} s, while the "
+            "stream arrived in one lump; a client that stalls reads a stream so, as a "
+            "buffering proxy would send it",
+            len(stalls),
+        ).format(n=len(stalls), seconds=seconds(max(s.ms for s in stalls)))
     spread = times[-1] - times[0]
     waited = times[0] - ex.t_start
     twice = _(" (twice)") if again is not None else ""
@@ -91,10 +135,13 @@ def _framing_notes(ex: Exchange) -> list[str]:
     return notes
 
 
-def stream_rows(ex: Exchange, again: Exchange | None = None) -> list[CheckResult]:
+def stream_rows(
+    ex: Exchange, again: Exchange | None = None, client: ClientLag | None = None
+) -> list[CheckResult]:
     """The rows of the streamed reply (stream-is-streamed ... stream-framing).
 
-    ``again``: a second streamed reply, asked for when the first came in one lump.
+    ``again``: a second streamed reply, asked for when the first came in one lump;
+    ``client``: the checker's own stalls while it measured.
     """
     if not ex.streamed:
         return [
@@ -109,7 +156,7 @@ def stream_rows(ex: Exchange, again: Exchange | None = None) -> list[CheckResult
                 ).format(media=ex.content_type or _("missing")),
             )
         ]
-    return _format_rows(ex) + _delivery_rows(ex, again)
+    return _format_rows(ex) + _delivery_rows(ex, again, client)
 
 
 def _format_rows(ex: Exchange) -> list[CheckResult]:
@@ -159,7 +206,9 @@ def _format_rows(ex: Exchange) -> list[CheckResult]:
     return rows
 
 
-def _delivery_rows(ex: Exchange, again: Exchange | None) -> list[CheckResult]:
+def _delivery_rows(
+    ex: Exchange, again: Exchange | None, client: ClientLag | None
+) -> list[CheckResult]:
     """stream-content, stream-done, stream-not-buffered, stream-usage, stream-framing."""
     rows: list[CheckResult] = []
     tokens, source = ex.output_tokens
@@ -194,7 +243,7 @@ def _delivery_rows(ex: Exchange, again: Exchange | None) -> list[CheckResult]:
             ),
         )
     )
-    burst, why = _burst(ex, again)
+    burst, why = _burst(ex, again, client)
     rows.append(_row("stream-not-buffered", not burst, "warning", why))
     rows.append(
         _row(

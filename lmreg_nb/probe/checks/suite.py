@@ -41,6 +41,8 @@ import httpx
 from ..._tls import tls_context
 from ...errors import LmregError
 from ...i18n import _
+from ...summary.client import ClientLag
+from ..loop_lag import LoopLag
 from ..target import Target
 from ..wire.chat import chat_reply
 from ..wire.exchange import Exchange, chat_body, completion_body, completions_url, send
@@ -65,6 +67,7 @@ from .golive import (
     list_models,
     max_tokens_row,
     model_name_row,
+    needs_whole,
     resolve,
     resolve_row,
     tls_row,
@@ -283,6 +286,7 @@ async def run_checks(
     max_tokens: int = 64,
     chat_prompt: str | None = None,
     context_need: int = DEFAULT_CONTEXT_NEED,
+    lag: LoopLag | None = None,
 ) -> tuple[Conformance, ChatOutcome]:
     """Every check against ``target``; never raises for the server.
 
@@ -290,7 +294,8 @@ async def run_checks(
     ``model`` too when it differs from ``target.model``. ``chat_prompt``: one
     streamed chat reply made beside the checks (the onboarding's chat step).
     ``context_need``: tokens of the longest prompt the course apps send
-    (context-window).
+    (context-window). ``lag``: the client's own stalls, watched over the run; a finding
+    judged on samples taken while it stalled says it could not tell.
     """
     jobs = _jobs(client, target, max_tokens, chat_prompt, context_need)
     seen = await _gather(jobs, target)
@@ -327,10 +332,14 @@ async def run_checks(
     if seen.streamed.ok and seen.streamed.streamed and looks_buffered(seen.streamed):
         # One lump may be a passing stall: look once more, alone, before blaming a proxy.
         again = await jobs["streamed"](target)
-    _stream_part(checks, seen.streamed, again)
+    _stream_part(checks, seen.streamed, again, lag.result() if lag is not None else None)
     result.streamed = seen.streamed
     checks.append(completion_row(seen.completion, completions_url(target.url)))
-    checks.extend([utf8_row(seen.utf8), max_tokens_row(seen.max_tokens), name_row])
+    whole = None
+    if needs_whole(seen.utf8):  # U+FFFD: the stream's doing, or the model's? Ask unstreamed.
+        whole = await send(client, target, _utf8_body(target, max_tokens, stream=False),
+                           stream=False)  # fmt: skip
+    checks.extend([utf8_row(seen.utf8, whole), max_tokens_row(seen.max_tokens), name_row])
     checks.extend(_function_rows(seen))
     answered = [seen.plain, seen.wrong, seen.streamed, seen.completion]
     checks.append(errors_json_row([ex for ex in answered if ex is not None]))
@@ -382,15 +391,26 @@ def _stream_body(target: Target, max_tokens: int) -> dict[str, Any]:
     return chat_body(target.model, stream=True, max_tokens=max_tokens)
 
 
-def _utf8_body(target: Target, max_tokens: int) -> dict[str, Any]:
-    return chat_body(target.model, CHINESE_PROMPT, stream=True, max_tokens=max_tokens)
+#: The stream-utf8 request's seed: greedy and seeded, the same request asked again without
+#: streaming makes the same tokens, so their texts can be compared.
+UTF8_SEED = 7
+
+
+def _utf8_body(target: Target, max_tokens: int, *, stream: bool = True) -> dict[str, Any]:
+    return chat_body(target.model, CHINESE_PROMPT, stream=stream, max_tokens=max_tokens,
+                     temperature=0.0, seed=UTF8_SEED)  # fmt: skip
 
 
 def _max_tokens_body(target: Target) -> dict[str, Any]:
     return chat_body(target.model, stream=True, max_tokens=MAX_TOKENS_PROBE)
 
 
-def _stream_part(checks: list[CheckResult], streamed: Exchange, again: Exchange | None) -> None:
+def _stream_part(
+    checks: list[CheckResult],
+    streamed: Exchange,
+    again: Exchange | None,
+    client: ClientLag | None,
+) -> None:
     if streamed.status is None:
         checks.append(
             CheckResult(
@@ -404,4 +424,4 @@ def _stream_part(checks: list[CheckResult], streamed: Exchange, again: Exchange 
         checks.append(CheckResult("stream-answers", False, "error", status_advice(streamed)))
     else:
         checks.append(CheckResult("stream-answers", True, "error", f"HTTP {streamed.status}"))
-        checks.extend(stream_rows(streamed, again))
+        checks.extend(stream_rows(streamed, again, client))

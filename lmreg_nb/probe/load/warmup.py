@@ -52,6 +52,8 @@ async def first_token(
             await asyncio.wait([task], timeout=min(TICK_S, left))
         ex = task.result()  # done between two looks, or before any token (an error)
         at = token_at(ex)
+        if at is None and ex.silent_answer:  # cut by max_tokens before any text: a token came
+            at = ex.silent_token_at
         return True, (at - ex.t_start if at is not None else None)
     finally:
         task.cancel()

@@ -69,10 +69,10 @@ def resent_sentence(resent: int) -> str | None:
 
 
 def load_notes(load: _Load) -> list[str]:
-    """The load test's sentences beside its figures (none when there is nothing to say)."""
-    found = [
-        busy_sentence(load.skew),
-        usage_sentence(load.usage_disbelieved),
-        resent_sentence(load.resent),
-    ]
+    """The load test's sentences beside its figures (none when there is nothing to say).
+
+    The client's stalls are said once for the whole check, by its report
+    (:func:`~lmreg_nb.probe.text.client_text.client_sentence`), not again here.
+    """
+    found = [usage_sentence(load.usage_disbelieved), resent_sentence(load.resent)]
     return [s for s in found if s]

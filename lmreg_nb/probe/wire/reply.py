@@ -15,6 +15,7 @@ chunk (:meth:`Reply.take_chunk`) or a whole non-streamed body
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ MAX_TEXT_CHARS = 256 * 1024
 #: A streamed ``usage.completion_tokens`` over this many tokens per chunk received is not
 #: believed (a chunk may carry a few tokens; 5 chunks are never 100,000 tokens).
 USAGE_PER_CHUNK = 4
+#: The fields of llama.cpp's ``timings`` that are kept.
+TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
 
 
 @dataclass(slots=True)
@@ -61,6 +64,13 @@ class Reply:
     truncated: bool = False  # the answer's text reached MAX_TEXT_CHARS
     chunks_seen: int = 0  # chunks with choices (the first one may be role-only)
     whole: bool = False  # one body, not a stream: its usage cannot be checked against chunks
+    #: When the first chunk came that carried a token but no text yet: ``content: ""``
+    #: after the role chunk (vLLM holds back the bytes of a partial character so), or
+    #: finish_reason "length" (None: no such chunk).
+    silent_token_at: float | None = None
+    #: llama.cpp's own ``timings`` of this reply (its last chunk, or the whole body):
+    #: ``prompt_n``, ``prompt_ms``, ``predicted_n``, ``predicted_ms``, ``cache_n``.
+    timings: dict[str, float] | None = None
 
     @property
     def text(self) -> str:
@@ -77,6 +87,14 @@ class Reply:
         """When the first token of any kind (thinking or answer) arrived."""
         firsts = [t[0] for t in (self.times, self.reasoning_times) if t]
         return min(firsts) if firsts else None
+
+    @property
+    def silent_answer(self) -> bool:
+        """A reply cut by ``max_tokens`` before its tokens carried any text: e.g.
+        ``max_tokens`` 1 whose token is the first byte of a Chinese character (vLLM sends
+        ``content: ""`` for it). Not a broken reply: an empty first token. (A reply that
+        stopped by itself with no text said nothing: that stays a reply without content.)"""
+        return not self.pieces and self.finish == "length"
 
     @property
     def gaps(self) -> list[float]:
@@ -139,6 +157,7 @@ class Reply:
         usage = usage_of(obj)
         if usage is not None:
             self.usage = usage
+        self.take_timings(obj)
         choices = obj.get("choices")
         if not choices:
             if usage is not None:
@@ -149,10 +168,14 @@ class Reply:
             return ""
         delta = chunk_delta(obj)
         text = chunk_text(obj)
-        if not self.chunks_seen and delta is not None and "role" in delta and not text:
+        role_only = not self.chunks_seen and delta is not None and "role" in delta and not text
+        if role_only:
             self.role_only_first = True
         self.chunks_seen += 1
         self.finish = finish_reason(obj) or self.finish
+        silent = text == "" or (not text and finish_reason(obj) == "length")
+        if silent and not role_only and self.silent_token_at is None:
+            self.silent_token_at = now
         thought = chunk_reasoning(obj)
         if thought:
             self._think(thought, now)
@@ -174,7 +197,19 @@ class Reply:
         usage = usage_of(obj)
         if usage is not None:
             self.usage = usage
+        self.take_timings(obj)
         return added
+
+    def take_timings(self, obj: dict[str, Any]) -> None:
+        """Keep llama.cpp's ``timings`` (finite, non-negative numbers only: untrusted)."""
+        timings = obj.get("timings")
+        if not isinstance(timings, dict):
+            return
+        kept = {k: float(v) for k in TIMING_KEYS
+                if isinstance(v := timings.get(k), int | float) and not isinstance(v, bool)
+                and math.isfinite(v) and v >= 0}  # fmt: skip
+        if kept:
+            self.timings = kept
 
     def _answer(self, text: str, now: float) -> str:
         room = MAX_TEXT_CHARS - self.text_chars

@@ -480,7 +480,7 @@ def _judge_stream(ex: Exchange) -> None:
                 n=len(ex.non_json)
             ),
         )
-    elif not ex.pieces:
+    elif not ex.pieces and not ex.silent_answer:  # an empty first token is no bad stream
         ex.failure, ex.failure_detail = "bad stream", _("no content in the reply")
 
 

@@ -136,10 +136,13 @@ async def _handle(request: Request, config: MockModelConfig, load: Load, chat: b
     too_long = _context_refusal(config.context_window, reply, quirks)
     if too_long is not None:
         return too_long
-    if asks_chinese(body):
-        reply.tokens = chinese_tokens(len(reply.tokens), "replacement-char" in quirks)
-    reply.think(quirks)
     streamed = body.get("stream") is True and "no-stream" not in quirks
+    if asks_chinese(body):
+        # replacement-char: the server's streaming decodes byte-level tokens one at a time
+        # (the whole reply is clean); model-replacement-char: the model writes U+FFFD itself.
+        garble = "model-replacement-char" in quirks or ("replacement-char" in quirks and streamed)
+        reply.tokens = chinese_tokens(len(reply.tokens), garble)
+    reply.think(quirks)
     # llama.cpp's interrupt_requests: any request that comes ends the running streams.
     cut = load.arrive(streamed) if "interrupt" in quirks else None
     if not streamed:

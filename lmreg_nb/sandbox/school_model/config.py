@@ -47,8 +47,12 @@ text-errors, which are warnings):
 ``truncate-prompt``     with a context window (``context_window``), a longer
                         prompt is cut to the window silently, as Ollama does with
                         ``num_ctx``, instead of refused
-``replacement-char``    a Chinese reply carries U+FFFD in place of some
-                        characters (a server decoding byte-level tokens one by one)
+``replacement-char``    a streamed Chinese reply carries U+FFFD in place of some
+                        characters (a server decoding byte-level tokens one by one);
+                        the same request unstreamed is clean
+``model-replacement-char``  (a warning) every Chinese reply, streamed or not, carries
+                        U+FFFD in place of some characters: the model writes them
+                        (random or badly quantized weights)
 ``split-utf8``          (tolerated) each write of a stream is cut inside a
                         multi-byte character, the rest following 5 ms later
 ``ignore-max-tokens``   ``max_tokens`` / ``max_completion_tokens`` are ignored
@@ -93,6 +97,7 @@ QUIRKS: frozenset[str] = frozenset(
         "status-429",
         "interrupt",
         "replacement-char",
+        "model-replacement-char",
         "split-utf8",
         "ignore-max-tokens",
         "no-system-role",

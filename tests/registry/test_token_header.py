@@ -3,19 +3,24 @@
 Before: a non-ASCII env crashed ``models`` with a UnicodeEncodeError traceback, an
 env with CR LF gave a wrong "could not connect", and both stayed cached for 72 h.
 Now: one line naming the platform's answer, exit 1, nothing cached, and a token
-or env cached by an older release is not used.
+or env cached by an older release is not used. The commands run in-process (CliRunner)
+against the in-memory platform of tests/registry_fakes.py.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
 import pytest
-from loopback_platform import APP_ID, cli_env, loopback_platform, run_cli
+from click.testing import CliRunner, Result
+from registry_fakes import APP_ID, TOKEN_PATH, FakePlatform, platform_env, route_clients
 
+from lmreg_nb.cli import main
 from lmreg_nb.errors import ConfigurationError, MalformedResponseError
+from lmreg_nb.registry.client import QUERY_PATH
 from lmreg_nb.registry.tokens import TokenCache, TokenProvider, token_from_data
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
@@ -24,30 +29,49 @@ BAD_ENVS = ["env\r\nX-Injected: 1", "环境", "env with space"]
 BAD_TOKENS = ["TOKEN\r\nX-Injected: 1", "令牌-TOKEN-12345678"]
 
 
+@pytest.fixture
+def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakePlatform:
+    """The fake platform, reached by every client the commands make; its settings in LMREG_*."""
+    fake = FakePlatform()
+    route_clients(monkeypatch, fake.transport)
+    platform_env(monkeypatch, tmp_path / "tokens.json")
+    return fake
+
+
+def _models() -> Result:
+    return CliRunner().invoke(main, ["models"])
+
+
 @pytest.mark.parametrize("env", BAD_ENVS)
-def test_models_says_the_platform_answered_an_unusable_env(tmp_path: Path, env: str) -> None:
-    with loopback_platform() as (base, script):
-        script.env = env
-        for _attempt in range(2):  # the second run must not find it in the cache
-            ran = run_cli(["models"], cli_env(base, tmp_path), tmp_path)
-            err = ran.stderr.decode()
-            assert ran.returncode == 1, err
-            assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-            assert "env" in err and "HTTP header" in err
-            assert "could not connect" not in err
-        assert script.requests.count("/openapi/v1/token") == 2  # exchanged each time
-        assert all(not p.endswith("/query-models") for p in script.requests)
+def test_models_says_the_platform_answered_an_unusable_env(
+    platform: FakePlatform, tmp_path: Path, env: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    platform.env = env
+    for _attempt in range(2):  # the second run must not find it in the cache
+        ran = _models()
+        err = ran.stderr
+        assert ran.exit_code == 1, err
+        assert ran.exception is None or isinstance(ran.exception, SystemExit), ran.exception
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        # Nor a warning logged beside it (a process would print it on stderr too).
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert "env" in err and "HTTP header" in err
+        assert "could not connect" not in err
+    assert platform.count(TOKEN_PATH) == 2  # exchanged each time
+    assert platform.count(QUERY_PATH) == 0
     cache = tmp_path / "tokens.json"
     assert not cache.exists() or "X-Injected" not in cache.read_text()
 
 
 @pytest.mark.parametrize("token", BAD_TOKENS)
-def test_an_unusable_token_is_refused_without_showing_it(tmp_path: Path, token: str) -> None:
-    with loopback_platform() as (base, script):
-        script.token = token
-        ran = run_cli(["models"], cli_env(base, tmp_path), tmp_path)
-    err = ran.stderr.decode()
-    assert ran.returncode == 1 and "Traceback" not in err
+def test_an_unusable_token_is_refused_without_showing_it(
+    platform: FakePlatform, token: str
+) -> None:
+    platform.token_value = token
+    ran = _models()
+    err = ran.stderr
+    assert ran.exit_code == 1 and "Traceback" not in err
+    assert ran.exception is None or isinstance(ran.exception, SystemExit), ran.exception
     assert "token" in err and "HTTP header" in err
     assert token not in err and "12345678" not in err and "X-Injected" not in err
 

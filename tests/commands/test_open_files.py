@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 resource = pytest.importorskip("resource")  # POSIX: Windows has no RLIMIT_NOFILE
 
+pytestmark = pytest.mark.slow  # processes whose file limit is lowered are the point
+
 
 def _limit_files(soft: int) -> None:
     _old, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

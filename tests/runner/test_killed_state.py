@@ -24,7 +24,10 @@ import pytest
 
 from lmreg_nb.runner.runs import RUN_PREFIX
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and process groups")
+pytestmark = [
+    pytest.mark.skipif(os.name != "posix", reason="SIGKILL and process groups"),
+    pytest.mark.slow,  # real processes and signals are the point
+]
 
 
 def _wait_for(predicate: Callable[[], object], timeout: float, what: str) -> None:

@@ -1,10 +1,11 @@
-"""RegistryClient against the sandbox platform, SQLite behind it.
+"""RegistryClient against the sandbox platform, SQLite behind it, in this process.
 
-The first tests talk to the real sandbox process over loopback HTTP (the
-session's ``sandbox``); the others reach the same platform app in this process
-through an httpx transport (tests/app_platform.py): the client's behaviour is
-what they check, and each needs a platform of its own options (error style,
-faults, token lifetime), which a process would take seconds to start.
+The tests reach the platform app (the routes, errors and SQLite file a sandbox
+process serves) through an httpx transport (tests/app_platform.py): the client's
+behaviour is what they check, and many need a platform of their own options (error
+style, faults, token lifetime), which a process would take seconds to start. The
+sandbox process itself is tested in tests/sandbox/test_process.py, and the client
+against it end to end by the notebooks and the CLI's runs.
 """
 
 from __future__ import annotations
@@ -46,12 +47,6 @@ def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def account(sandbox: SandboxInfo) -> dict[str, str]:
-    """An account of its own, so counts are not disturbed by other test modules."""
-    return sandbox.add_app("client-e2e")
-
-
-@pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppPlatform]:
     """The platform app in this process (plain options), over its own SQLite file."""
     with app_platform(tmp_path_factory.mktemp("client-e2e") / "platform.sqlite3") as plat:
@@ -74,10 +69,17 @@ def settings_for(
 
 @pytest.fixture
 def client(
-    sandbox: SandboxInfo, account: dict[str, str], tmp_path: Path
+    local: AppPlatform, local_account: dict[str, str], tmp_path: Path
 ) -> Iterator[RegistryClient]:
-    with RegistryClient(settings_for(sandbox, tmp_path, account)) as c:
+    settings = settings_for(local.info, tmp_path, local_account)
+    with RegistryClient(settings, transport=local.transport()) as c:
         yield c
+
+
+@pytest.fixture
+def announced(local: AppPlatform) -> SandboxInfo:
+    """What the platform announces (its addresses and demo account), as a process would."""
+    return local.info
 
 
 def draft(info: SandboxInfo, name: str, key: str = CANARY_KEY, **kw: Any) -> ModelDraft:
@@ -85,11 +87,11 @@ def draft(info: SandboxInfo, name: str, key: str = CANARY_KEY, **kw: Any) -> Mod
 
 
 def test_token_register_query_modify(
-    client: RegistryClient, sandbox: SandboxInfo, account: dict[str, str]
+    client: RegistryClient, announced: SandboxInfo, local_account: dict[str, str]
 ) -> None:
     token = client.token()
-    assert token.env == account["env"] and token.seconds_left() > 3600
-    model = client.register_model(draft(sandbox, "e2e-basic"))
+    assert token.env == local_account["env"] and token.seconds_left() > 3600
+    model = client.register_model(draft(announced, "e2e-basic"))
     assert model.model_id and model.api_key.reveal() == CANARY_KEY
     assert model.create_time is not None and model.create_time == model.update_time
 
@@ -97,7 +99,7 @@ def test_token_register_query_modify(
     assert listed["e2e-basic"].model_id == model.model_id
 
     changed = client.modify_model(
-        draft(sandbox, "e2e-basic-2", CANARY_KEY_2, model_id=model.model_id)
+        draft(announced, "e2e-basic-2", CANARY_KEY_2, model_id=model.model_id)
     )
     assert changed.model_name == "e2e-basic-2" and changed.create_time_ms == model.create_time_ms
     assert changed.update_time_ms is not None and changed.update_time_ms >= model.create_time_ms
@@ -105,19 +107,19 @@ def test_token_register_query_modify(
     assert client.exchanges == 1
 
 
-def test_errors_from_the_real_server(client: RegistryClient, sandbox: SandboxInfo) -> None:
-    client.register_model(draft(sandbox, "e2e-dup"))
+def test_errors_from_the_platform(client: RegistryClient, announced: SandboxInfo) -> None:
+    client.register_model(draft(announced, "e2e-dup"))
     with pytest.raises(ConflictError) as info:
-        client.register_model(draft(sandbox, "e2e-dup"))
+        client.register_model(draft(announced, "e2e-dup"))
     assert (info.value.status, info.value.code) == (409, 40900) and info.value.request_id
     with pytest.raises(NotFoundError) as missing:
-        client.modify_model(draft(sandbox, "e2e-x", model_id="no-such-model"))
+        client.modify_model(draft(announced, "e2e-x", model_id="no-such-model"))
     assert missing.value.code == 40400
 
 
-def test_register_or_update(client: RegistryClient, sandbox: SandboxInfo) -> None:
-    first, how = client.register_or_update(draft(sandbox, "e2e-upsert"))
-    second, how2 = client.register_or_update(draft(sandbox, "e2e-upsert", CANARY_KEY_2))
+def test_register_or_update(client: RegistryClient, announced: SandboxInfo) -> None:
+    first, how = client.register_or_update(draft(announced, "e2e-upsert"))
+    second, how2 = client.register_or_update(draft(announced, "e2e-upsert", CANARY_KEY_2))
     assert (how, how2) == ("registered", "updated") and first.model_id == second.model_id
     assert second.api_key.reveal() == CANARY_KEY_2
 

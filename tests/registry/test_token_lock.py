@@ -2,19 +2,20 @@
 
 Issue 20 (6): threads queued behind the token cache's lock, each waiting for the
 previous one's whole exchange (with retries) to time out: the last call took 151 s
-at LMREG_TIMEOUT=3. Against a real loopback server that accepts and never answers,
-the time for N threads is compared with the time of one call measured in the same run.
+at LMREG_TIMEOUT=3. Against a platform that never answers (a transport that waits for
+the request's read timeout, then raises httpx.ReadTimeout, as httpx's own does against
+a server that accepts and stays silent), the time for N threads is compared with the
+time of one call measured in the same run.
 """
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
+import httpx
 
 from lmreg_nb.errors import LmregError
 from lmreg_nb.registry.client import RegistryClient
@@ -24,34 +25,18 @@ THREADS = 10
 TIMEOUT_S = 1.0
 
 
-@pytest.fixture
-def hanging_platform() -> Iterator[str]:
-    """http://127.0.0.1:PORT: accepts every connection, reads, never answers."""
-    server = socket.create_server(("127.0.0.1", 0), backlog=64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
+BASE_URL = "https://platform.test"
 
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _addr = server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            held.append(conn)
 
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(5)
-        for conn in held:
-            conn.close()
-        server.close()
+def _never_answers(request: httpx.Request) -> httpx.Response:
+    """What httpx's transport does against a server that accepts and never answers."""
+    timeout = request.extensions.get("timeout", {}).get("read")
+    time.sleep(TIMEOUT_S if timeout is None else timeout)
+    raise httpx.ReadTimeout("timed out", request=request)
+
+
+def _client(settings: Settings) -> RegistryClient:
+    return RegistryClient(settings, max_retries=1, transport=httpx.MockTransport(_never_answers))
 
 
 def _settings(base_url: str, cache: Path) -> Settings:
@@ -90,18 +75,18 @@ def _one_line_errors(outcomes: list[BaseException | None]) -> None:
 
 def _one_call(settings: Settings) -> float:
     """Seconds one token call takes alone against the hanging platform (its reference)."""
-    with RegistryClient(settings, max_retries=1) as alone:
+    with _client(settings) as alone:
         single, (outcome,) = _timed([alone.token])
     _one_line_errors([outcome])
     return single
 
 
 def test_threads_of_one_client_share_one_exchange_while_the_platform_hangs(
-    hanging_platform: str, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    settings = _settings(hanging_platform, tmp_path / "tokens.json")
+    settings = _settings(BASE_URL, tmp_path / "tokens.json")
     single = _one_call(settings)
-    with RegistryClient(settings, max_retries=1) as shared:
+    with _client(settings) as shared:
         total, outcomes = _timed([shared.token] * THREADS)
     _one_line_errors(outcomes)
     print(f"{THREADS} threads of one client: {total:.1f} s (one call alone: {single:.1f} s)")
@@ -109,12 +94,10 @@ def test_threads_of_one_client_share_one_exchange_while_the_platform_hangs(
     assert total < 2 * single + 3, f"{THREADS} threads took {total:.1f} s, one {single:.1f} s"
 
 
-def test_clients_sharing_a_cache_file_stop_waiting_for_its_lock(
-    hanging_platform: str, tmp_path: Path
-) -> None:
-    settings = _settings(hanging_platform, tmp_path / "tokens.json")
+def test_clients_sharing_a_cache_file_stop_waiting_for_its_lock(tmp_path: Path) -> None:
+    settings = _settings(BASE_URL, tmp_path / "tokens.json")
     single = _one_call(settings)
-    clients = [RegistryClient(settings, max_retries=1) for _ in range(THREADS)]
+    clients = [_client(settings) for _ in range(THREADS)]
     try:
         total, outcomes = _timed([c.token for c in clients])
     finally:
