@@ -258,9 +258,14 @@ def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
         stop.set()
         thread.join(5)
     assert time.monotonic() - started < 15
-    # Every request reset alike, the calibration's first: no level, the checks' sentence.
-    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "unreachable"
-    assert result.levels == [] and "closed the connection at once" in result.unreachable
+    # A reset reads as refused ("closed the connection at once") or, when the reset comes
+    # after the request was written, as a connection closed before answering: the search
+    # stops either way, before any level or after its first one.
+    assert result.capacity.concurrency == 0
+    assert result.capacity.limited_by in ("unreachable", "errors")
+    assert len(result.levels) <= 1
+    if result.levels:
+        assert result.levels[0].errors == result.levels[0].requests > 0
 
 
 def test_the_search_stops_within_its_budget(plain: str) -> None:

@@ -179,7 +179,7 @@ def refusal(level: Level) -> str:
     if len(seen) != 1 or level.errors != level.requests or not level.requests:
         return ""
     kind, detail = seen.pop()
-    return detail if kind == "connect" else ""
+    return detail if kind in ("connect", "transport") else ""  # never an answer: refused
 
 
 async def _need(measure: Measure, need: int, top: int) -> None:

@@ -284,7 +284,8 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
             conn.close()
         if ex.failure == "timeout":
             raise TimeoutError  # no answer within the request timeout: the server is silent
-        refusals.append(ex.failure_detail if ex.failure == "connect" else "")
+        refused = ex.failure in ("connect", "transport") and ex.status is None
+        refusals.append(ex.failure_detail if refused else "")
         answered = ex.status is not None and 200 <= ex.status < 300  # one token, maybe thought
         tokens = (ex.usage or {}).get("prompt_tokens") if answered else None
         good = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
