@@ -12,6 +12,15 @@ one each.
 
     python bench/bench_watch.py [--models 1000] [--concurrency 32] [--rounds 2] [--hanging 20]
     python bench/bench_watch.py --schools 1000 [--rounds 3] [--hanging 20]
+    python bench/bench_watch.py --outage 500
+
+``--outage N`` (issue 41) is a mass outage: N schools of one model each, watched
+from one plan with a real SMTP server on loopback (aiosmtpd, in this process)
+as every contact's mail server; after a baseline round every model goes down
+at once (``--fail-after 1``), and one JSON line says how long the round took,
+when the first and the last contact's mail arrived (seconds after the round
+began) and the spread between them. The goal: the last contact's mail within
+one 60 s interval; the hidden acceptance test: within 15 s of the first.
 
 The goal (issue 23): each of 1,000 models probed once within a 60 s round on a
 2-core machine. ``--schools N`` (issue 31) is the provider's fleet: N accounts
@@ -27,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -125,7 +135,7 @@ def fleet_scenario(
     ``shared_cache``: every school's env_file names one LMREG_TOKEN_CACHE file for all,
     else none does and the fleet gives each school its own (the default).
     """
-    from lmreg_nb.commands.watch import read_fleet
+    from lmreg_nb.watch.fleet import read_fleet
 
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         base = Path(tmp)
@@ -211,6 +221,123 @@ def fleet_scenario(
                 store_.close()
 
 
+def outage_scenario(schools: int, concurrency: int, timeout: float) -> None:
+    """``schools`` schools go down at once; when does the last contact's mail leave?"""
+    import socket
+    import threading
+
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    from lmreg_nb.watch.fleet import parse_mail, read_fleet
+
+    arrived: list[float] = []
+    lock = threading.Lock()
+
+    class Handler:
+        async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
+            with lock:
+                arrived.append(time.perf_counter())
+            return "250 OK"
+
+    def login(*args: object) -> AuthResult:
+        data = args[-1]
+        return AuthResult(success=isinstance(data, LoginPassword) and data.password == b"bench-pw")
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    smtp = Controller(
+        Handler(), hostname="127.0.0.1", port=port, authenticator=login, auth_require_tls=False
+    )
+    smtp.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-outage-") as tmp:
+            base = Path(tmp)
+            db = base / "platform.sqlite3"
+            with running_sandbox(db=db) as info:
+                store = Store(db)
+                lines = ["run_id,env_file,school,contact_email"]
+                os.environ["XDG_CACHE_HOME"] = str(base / "cache")
+                try:
+                    for i in range(schools):
+                        account = store.add_account(f"outage-{i:04d}")
+                        store.register(
+                            account.id,
+                            {"modelName": f"llm-{i:04d}", "registryUrl": info.model_url,
+                             "apiKey": info.model_api_key},
+                        )  # fmt: skip
+                        env = base / f"s{i:04d}.env"
+                        env.write_text(
+                            f"LMREG_BASE_URL={info.base_url}\nLMREG_TOKEN_PATH={info.token_path}\n"
+                            f"LMREG_APP_ID={account.app_id}\nLMREG_APP_SECRET={account.app_secret}\n"
+                            f"LMREG_TIMEOUT={timeout}\n",
+                            encoding="utf-8",
+                        )
+                        lines.append(f"s{i:04d},{env.name},School {i:04d},ai{i}@school{i}.example")
+                finally:
+                    store.close()
+                plan = base / "plan.csv"
+                plan.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                fleet = read_fleet(plan)
+                sender = parse_mail(
+                    f"mailto://bench:bench-pw@127.0.0.1:{port}?from=watch@provider.example"
+                )
+                settings = Settings.load(
+                    environ={"LMREG_TIMEOUT": str(timeout)}, env_file=os.devnull
+                )
+                state = base / "watch.sqlite3"
+                config = WatchConfig(
+                    state_path=state, concurrency=concurrency, fail_after=1, allow_private=True
+                )
+                watch_store = StateStore(state)
+                watch_store.acquire()
+                down = info.model_url.replace(
+                    "/v1/chat/completions", "/quirks/status-500/v1/chat/completions"
+                )
+
+                async def go() -> dict[str, object]:
+                    notifier = Notifier([])
+                    watcher = Watcher(
+                        settings, None, watch_store, [], notifier, config,
+                        schools=fleet, mail=sender,
+                    )  # fmt: skip
+                    try:
+                        async with watcher:
+                            baseline = await watcher.round()
+                            with sqlite3.connect(db) as platform:
+                                platform.execute("UPDATE models SET registry_url = ?", (down,))
+                            began = time.perf_counter()
+                            report = await watcher.round()
+                            took = time.perf_counter() - began
+                    finally:
+                        watcher.close()
+                        notifier.close()
+                    first = min(arrived, default=began) - began
+                    last = max(arrived, default=began) - began
+                    return {
+                        "scenario": "mass outage",
+                        "schools": schools,
+                        "baseline_up": sum(1 for s in baseline.states if s.status == "up"),
+                        "down": len(report.down),
+                        "alerts": sum(1 for e in report.events if e.type == "alert"),
+                        "mails": len(arrived),
+                        "round_s": round(took, 2),
+                        "first_mail_s": round(first, 2),
+                        "last_mail_s": round(last, 2),
+                        "spread_s": round(last - first, 2),
+                        "concurrency": concurrency,
+                        "timeout_s": timeout,
+                    }
+
+                try:
+                    print(json.dumps(asyncio.run(go())), flush=True)
+                finally:
+                    watch_store.close()
+    finally:
+        smtp.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", type=int, default=1000)
@@ -222,7 +349,11 @@ def main() -> None:
     parser.add_argument(
         "--shared-cache", action="store_true", help="every school's token in one cache file"
     )
+    parser.add_argument("--outage", type=int, default=0, help="a mass outage of this many schools")
     args = parser.parse_args()
+    if args.outage:
+        outage_scenario(args.outage, args.concurrency, args.timeout)
+        return
     if args.schools:
         fleet_scenario(
             args.schools,

@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "OutcomeUnknownError": "errors",
     "PayloadTooLargeError": "errors",
     "PermissionDeniedError": "errors",
+    "PlanError": "plan",
     "RateLimitError": "errors",
     "RegisteredModel": "models",
     "RegistryClient": "registry.client",
@@ -74,6 +75,7 @@ __all__ = [
     "OutcomeUnknownError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "PlanError",
     "RateLimitError",
     "RegisteredModel",
     "RegistryClient",
@@ -143,6 +145,7 @@ if TYPE_CHECKING:
     from .onboarding import Onboarding
     from .onboarding.contact import Contact, check_contact
     from .onboarding.notebook import notebook_setup
+    from .plan import PlanError
     from .probe import ChatEndpointError, Target, check_endpoint, stream_chat
     from .records import read_records, record
     from .registry.client import RegistryClient

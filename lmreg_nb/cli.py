@@ -56,7 +56,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except (ConfigurationError, ValidationError) as exc:
-            click.echo(_("error: {message}").format(message=exc), err=True)
+            # A plan with several mistakes: every one at once, one line each.
+            for message in getattr(exc, "problems", None) or [exc]:
+                click.echo(_("error: {message}").format(message=message), err=True)
             sys.exit(EXIT_USAGE)
         except LmregError as exc:
             click.echo(_("error: {message}").format(message=exc), err=True)

@@ -1,5 +1,6 @@
 """The toolkit's exceptions, in one tree (the chat-endpoint checker's ChatEndpointError
-lives with the probe, in :mod:`lmreg_nb.probe`).
+lives with the probe, in :mod:`lmreg_nb.probe`; a plan's mistakes, all of them, are one
+ConfigurationError, the PlanError of :mod:`lmreg_nb.plan`).
 
 ```
 LmregError                      base: str(exc) is one line that says what to do

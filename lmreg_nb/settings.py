@@ -63,10 +63,21 @@ VARIABLES: dict[str, str] = {
     "lang": "LMREG_LANG",
     "notebooks": "LMREG_NOTEBOOKS",
     "notify": "LMREG_NOTIFY",
+    "notify_mail": "LMREG_NOTIFY_MAIL",
+    "allow_private": "LMREG_ALLOW_PRIVATE",
 }
 #: The variables whose values are secrets (never shown, never parameters).
-SECRET_VARIABLES = ("LMREG_APP_SECRET", "LMREG_TOKEN", "LMREG_MODEL_API_KEY", "LMREG_NOTIFY")
-_SECRET_FIELDS = {"app_secret", "token", "model_api_key", "notify"}
+SECRET_VARIABLES = (
+    "LMREG_APP_SECRET",
+    "LMREG_TOKEN",
+    "LMREG_MODEL_API_KEY",
+    "LMREG_NOTIFY",
+    "LMREG_NOTIFY_MAIL",
+)
+_SECRET_FIELDS = {"app_secret", "token", "model_api_key", "notify", "notify_mail"}
+#: Notification URLs: only their secret parts are masked (not hosts and addresses).
+_URL_FIELDS = ("notify", "notify_mail")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 #: Variables a .env found by searching never sets: which notebooks run, and whose token
 #: (and cache) the run uses. Only the environment or a named LMREG_ENV_FILE sets them.
 NAMED_FILE_ONLY = ("LMREG_NOTEBOOKS", "LMREG_TOKEN", "LMREG_ENV", "LMREG_TOKEN_CACHE")
@@ -101,6 +112,12 @@ class Settings:
     notebooks: Path | None = None
     #: Where `watch` sends alerts (LMREG_NOTIFY): Apprise URLs, comma-separated.
     notify: Secret | None = None
+    #: The provider's mail sender for the schools' contacts (LMREG_NOTIFY_MAIL): an
+    #: Apprise mailto:// / mailtos:// URL without a recipient.
+    notify_mail: Secret | None = None
+    #: `watch` calls models registered at loopback or private addresses too
+    #: (LMREG_ALLOW_PRIVATE=1: rehearsals on the sandbox).
+    allow_private: bool = False
     #: The .env file that was read, or None.
     env_file: Path | None = None
     #: The places a .env file was looked for, in order (the last one is env_file when found).
@@ -221,7 +238,7 @@ class Settings:
         values = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "notify" and value:
+            if f.name in _URL_FIELDS and value:
                 values += [s for url in split_urls(value.reveal()) for s in url_secrets(url)]
             elif f.name in _SECRET_FIELDS and value:
                 values.append(value.reveal())
@@ -401,6 +418,16 @@ def _coerce(name: str, raw: Any) -> Any:
                 variable="LMREG_LANG",
             )
         return lang
+    if name == "allow_private":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in (*_TRUE, *_FALSE):
+            raise ConfigurationError(
+                _("LMREG_ALLOW_PRIVATE must be 1 or 0, not {value!r}").format(value=text[:20]),
+                variable="LMREG_ALLOW_PRIVATE",
+            )
+        return text in _TRUE
     if name == "base_url" and isinstance(raw, str):
         return raw.strip().rstrip("/")
     if name == "token_path" and isinstance(raw, str):

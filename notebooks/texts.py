@@ -569,6 +569,10 @@ def monitor() -> list[nbformat.NotebookNode]:
             ("fail_after: int = 3", _("failed rounds in a row before a model is down")),
             ("test_alert: bool = False", _("True: send a test alert to every target")),
             ("one_round: bool = True", _("True: run one round of the watch below")),
+            (
+                "rehearsal: bool = True",
+                _("True: alerts go only to the targets given here, never to the contact"),
+            ),
         ),
         md(
             _("## Alert targets")
@@ -579,9 +583,18 @@ def monitor() -> list[nbformat.NotebookNode]:
                 "**When it fails:** the line says why (a wrong password, a bot token the service "
                 "refuses, a server that does not answer)."
             )
+            + "\n\n"
+            + _(
+                "**Rehearsal** (on by default): alerts go only to the targets listed here, never "
+                "to the school's contact, and the rounds are kept apart from the watch's (their "
+                "own state file). Turn it off (`rehearsal = False`, or untick it in the form) to "
+                "run rounds of the real watch: the contact's `contact_email` then gets the "
+                "alerts too, by the sender in `LMREG_NOTIFY_MAIL`."
+            )
         ),
         code(
-            "monitor = Monitor(school, state_path=state_path, fail_after=fail_after)\n"
+            "monitor = Monitor(school, state_path=state_path, fail_after=fail_after,\n"
+            "                  rehearsal=rehearsal, contact_email=contact_email)\n"
             "monitor.targets_table()"
         ),
         code("ui.MonitorForm(monitor, contact_email=contact_email)"),
@@ -592,8 +605,10 @@ def monitor() -> list[nbformat.NotebookNode]:
             + _(
                 "Each registered model is called once. A model is down after `fail_after` failed "
                 "rounds in a row; only then does an alert go out, and one recovery when it "
-                "answers again. The state is kept in the same file as the watch's, so a round "
-                "here counts as one of its rounds."
+                "answers again. The round's log is shown with its result. Out of rehearsal the "
+                "state is kept in the same file as the watch's, so a round here counts as one "
+                "of its rounds. Models on the sandbox (a loopback address) are called only with "
+                "`LMREG_ALLOW_PRIVATE=1` in the environment or in `.env`."
             )
         ),
         code("monitor.run_round() if one_round else None"),

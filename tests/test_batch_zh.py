@@ -98,8 +98,9 @@ def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: P
 
 
 def test_a_bad_contact_card_stops_the_batch_before_anything_runs(tmp_path: Path) -> None:
-    """The plan check applies the contact rules up front: one line, in Chinese, naming the
-    line and the column, and no run started (issue 33)."""
+    """The plan check applies the contact rules up front: in Chinese, naming the line and
+    the column, and no run started (issue 33); a wrong mobile and a wrong e-mail are both
+    named at once, one line each, as README.zh-CN promises (issue 43)."""
     (tmp_path / "a.env").write_text("LMREG_APP_ID=x\n")
     card = "王芳,13812345678,ai@school.edu.cn"
     (tmp_path / "plan.csv").write_text(
@@ -114,6 +115,9 @@ def test_a_bad_contact_card_stops_the_batch_before_anything_runs(tmp_path: Path)
     )
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in result.output, result.output
-    assert "3" in lines[0] and "contact_mobile" in lines[0] and CJK.search(lines[0]), lines[0]
+    assert len(lines) == 2 and "Traceback" not in result.output, result.output
+    mobile, email = lines
+    assert "3" in mobile and "contact_mobile" in mobile and CJK.search(mobile), mobile
+    assert "3" in email and "contact_email" in email and CJK.search(email), email
+    assert all(line.startswith("错误：") for line in lines), lines
     assert not (out / "good").exists() and not (out / "card").exists()

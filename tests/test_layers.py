@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lmreg_nb"
 #: core (configuration, errors, values, texts), except the CLI's.
 LAYER_OF: dict[str, str] = {
     "summary": "core",  # the typed onboarding Summary: a value, like models
+    "plan": "core",  # a plan's rows, below both batch (run) and watch (notebook)
     "registry": "core",  # the platform's client: tokens, envelope, retries, frames
     "probe": "probe",  # the school's chat endpoint
     "onboarding": "notebook",  # the facade, its steps and display objects
@@ -129,6 +130,8 @@ def test_imports_follow_the_layers(path: Path) -> None:
         ("settings", "from .onboarding.display import Outcome\n"),
         ("runner.scrub", "from ..probe import check_endpoint\n"),
         ("batch", "from .ui._common import Form\n"),
+        ("plan.rows", "from ..runner.scrub import looks_secret\n"),
+        ("plan", "from ..watch.fleet import School\n"),
         ("sandbox.store", "from ..probe.checks import CheckResult\n"),
         ("probe.checks", "from ..onboarding import Onboarding\n"),
         ("runner", "from .probe import check_endpoint\n"),
@@ -149,6 +152,8 @@ def test_a_wrong_import_is_caught(module: str, source: str) -> None:
         ("ui.register", "from ..onboarding import Onboarding\n"),
         ("commands.check", "from ..probe import check_endpoint\n"),
         ("sandbox.app", "from ..validate import model_body\n"),
+        ("watch.fleet", "from ..plan import read_rows\n"),
+        ("batch.plan", "from ..plan import read_rows\n"),
     ],
 )
 def test_a_right_import_passes(module: str, source: str) -> None:

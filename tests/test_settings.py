@@ -131,6 +131,7 @@ def test_secrets_are_secret_and_listed() -> None:
         "LMREG_TOKEN",
         "LMREG_MODEL_API_KEY",
         "LMREG_NOTIFY",
+        "LMREG_NOTIFY_MAIL",
     }
 
 
@@ -155,6 +156,7 @@ def test_every_design_variable_is_known() -> None:
         "LMREG_BASE_URL", "LMREG_APP_ID", "LMREG_APP_SECRET", "LMREG_TOKEN_PATH", "LMREG_TOKEN",
         "LMREG_ENV", "LMREG_TOKEN_CACHE", "LMREG_TIMEOUT", "LMREG_MODEL_URL",
         "LMREG_MODEL_API_KEY", "LMREG_MODEL_NAME", "LMREG_LANG", "LMREG_NOTEBOOKS", "LMREG_NOTIFY",
+        "LMREG_NOTIFY_MAIL", "LMREG_ALLOW_PRIVATE",
     }  # fmt: skip
     assert set(VARIABLES.values()) == design
 

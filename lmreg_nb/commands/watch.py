@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from ._types import FiniteRange
-
-if TYPE_CHECKING:
-    from ..watch.fleet import School
 
 __all__ = ["COMMANDS", "watch"]
 
@@ -82,7 +78,6 @@ _STATE_HELP = (
 @click.option(
     "--mail",
     "mail",
-    envvar="LMREG_NOTIFY_MAIL",
     default=None,
     metavar="URL",
     help="With --plan: the provider's mail sender, an Apprise mailtos:// URL without a "
@@ -90,9 +85,15 @@ _STATE_HELP = (
     "LMREG_NOTIFY_MAIL (prefer it: the URL holds a password).",
 )
 @click.option(
+    "--no-school-mail",
+    is_flag=True,
+    help="With --plan: mail no school's contact; every alert goes to the provider's own "
+    "targets only (--notify, LMREG_NOTIFY).",
+)
+@click.option(
     "--allow-private",
     is_flag=True,
-    envvar="LMREG_ALLOW_PRIVATE",
+    default=None,
     help="Call models registered at loopback or private addresses too (rehearsals on the "
     "sandbox); the platform cannot reach them. Default: LMREG_ALLOW_PRIVATE=1.",
 )
@@ -107,7 +108,8 @@ def watch(
     concurrency: int,
     plan: Path | None,
     mail: str | None,
-    allow_private: bool,
+    no_school_mail: bool,
+    allow_private: bool | None,
 ) -> None:
     """Watch every registered model as the platform calls it, and alert the school's contact.
 
@@ -115,15 +117,14 @@ def watch(
     chat with its registryUrl and apiKey. After --fail-after failed rounds in a row one alert
     goes to every target; the first passing round after that sends one recovery. Runs until
     SIGINT or SIGTERM (exit 0), or for --rounds rounds. With --plan, every school of the
-    plan is watched with its own account and its alerts go to its own contact.
+    plan is watched with its own account and its alerts go to its own contact: that needs a
+    mail sender (--mail or LMREG_NOTIFY_MAIL), or --no-school-mail.
     """
     import asyncio
     import logging
     import sys
 
-    from ..errors import ConfigurationError
-    from ..i18n import _
-    from ..watch.service import run_watch
+    from ..watch.service import WatchRequest, run_watch
     from ..watch.state import default_state_path
     from ..watch.watcher import WatchConfig
 
@@ -134,69 +135,28 @@ def watch(
         rounds=rounds,
         concurrency=concurrency,
         school=school,
-        allow_private=allow_private,
+        allow_private=bool(allow_private),
     )
-    if mail and plan is None:
-        raise ConfigurationError(_("--mail needs --plan: it sends each school's alerts"))
-    schools = read_fleet(plan) if plan is not None else None
+    request = WatchRequest(
+        notify=notify,
+        mail=mail,
+        plan=plan,
+        school_mail=not no_school_mail,
+        allow_private=allow_private,
+        metrics_port=metrics_port,
+    )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
     logger = logging.getLogger("lmreg_nb")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        code = run_watch(
-            config,
-            notify=notify,
-            metrics_port=metrics_port,
-            handler=handler,
-            schools=schools,
-            mail=mail if plan is not None else None,
-        )
+        code = run_watch(config, request, handler=handler)
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second signal: stopped at once
         code = 130
     finally:
         logger.removeHandler(handler)
     sys.exit(code)
-
-
-def read_fleet(plan: Path) -> list[School]:
-    """The schools of a batch plan; a bad row is one line naming its line and column.
-
-    A row whose env_file is missing or whose variables are incomplete is kept with its
-    problem: the watch reports it and watches the other schools.
-    """
-    import dataclasses
-    import os
-
-    from ..batch.plan import load_env_file, read_plan
-    from ..errors import LmregError
-    from ..i18n import current_language
-    from ..runner import clean_environment
-    from ..settings import Settings
-    from ..watch.fleet import School
-
-    schools = []
-    for run in read_plan(plan, lang=current_language(), check_contacts=True, env_required=False):
-        name = str(run.parameters.get("school") or run.run_id)
-        email = str(run.parameters.get("contact_email") or "")
-        settings, problem = None, ""
-        try:
-            env = load_env_file(run.env_file, run.run_id) if run.env_file else {}
-            settings = Settings.load(environ=clean_environment(env))
-            settings.require("base_url")
-            if "LMREG_TOKEN_CACHE" not in env and settings.token_cache is not None:
-                # One cache file per school: 1,000 tokens in one file rewrite it 1,000
-                # times under its lock (bench_watch: a first round 3x slower).
-                # Beside the provider's own LMREG_TOKEN_CACHE when it sets one.
-                own = os.environ.get("LMREG_TOKEN_CACHE")
-                folder = Path(own).expanduser().parent if own else settings.token_cache.parent
-                cache = folder / "fleet" / f"{run.run_id}.json"
-                settings = dataclasses.replace(settings, token_cache=cache)
-        except LmregError as exc:
-            settings, problem = None, str(exc)
-        schools.append(School(run.run_id, name, settings, problem, email, run.lang, line=run.line))
-    return schools
 
 
 COMMANDS: list[click.Command] = [watch]

@@ -51,12 +51,26 @@ class MonitorForm(Form):
         self.round_button.add_class("lmreg-run-round")
         self.remove_button = widgets.Button(description=_("Remove the last added"), icon="minus")
         self.remove_button.add_class("lmreg-remove-target")
+        self.rehearsal = widgets.Checkbox(
+            value=self.monitor.rehearsal,
+            description=_("Rehearsal: alert only the targets above, never the contact"),
+            indent=False,
+            layout=widgets.Layout(width="auto"),
+        )
+        self.rehearsal.add_class("lmreg-rehearsal")
         super().__init__(
             "lmreg-monitor-form",
             [Field("notify-url", self.url, _check_url, optional=True)],
             add,
             hint,
-            after=[widgets.HBox([self.remove_button, self.test_button, self.round_button])],
+            after=[
+                self.rehearsal,
+                widgets.HBox([self.remove_button, self.test_button, self.round_button]),
+            ],
+        )
+        self.rehearsal.observe(
+            lambda change: self.run(lambda: self.monitor.set_rehearsal(bool(change["new"]))),
+            names="value",
         )
         self.test_button.on_click(lambda _b: self.test_alert())
         self.round_button.on_click(lambda _b: self.run_round())

@@ -35,6 +35,7 @@ __all__ = [
     "SchoolState",
     "TlsSeen",
     "flapping",
+    "model_key",
     "school_step",
     "step",
     "window_size",
@@ -80,6 +81,9 @@ class ModelState:
     school: str = ""  # the school's key (the plan's run_id; "" for a one-account watch)
     recent: str = ""  # the last window_size(fail_after) calls, oldest first: "1" passed, "0" failed
     after_recovery: int = 0  # calls since the last recovery (the down rule looks no further back)
+    #: What the watch knows the model by: its school's key and modelId (:func:`model_key`).
+    #: Two schools' platforms may list the same modelId, one account two models of one id.
+    key: str = ""
 
     @property
     def down(self) -> bool:
@@ -110,6 +114,16 @@ class Event:
         return max(0, self.at_ms - self.since_ms)
 
 
+def model_key(school: str, model_id: str, nth: int = 1) -> str:
+    """The key of a model in the state, alerts and metrics: ``school/modelId``.
+
+    ``school`` is the plan row's run_id ("" for one account; a run_id holds no "/");
+    ``nth`` > 1 tells apart the second, third... model an account lists under one
+    modelId (in the platform's order: creation order).
+    """
+    return f"{school}/{model_id}" + (f"#{nth}" if nth > 1 else "")
+
+
 def step(
     previous: ModelState | None,
     current: ModelState,
@@ -126,12 +140,14 @@ def step(
     """
     if fail_after < 1:
         raise ValueError("fail_after must be at least 1")
-    before = previous or ModelState(current.model_id, current.model_name)
+    before = previous or ModelState(current.model_id, current.model_name, key=current.key)
     state = replace(
         before,
+        model_id=current.model_id,
         model_name=current.model_name,
         host=current.host,
         school=current.school,
+        key=current.key,
         checked_ms=now_ms,
     )
     events: list[Event] = []

@@ -59,6 +59,7 @@ KINDS = (
     "bad-reply",  # a broken stream or body
     "registration",  # the registration itself cannot be called (no apiKey, bad URL)
     "private-address",  # registered at a loopback or private address: not called
+    "not-called",  # the school's round ended first: its other models held every slot
 )
 
 
@@ -79,13 +80,18 @@ def body_model(model: RegisteredModel, settings: Settings) -> str:
 
 
 async def probe_model(
-    model: RegisteredModel, settings: Settings, client: httpx.AsyncClient
+    model: RegisteredModel,
+    settings: Settings,
+    client: httpx.AsyncClient,
+    *,
+    budget: float | None = None,
 ) -> ProbeResult:
     """Call ``model`` once as the platform does; the verdict, never an exception.
 
-    The whole call is bounded by the timeout (LMREG_TIMEOUT): a model that hangs
-    costs at most that long.
+    The whole call is bounded by the timeout (LMREG_TIMEOUT), or by ``budget`` when
+    shorter (what is left of the school's round): a model that hangs costs at most that.
     """
+    limit = settings.timeout if budget is None else max(0.001, min(settings.timeout, budget))
     mask = Masker([model.api_key.reveal()] if model.api_key else [])
     try:
         target = Target.from_model(
@@ -96,13 +102,13 @@ async def probe_model(
     body = chat_body(target.model, PROMPT, stream=True, max_tokens=MAX_TOKENS)
     started = time.perf_counter()
     try:
-        async with asyncio.timeout(settings.timeout):
+        async with asyncio.timeout(limit):
             ex = await send(client, target, body, stream=True, keep_events=True)
     except TimeoutError:
         return ProbeResult(
             False,
             "timeout",
-            _("no complete reply within {seconds} s").format(seconds=f"{settings.timeout:g}"),
+            _("no complete reply within {seconds} s").format(seconds=f"{limit:.3g}"),
             latency_s=time.perf_counter() - started,
         )
     return judge(ex, mask)

@@ -25,6 +25,8 @@ __all__ = [
     "blind_message",
     "digest",
     "format_duration",
+    "interrupted_message",
+    "mail_failing_message",
     "render",
     "round_messages",
     "sees_again_message",
@@ -52,6 +54,7 @@ KIND_TEXT = {
     "private-address": N_(
         "it is registered at an address the platform cannot reach (loopback, private or link-local)"
     ),
+    "not-called": N_("it was not called in time: the school's other models did not answer"),
 }
 #: Failure kind -> what to do.
 KIND_ADVICE = {
@@ -75,6 +78,10 @@ KIND_ADVICE = {
     "private-address": N_(
         "Register the address the platform reaches the model at (lmreg-nb modify): a public "
         "host name or IP address."
+    ),
+    "not-called": N_(
+        "Check that the school's model servers run: its models that hang hold the round's "
+        "time; the watch calls this one first next round."
     ),
 }
 
@@ -218,13 +225,18 @@ def digest(
 
 
 def round_messages(
-    events: Sequence[Event], school: str, name_of: Callable[[Event], str] | None = None
+    events: Sequence[Event],
+    school: str,
+    name_of: Callable[[Event], str] | None = None,
+    *,
+    digest_after: int = DIGEST_AFTER,
 ) -> list[Message]:
     """What a round sends to each target: one message per event, or one digest of many.
 
     ``name_of`` (the fleet): each event's school; ``school`` then titles the digest.
+    ``digest_after``: more events than this are one digest (a school's contact: 1).
     """
-    if len(events) > DIGEST_AFTER:
+    if len(events) > digest_after:
         return [digest(events, school, name_of)]
     return [render(e, name_of(e) if name_of is not None else school) for e in events]
 
@@ -287,3 +299,34 @@ def sees_again_message(school: str, since_ms: int | None, now_ms: int) -> Messag
         ),
     ]
     return Message(title, "\n".join(lines), "success")
+
+
+def mail_failing_message(school: str, address: str, error: str) -> Message:
+    """For the provider: a school's contact cannot be mailed, so the school hears nothing."""
+    title = _("[{school}] alerts cannot be mailed to the contact {address}").format(
+        school=school, address=address
+    )
+    lines = [
+        _("School: {school}").format(school=school),
+        _("What failed: {what}").format(what=error),
+        _(
+            "What to do: check the row's contact_email and the mail sender (--mail, "
+            "LMREG_NOTIFY_MAIL); until then this school hears of no outage."
+        ),
+    ]
+    return Message(title, "\n".join(lines), "failure")
+
+
+def interrupted_message(sent: Sequence[tuple[str, str]]) -> Message:
+    """For the provider: notifications a stopped watch was sending, (target, title) each.
+
+    They are not sent again (a contact must never get an alert twice); they may or may
+    not have arrived, so the provider is told which.
+    """
+    title = ngettext(
+        "{n} notification may not have arrived (the watch stopped while sending it)",
+        "{n} notifications may not have arrived (the watch stopped while sending them)",
+        len(sent),
+    ).format(n=len(sent))
+    lines = [_("{target}: {title}").format(target=t, title=m) for t, m in sent[:DIGEST_LINES]]
+    return Message(title, _with_rest(lines, len(sent)), "warning")

@@ -4,10 +4,12 @@
 ``lmreg_model_latency_seconds{model}`` (the last call's latency; NaN after a
 failed one), ``lmreg_model_failures_in_a_row{model}`` and
 ``lmreg_tls_days_left{model}`` (https models only), each also labelled
-``model_id`` (two models of one name stay apart) and ``school`` (the fleet's
-school name; "" for one account). ``lmreg_platform_up{school}`` is 1 when the
+``model_id`` (two models of one name stay apart), ``school`` (the fleet's
+school name; "" for one account) and ``run_id`` (the plan's row: two schools
+whose platforms list one modelId, or two rows of one school name, stay apart;
+"" for one account). ``lmreg_platform_up{school, run_id}`` is 1 when the
 school's models were read in the last round, and
-``lmreg_last_read_timestamp_seconds{school}`` when they last were. A model
+``lmreg_last_read_timestamp_seconds{school, run_id}`` when they last were. A model
 removed or renamed loses its old series. The registry is the watch's own, not
 the process-wide default.
 """
@@ -40,7 +42,7 @@ class WatchMetrics:
         from prometheus_client import CollectorRegistry, Gauge
 
         self.registry = CollectorRegistry()
-        labels = ["model", "model_id", "school"]
+        labels = ["model", "model_id", "school", "run_id"]
         self.up = Gauge(
             "lmreg_model_up",
             "1 when the registered model's last call passed, else 0",
@@ -68,35 +70,35 @@ class WatchMetrics:
         self.platform_up = Gauge(
             "lmreg_platform_up",
             "1 when the school's models were read from the platform in the last round, else 0",
-            ["school"],
+            ["school", "run_id"],
             registry=self.registry,
         )
         self.last_read = Gauge(
             "lmreg_last_read_timestamp_seconds",
             "When the school's models were last read from the platform (Unix time)",
-            ["school"],
+            ["school", "run_id"],
             registry=self.registry,
         )
-        self._labels: dict[str, tuple[str, str, str]] = {}  # modelId -> the labels in use
+        self._labels: dict[str, tuple[str, str, str, str]] = {}  # key -> the labels in use
         self._server: Any = None
 
     def update(self, states: Iterable[ModelState], names: Mapping[str, str] | None = None) -> None:
         """Set every gauge from the models' states after a round; drop models gone.
 
-        ``names``: school key -> the school's name (the fleet).
+        ``names``: school key (run_id) -> the school's name (the fleet).
         """
         states = list(states)
         seen = {
-            s.model_id: (s.model_name, s.model_id, (names or {}).get(s.school, s.school))
+            s.key: (s.model_name, s.model_id, (names or {}).get(s.school, s.school), s.school)
             for s in states
         }
-        for model_id, old in self._labels.items():  # first: a new model may take old labels
-            if seen.get(model_id) != old:
+        for key, old in self._labels.items():  # first: a new model may take old labels
+            if seen.get(key) != old:
                 for gauge in (self.up, self.latency, self.fails, self.tls):
                     self._remove(gauge, old)
         self._labels = seen
         for state in states:
-            labels = seen[state.model_id]
+            labels = seen[state.key]
             passed = state.status == "up"
             self.up.labels(*labels).set(1 if passed else 0)
             latency = state.latency_s if passed and state.latency_s is not None else math.nan
@@ -112,10 +114,10 @@ class WatchMetrics:
     ) -> None:
         """Whether each school's models were read, and when they last were."""
         for school in schools:
-            label = (names or {}).get(school.key, school.key)
-            self.platform_up.labels(label).set(0 if school.blind else 1)
+            labels = ((names or {}).get(school.key, school.key), school.key)
+            self.platform_up.labels(*labels).set(0 if school.blind else 1)
             if school.last_ok_ms is not None:
-                self.last_read.labels(label).set(school.last_ok_ms / 1000)
+                self.last_read.labels(*labels).set(school.last_ok_ms / 1000)
 
     @staticmethod
     def _remove(gauge: Any, labels: tuple[str, ...]) -> None:

@@ -3,19 +3,28 @@
 :class:`Monitor` is what its cells call, and what the widgets of
 :mod:`lmreg_nb.ui.monitor` call; each step returns something a notebook shows
 (an Outcome, a Table, a figure), built from the same pieces as `lmreg-nb
-watch`: one round here is one round of the watch, on the same state file
-(unless another watch holds it: then the state is only shown).
+watch`, with the same settings (LMREG_* from the environment or a ``.env``).
+
+It rehearses by default: alerts go only to the targets given here (the form,
+LMREG_NOTIFY), never to the school's contact, and the rounds are kept in a
+state file of their own (``watch-rehearsal.sqlite3``), so a Run All counts as
+no round of the real watch. With rehearsal off, a round is a round of the
+watch on its state file, and the contact (``contact_email``, by the sender of
+LMREG_NOTIFY_MAIL) is a target too. The state shown can be a fleet's: each
+model with its school, and the schools that cannot sign in.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from ..i18n import _, format_local_time, local_zone
+from ..i18n import _, format_local_time, local_zone, zone_label
 from ..models import ms_to_datetime
 from ..onboarding.display import FigureView, Outcome, Table
 from ..probe.blocking import run_blocking
@@ -28,9 +37,9 @@ from .watcher import WatchConfig, Watcher, school_name
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from .alerts import ModelState
+    from .alerts import ModelState, SchoolState
 
-__all__ = ["CHART_MODELS", "Monitor", "contact_mail_url"]
+__all__ = ["CHART_MODELS", "Monitor", "contact_mail_url", "rehearsal_path"]
 
 #: The most models drawn in the latency chart (the slowest last call first).
 CHART_MODELS = 12
@@ -39,6 +48,11 @@ CHART_MODELS = 12
 def contact_mail_url(email: str) -> str:
     """An Apprise e-mail URL to the contact, the SMTP account still to fill in."""
     return f"mailtos://USER:PASSWORD@SMTP.SERVER.EXAMPLE?to={email.strip()}"
+
+
+def rehearsal_path(state_path: Path) -> Path:
+    """The rehearsal's own state file, beside the watch's: ``NAME-rehearsal.sqlite3``."""
+    return state_path.with_name(f"{state_path.stem}-rehearsal{state_path.suffix}")
 
 
 class Monitor:
@@ -52,23 +66,53 @@ class Monitor:
         fail_after: int = 3,
         settings: Settings | None = None,
         allow_private: bool | None = None,
+        rehearsal: bool = True,
+        contact_email: str = "",
     ) -> None:
         if settings is None:
             from ..settings import Settings
 
-            settings = Settings.load()
+            settings = Settings.load()  # LMREG_* as everywhere: environment, then .env
         self.settings = settings
         self.school = school_name(school, settings)
-        self.state_path = Path(state_path).expanduser() if state_path else default_state_path()
-        if allow_private is None:  # LMREG_ALLOW_PRIVATE=1: a rehearsal on the sandbox
-            allow_private = os.environ.get("LMREG_ALLOW_PRIVATE", "").strip() in ("1", "true")
-        self.config = WatchConfig(
-            state_path=self.state_path,
-            fail_after=fail_after,
-            school=school,
-            allow_private=allow_private,
+        self.watch_state_path = (
+            Path(state_path).expanduser() if state_path else default_state_path()
         )
+        self.allow_private = settings.allow_private if allow_private is None else allow_private
+        self.fail_after = fail_after
+        self.given_school = school
+        self.rehearsal = rehearsal
+        self.contact_email = contact_email.strip()
+        self.config  # noqa: B018 - checks fail_after now, as the notebook's parameters cell runs
         self._added: list[NotifyTarget] = []
+
+    @property
+    def state_path(self) -> Path:
+        """The state file rounds here use: the rehearsal's own, or the watch's."""
+        return rehearsal_path(self.watch_state_path) if self.rehearsal else self.watch_state_path
+
+    @property
+    def config(self) -> WatchConfig:
+        """The watch's configuration for a round here."""
+        return WatchConfig(
+            state_path=self.state_path,
+            fail_after=self.fail_after,
+            school=self.given_school,
+            allow_private=self.allow_private,
+        )
+
+    def set_rehearsal(self, on: bool) -> Outcome:
+        """Rehearse (alerts to the targets given here only) or run as the real watch."""
+        self.rehearsal = on
+        if on:
+            return Outcome(
+                _("rehearsal: alerts go only to the targets given here"),
+                [(_("state"), str(self.state_path))],
+            )
+        return Outcome(
+            _("rehearsal off: rounds here are rounds of the watch, and the contact is mailed"),
+            [(_("state"), str(self.state_path))],
+        )
 
     # -- targets -------------------------------------------------------------
 
@@ -76,11 +120,23 @@ class Monitor:
         urls = split_urls(self.settings.notify.reveal()) if self.settings.notify else []
         return parse_targets(urls) if urls else []
 
+    def _contact(self) -> NotifyTarget | None:
+        """The school's contact by LMREG_NOTIFY_MAIL's sender (never while rehearsing)."""
+        if self.rehearsal or not self.contact_email or not self.settings.notify_mail:
+            return None
+        from ..validate import check_email
+        from .fleet import mail_target, parse_mail
+
+        sender = parse_mail(self.settings.notify_mail.reveal())
+        return mail_target(sender, check_email(self.contact_email))
+
     def targets(self) -> list[NotifyTarget]:
-        """LMREG_NOTIFY's targets and those added in this session (none is fine here)."""
+        """LMREG_NOTIFY's targets, those added here and, out of rehearsal, the contact."""
         configured = self._configured()
-        ids = {t.id for t in configured}
-        return configured + [t for t in self._added if t.id not in ids]
+        contact = self._contact()
+        found = configured + ([contact] if contact is not None else [])
+        ids = {t.id for t in found}
+        return found + [t for t in self._added if t.id not in ids]
 
     def add_target(self, url: str) -> Outcome:
         """Check an Apprise URL and use it in this session (it is not saved anywhere)."""
@@ -115,6 +171,18 @@ class Monitor:
         except ConfigurationError as exc:
             rows = [[str(exc), "LMREG_NOTIFY"]]
         rows += [[t.shown, _("added here")] for t in self._added]
+        if self.contact_email:
+            try:
+                contact = self._contact()
+            except ConfigurationError as exc:
+                rows.append([str(exc), "LMREG_NOTIFY_MAIL"])
+            else:
+                if contact is not None:
+                    rows.append([contact.shown, _("the contact (LMREG_NOTIFY_MAIL)")])
+                elif self.rehearsal:
+                    rows.append([self.contact_email, _("not mailed: rehearsal")])
+                else:
+                    rows.append([self.contact_email, _("not mailed: LMREG_NOTIFY_MAIL is not set")])
         return Table([_("target"), _("from")], rows)
 
     def send_test_alert(self) -> Outcome:
@@ -136,7 +204,7 @@ class Monitor:
     # -- a round and the state -------------------------------------------------
 
     def run_round(self) -> Outcome:
-        """One round of the watch on the state file: each model called once, alerts sent."""
+        """One round on the state file: each model called once, alerts sent, its log shown."""
         from ..registry.client import RegistryClient
 
         targets = self.targets()
@@ -146,11 +214,10 @@ class Monitor:
         except ConfigurationError as exc:
             store.close()
             return Outcome(str(exc), [], ok=False)
+        notifier = Notifier(targets)
         try:
-            with RegistryClient(self.settings) as registry:
-                watcher = Watcher(
-                    self.settings, registry, store, targets, Notifier(targets), self.config
-                )
+            with RegistryClient(self.settings) as registry, _captured() as lines:
+                watcher = Watcher(self.settings, registry, store, targets, notifier, self.config)
 
                 async def once() -> Any:
                     async with watcher:
@@ -158,15 +225,17 @@ class Monitor:
 
                 report = run_blocking(once())
         finally:
+            notifier.close()
             store.close()
         rows = [
             (_("models"), str(len(report.states))),
             (_("down"), ", ".join(s.model_name for s in report.down) or "-"),
             (_("seconds"), f"{report.seconds:.1f}"),
-            (_("notifications"), str(len(report.events) * len(targets))),
+            (_("mode"), _("rehearsal") if self.rehearsal else _("the watch")),
         ]
         if report.platform_error:
             rows.append((_("platform"), report.platform_error))
+        rows += [(_("log"), line) for line in lines]
         title = _("round {n}").format(n=report.number)
         if not targets:
             # A round that passes but can tell no one is not all well: say where alerts go.
@@ -174,39 +243,54 @@ class Monitor:
             return Outcome(_("round {n}: no alert targets").format(n=report.number), rows, ok=False)
         return Outcome(title, rows, ok=not report.down and not report.platform_error)
 
-    def _states(self) -> list[ModelState]:
+    def _states(self) -> tuple[list[ModelState], list[SchoolState]]:
         if not self.state_path.is_file():
-            return []
+            return [], []
         with StateStore(self.state_path) as store:
-            return sorted(store.models().values(), key=lambda s: s.model_name)
+            models = sorted(store.models().values(), key=lambda s: (s.school, s.model_name))
+            return models, list(store.schools().values())
 
     def state_table(self) -> Table:
-        """Each model's state: status, since when, failures in a row, latency, certificate."""
+        """Each model's state, the school first when the state is a fleet's; the cause last
+        (its column wraps, the others stay short: times without their zone, said once)."""
+        models, schools = self._states()
+        names = {school.key: school.name for school in schools}
+        fleet = any(m.school for m in models) or any(school.key for school in schools)
+        zone = zone_label(datetime.now(local_zone()))
         rows = []
-        for s in self._states():
-            since = s.since_ms if s.status != "up" else s.last_ok_ms
+        for s in schools:
+            if s.problem and fleet:  # a school that cannot sign in has no model to list
+                label = (
+                    _("cannot sign in") if s.problem == "sign-in" else _("cannot read the models")
+                )
+                rows.append(
+                    [s.name, "-", label, _short_time(s.since_ms), str(s.fails), "", s.detail]
+                )
+        for m in models:
+            since = m.since_ms if m.status != "up" else m.last_ok_ms
+            latency = f"{m.latency_s:.2f}" if m.latency_s is not None and m.status == "up" else ""
             rows.append(
                 [
-                    s.model_name,
-                    s.model_id,
-                    status_label(s.status),
-                    format_local_time(ms_to_datetime(since)) if since else "",
-                    str(s.fails),
-                    f"{s.latency_s:.2f}" if s.latency_s is not None and s.status == "up" else "",
-                    "" if s.tls_days is None else str(s.tls_days),
-                    what_failed(s) if s.status != "up" and s.kind else "",
+                    names.get(m.school, m.school),
+                    m.model_name,
+                    status_label(m.status),
+                    _short_time(since),
+                    str(m.fails),
+                    latency,
+                    what_failed(m) if m.status != "up" and m.kind else "",
                 ]
             )
         columns = [
+            _("school"),
             _("model"),
-            "modelId",
             _("status"),
-            _("since"),
+            _("since ({zone})").format(zone=zone),
             _("failures in a row"),
             _("latency (s)"),
-            _("certificate (days left)"),
             _("what failed"),
         ]
+        if not fleet:
+            columns, rows = columns[1:], [r[1:] for r in rows]
         return Table(columns, rows)
 
     def latency_chart(self, models: Sequence[str] = ()) -> FigureView | Outcome:
@@ -215,20 +299,20 @@ class Monitor:
 
         from ..fonts import plot_gettext
 
-        states = self._states()
+        states, _schools = self._states()
         if models:
             states = [s for s in states if s.model_name in models]
         if not states:
             return Outcome(_("no round has run yet: run one above"), [], pending=True)
         states = sorted(states, key=lambda s: -(s.latency_s or 0))[:CHART_MODELS]
         with StateStore(self.state_path) as store:
-            history = {s.model_id: store.history(s.model_id) for s in states}
+            history = {s.key: store.history(s.key) for s in states}
         t = plot_gettext()
         zone = local_zone()
         fig = Figure(figsize=(8, 3.2))
         ax = fig.add_subplot()
         for state in states:
-            rows = history[state.model_id]
+            rows = history[state.key]
             good = [r for r in rows if r.ok and r.latency_s is not None]
             bad = [r for r in rows if not r.ok]
             latency = [r.latency_s or 0.0 for r in good]
@@ -279,3 +363,33 @@ def _times(rows: Sequence[HistoryRow]) -> Any:
 def history_end(history: Mapping[str, Sequence[HistoryRow]]) -> int:
     """The time of the last call in ``history`` (ms)."""
     return max((r.at_ms for rows in history.values() for r in rows), default=0)
+
+
+def _short_time(ms: int | None) -> str:
+    """``11-28 14:05`` in the school's zone (the table's header names the zone)."""
+    if not ms:
+        return ""
+    return f"{ms_to_datetime(ms).astimezone(local_zone()):%m-%d %H:%M}"
+
+
+@contextmanager
+def _captured() -> Iterator[list[str]]:
+    """The watch's log lines of a round, for the notebook's normal output (not stderr)."""
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger("lmreg_nb.watch")
+    handler = Keep(logging.INFO)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # shown in the round's outcome, not again in red on stderr
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

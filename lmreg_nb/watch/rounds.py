@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from ..probe.wire.pool import pooled_transport
 from ..probe.wire.tls import Certificate, inspect_certificate
 from .alerts import TlsSeen
 from .call import ProbeResult, probe_model, tls_failure
+from .slots import FairSlots
 
 if TYPE_CHECKING:
     import httpx
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "MIN_CALL_S",
     "Observation",
     "make_client",
     "model_host",
@@ -40,6 +43,9 @@ __all__ = [
 
 #: Calls in flight at once: 1,000 models of ~0.2 s each take a few seconds.
 DEFAULT_CONCURRENCY = 32
+#: A call is not started in the last moment of its school's round (a slot freed then
+#: would only start a call that every other model of the school has shown will hang).
+MIN_CALL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,47 @@ def _private_result(host: str, address: str) -> ProbeResult:
     )
 
 
+class _SchoolClock:
+    """When a school's round ends: ``idle`` seconds after its last answer.
+
+    The clock starts with the school's first call (time spent waiting for a slot behind
+    other schools is the machine's bound, not the school's); any answer, even an error,
+    moves the end; a call that times out does not. So a school whose models all hang
+    ends one timeout after its calls began, and a school of 2,000 healthy models is
+    never cut short.
+    """
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self.last: float | None = None
+
+    def end(self) -> float:
+        return math.inf if self.last is None else self.last + self.idle
+
+    def answered(self, now: float) -> None:
+        self.last = now if self.last is None else max(self.last, now)
+
+
+async def _take_slot(slots: FairSlots, school: str, clock: _SchoolClock) -> bool:
+    """A call slot for ``school``; False when its round ended first (its models hung)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        limit = clock.end() - MIN_CALL_S
+        try:
+            if math.isinf(limit):
+                await slots.acquire(school)
+            else:
+                async with asyncio.timeout_at(limit):
+                    await slots.acquire(school)
+        except TimeoutError:
+            if clock.end() - MIN_CALL_S > loop.time():
+                continue  # a model answered meanwhile: the round goes on
+            return False
+        if clock.last is None:
+            clock.answered(loop.time())  # the school's calls begin: its clock starts
+        return True
+
+
 async def probe_all(
     models: Sequence[RegisteredModel],
     settings: Settings | Sequence[Settings],
@@ -127,23 +174,29 @@ async def probe_all(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     allow_private: bool = True,
-    slots: asyncio.Semaphore | None = None,
+    slots: FairSlots | None = None,
+    school: str = "",
 ) -> list[Observation]:
     """Call every model once (at most ``concurrency`` at a time); one Observation each.
 
     ``settings``: one for all, or one per model (the fleet: each school's own).
     ``allow_private`` False: a model at a loopback or private address is not called.
-    ``slots``: a bound shared with other calls of the round (the fleet's schools).
+    ``slots``: the round's call slots, shared fairly with the other schools (``school``
+    is this one's key). The school's round ends one timeout after its last answer: its
+    models that hang cost it one timeout, not one each; a model whose turn has not come
+    by then is ``not-called`` (models are called in the order given: the caller puts
+    first those not called last time).
 
     Each https host's handshake is made once, outside the bound (it waits on the
     network, not on this machine): a host whose handshake does not complete costs its
-    models one timeout, in parallel with everything else, and takes no call slot; so a
-    round lasts about as long however many hang there.
+    models one timeout, in parallel with everything else, and takes no call slot.
     """
     each = [settings] * len(models) if not isinstance(settings, Sequence) else list(settings)
     first = each[0] if each else None
     timeout = first.timeout if first is not None else 10.0
-    slots = slots if slots is not None else asyncio.Semaphore(max(1, concurrency))
+    loop = asyncio.get_running_loop()
+    clock = _SchoolClock(timeout)
+    slots = slots if slots is not None else FairSlots(max(1, concurrency))
     blocked: dict[str, str | None] = {}
     if not allow_private:
         names = sorted({model_host(m.registry_url)[0] for m in models})
@@ -170,11 +223,28 @@ async def probe_all(
             cert, took = await asyncio.shield(handshakes[host, port])
             if cert is None:  # no TLS connection: the call could not make one either
                 return Observation(model, _no_handshake(host, port, took, timeout), None)
-        async with slots:
+        if not await _take_slot(slots, school, clock):
+            return Observation(model, _not_called(timeout), _seen(cert))
+        try:
             result = await probe_model(model, its, client)
+        finally:
+            slots.release(school)
+        if result.kind != "timeout":
+            clock.answered(loop.time())
         return Observation(model, tls_failure(result, cert, host), _seen(cert))
 
     return list(await asyncio.gather(*(call(m, s) for m, s in zip(models, each, strict=True))))
+
+
+def _not_called(timeout: float) -> ProbeResult:
+    return ProbeResult(
+        False,
+        "not-called",
+        _(
+            "not called within this round's {seconds} s: the school's other models did not "
+            "answer and held its call slots"
+        ).format(seconds=f"{timeout:g}"),
+    )
 
 
 def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeResult:

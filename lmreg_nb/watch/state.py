@@ -1,14 +1,16 @@
 """The watch's memory between rounds and restarts: one SQLite file, private (0600), WAL.
 
-Tables: ``models`` (one :class:`~lmreg_nb.watch.alerts.ModelState` per
-modelId: status, failures in a row, since when, last alert, certificate),
-``history`` (each model's last :data:`KEEP_ROUNDS` calls, for the chart and
-the page), ``outbox`` (notifications not yet delivered to a target: retried
-each round, dropped after :data:`OUTBOX_MAX_AGE_MS`) and ``meta`` (the round
-counter). A round is written in one transaction, so a crash leaves the
-previous round whole. The file names models, hosts and alert texts, never an
-apiKey or a notification URL (targets are known by a hash). SQLite creates
-the -wal and -shm files with the database's mode, so all three stay 0600.
+Tables (:mod:`.state_schema`): ``models`` (one
+:class:`~lmreg_nb.watch.alerts.ModelState` per key, school and modelId: status,
+failures in a row, since when, last alert, certificate), ``history`` (each
+model's last :data:`KEEP_ROUNDS` calls, for the chart and the page), ``outbox``
+(notifications not yet delivered to a target: retried each round, dropped after
+:data:`OUTBOX_MAX_AGE_MS`; one being sent is marked first, so a watch killed
+while sending never sends it again) and ``meta`` (the round counter). A round is
+written in one transaction, so a crash leaves the previous round whole. The
+file names models, hosts and alert texts, never an apiKey or a notification
+URL (targets are known by a hash). SQLite creates the -wal and -shm files with
+the database's mode, so all three stay 0600.
 One ``lmreg-nb watch`` at a time writes a state file (a lock file beside it).
 """
 
@@ -19,7 +21,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from ..errors import ConfigurationError
@@ -27,6 +29,16 @@ from ..i18n import _
 from ..sqlite_files import private_database
 from .alerts import ModelState, SchoolState
 from .messages import Message
+from .state_schema import (
+    MODEL_COLUMNS,
+    SCHEMA,
+    SCHOOL_COLUMNS,
+    check_schema,
+    copy_older,
+    prepare_upgrade,
+    round_number,
+    typed_row,
+)
 
 __all__ = [
     "KEEP_ROUNDS",
@@ -41,35 +53,6 @@ __all__ = [
 KEEP_ROUNDS = 240
 #: A notification a target has not taken for this long is dropped (with a log line).
 OUTBOX_MAX_AGE_MS = 24 * 3600 * 1000
-_COLUMNS = [f.name for f in fields(ModelState)]
-_SCHOOL_COLUMNS = [f.name for f in fields(SchoolState)]
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS models (
-    model_id TEXT PRIMARY KEY, model_name TEXT NOT NULL, host TEXT NOT NULL,
-    status TEXT NOT NULL, fails INTEGER NOT NULL, since_ms INTEGER, kind TEXT,
-    detail TEXT NOT NULL, checked_ms INTEGER, last_ok_ms INTEGER, alerted_ms INTEGER,
-    latency_s REAL, tls_days INTEGER, tls_expires_ms INTEGER, tls_issuer TEXT,
-    tls_warned_ms INTEGER, school TEXT NOT NULL DEFAULT '', recent TEXT NOT NULL DEFAULT '',
-    after_recovery INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS schools (
-    key TEXT PRIMARY KEY, name TEXT NOT NULL, problem TEXT NOT NULL, fails INTEGER NOT NULL,
-    since_ms INTEGER, alerted_ms INTEGER, detail TEXT NOT NULL, last_ok_ms INTEGER
-);
-CREATE TABLE IF NOT EXISTS history (
-    round INTEGER NOT NULL, model_id TEXT NOT NULL, at_ms INTEGER NOT NULL,
-    ok INTEGER NOT NULL, latency_s REAL, kind TEXT, PRIMARY KEY (model_id, round)
-);
-CREATE INDEX IF NOT EXISTS history_round ON history (round);
-CREATE TABLE IF NOT EXISTS outbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, target TEXT NOT NULL, created_ms INTEGER NOT NULL,
-    notify_type TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0, error TEXT NOT NULL DEFAULT ''
-);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', '1'), ('round', '0');
-"""
-assert _COLUMNS[:4] == ["model_id", "model_name", "host", "status"]
 
 
 def default_state_path() -> Path:
@@ -83,7 +66,7 @@ class HistoryRow:
     """One call of one model in one round."""
 
     round: int
-    model_id: str
+    key: str  # the model's key (alerts.model_key)
     at_ms: int
     ok: bool
     latency_s: float | None
@@ -127,9 +110,19 @@ class StateStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
-            self._migrate()
-            self._conn.executescript(_SCHEMA)
-            self._check_schema()
+            # One transaction: an older file is upgraded whole or not at all.
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                older = prepare_upgrade(self._conn)
+                for statement in filter(str.strip, SCHEMA.split(";")):
+                    self._conn.execute(statement)
+                if older:
+                    copy_older(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            check_schema(self._conn, self.path)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(
                 _("cannot use the state file {path}: {why}").format(path=self.path, why=exc)
@@ -137,32 +130,6 @@ class StateStore:
         private_database(self.path)
         self._lock = threading.Lock()
         self._file_lock: object | None = None
-
-    def _check_schema(self) -> None:
-        """A file of another program (or a damaged one) is one line, not a traceback later."""
-        for table, wanted in (("models", _COLUMNS), ("schools", _SCHOOL_COLUMNS)):
-            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
-            missing = [c for c in wanted if c not in have]
-            if missing:
-                self._conn.close()
-                raise ConfigurationError(
-                    _(
-                        "--state {path} is not a state file of lmreg-nb watch (table {table} "
-                        "has no {columns}); give another file"
-                    ).format(path=self.path, table=table, columns=", ".join(missing))
-                )
-
-    def _migrate(self) -> None:
-        """A state file of an older watch gains the columns added since (its rows kept)."""
-        have = {row[1] for row in self._conn.execute("PRAGMA table_info(models)")}
-        added = {
-            "school": "TEXT NOT NULL DEFAULT ''",
-            "recent": "TEXT NOT NULL DEFAULT ''",
-            "after_recovery": "INTEGER NOT NULL DEFAULT 0",
-        }
-        for column, kind in added.items():
-            if have and column not in have:
-                self._conn.execute(f"ALTER TABLE models ADD COLUMN {column} {kind}")
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -210,30 +177,32 @@ class StateStore:
     # -- models and rounds ---------------------------------------------------
 
     def models(self) -> dict[str, ModelState]:
-        """Every model's stored state, by modelId."""
+        """Every model's stored state, by key (school and modelId)."""
         with self._lock:
-            rows = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM models").fetchall()
-        return {row[0]: ModelState(*row) for row in rows}
+            rows = self._conn.execute(f"SELECT {', '.join(MODEL_COLUMNS)} FROM models").fetchall()
+        states = (typed_row(self.path, ModelState, "models", row) for row in rows)
+        return {s.key: s for s in states}
 
     def schools(self) -> dict[str, SchoolState]:
         """Every school's reading state, by key."""
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {', '.join(_SCHOOL_COLUMNS)} FROM schools"
-            ).fetchall()
-        return {row[0]: SchoolState(*row) for row in rows}
+            rows = self._conn.execute(f"SELECT {', '.join(SCHOOL_COLUMNS)} FROM schools").fetchall()
+        states = (typed_row(self.path, SchoolState, "schools", row) for row in rows)
+        return {s.key: s for s in states}
 
     def waiting_targets(self) -> set[str]:
         """The targets that have notifications waiting."""
         with self._lock:
-            rows = self._conn.execute("SELECT DISTINCT target FROM outbox").fetchall()
+            rows = self._conn.execute(
+                "SELECT DISTINCT target FROM outbox WHERE sending_ms IS NULL"
+            ).fetchall()
         return {row[0] for row in rows}
 
     def last_round(self) -> int:
         """The number of the last round written (0: none yet)."""
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key = 'round'").fetchone()
-        return int(row[0]) if row else 0
+        return round_number(self.path, row[0]) if row else 0
 
     def save_round(
         self,
@@ -244,25 +213,25 @@ class StateStore:
         outbox: Sequence[tuple[str, int, Message]] = (),
         schools: Sequence[SchoolState] = (),
     ) -> None:
-        """Write one round at once: states, calls, models gone, notifications to send."""
-        marks = ", ".join("?" for _ in _COLUMNS)
-        school_marks = ", ".join("?" for _ in _SCHOOL_COLUMNS)
+        """Write one round at once: states, calls, models gone (keys), notifications to send."""
+        marks = ", ".join("?" for _ in MODEL_COLUMNS)
+        school_marks = ", ".join("?" for _ in SCHOOL_COLUMNS)
         with self._transaction() as db:
             db.executemany(
-                f"INSERT OR REPLACE INTO schools ({', '.join(_SCHOOL_COLUMNS)}) "
+                f"INSERT OR REPLACE INTO schools ({', '.join(SCHOOL_COLUMNS)}) "
                 f"VALUES ({school_marks})",
                 [astuple(s) for s in schools],
             )
             db.executemany(
-                f"INSERT OR REPLACE INTO models ({', '.join(_COLUMNS)}) VALUES ({marks})",
+                f"INSERT OR REPLACE INTO models ({', '.join(MODEL_COLUMNS)}) VALUES ({marks})",
                 [astuple(s) for s in states],
             )
-            db.executemany("DELETE FROM models WHERE model_id = ?", [(m,) for m in removed])
-            db.executemany("DELETE FROM history WHERE model_id = ?", [(m,) for m in removed])
+            db.executemany("DELETE FROM models WHERE key = ?", [(m,) for m in removed])
+            db.executemany("DELETE FROM history WHERE key = ?", [(m,) for m in removed])
             db.executemany(
-                "INSERT OR REPLACE INTO history (round, model_id, at_ms, ok, latency_s, kind) "
+                "INSERT OR REPLACE INTO history (round, key, at_ms, ok, latency_s, kind) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(h.round, h.model_id, h.at_ms, int(h.ok), h.latency_s, h.kind) for h in history],
+                [(h.round, h.key, h.at_ms, int(h.ok), h.latency_s, h.kind) for h in history],
             )
             db.execute("DELETE FROM history WHERE round <= ?", (number - KEEP_ROUNDS,))
             db.executemany(
@@ -272,16 +241,16 @@ class StateStore:
             )
             db.execute("UPDATE meta SET value = ? WHERE key = 'round'", (str(number),))
 
-    def history(self, model_id: str | None = None, last: int = KEEP_ROUNDS) -> list[HistoryRow]:
-        """The calls of the last ``last`` rounds (of one model, or all), oldest first."""
+    def history(self, key: str | None = None, last: int = KEEP_ROUNDS) -> list[HistoryRow]:
+        """The calls of the last ``last`` rounds (of one model's key, or all), oldest first."""
         newest = self.last_round()
-        query = "SELECT round, model_id, at_ms, ok, latency_s, kind FROM history WHERE round > ?"
+        query = "SELECT round, key, at_ms, ok, latency_s, kind FROM history WHERE round > ?"
         args: list[object] = [newest - last]
-        if model_id is not None:
-            query += " AND model_id = ?"
-            args.append(model_id)
+        if key is not None:
+            query += " AND key = ?"
+            args.append(key)
         with self._lock:
-            rows = self._conn.execute(query + " ORDER BY round, model_id", args).fetchall()
+            rows = self._conn.execute(query + " ORDER BY round, key", args).fetchall()
         return [HistoryRow(r, m, at, bool(ok), lat, kind) for r, m, at, ok, lat, kind in rows]
 
     # -- the outbox ------------------------------------------------------------
@@ -291,9 +260,40 @@ class StateStore:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT id, target, created_ms, notify_type, title, body, attempts, error "
-                "FROM outbox WHERE target = ? ORDER BY id",
+                "FROM outbox WHERE target = ? AND sending_ms IS NULL ORDER BY id",
                 (target,),
             ).fetchall()
+        return [
+            OutboxRow(i, t, at, Message(title, body, kind), n, err)
+            for i, t, at, kind, title, body, n, err in rows
+        ]
+
+    def enqueue(self, outbox: Sequence[tuple[str, int, Message]]) -> None:
+        """Notifications to send (target id, created at, message), outside a round's write."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT INTO outbox (target, created_ms, notify_type, title, body) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(t, at, m.notify_type, m.title, m.body) for t, at, m in outbox],
+            )
+
+    def sending(self, row_ids: Sequence[int], now_ms: int) -> None:
+        """Mark notifications as being sent, before they are: a watch killed while sending
+        finds them marked and never sends them again (a contact gets an alert at most once).
+        """
+        with self._transaction() as db:
+            db.executemany(
+                "UPDATE outbox SET sending_ms = ? WHERE id = ?", [(now_ms, i) for i in row_ids]
+            )
+
+    def interrupted(self) -> list[OutboxRow]:
+        """Notifications a stopped watch was sending (maybe delivered): removed, returned."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT id, target, created_ms, notify_type, title, body, attempts, error "
+                "FROM outbox WHERE sending_ms IS NOT NULL ORDER BY id"
+            ).fetchall()
+            db.execute("DELETE FROM outbox WHERE sending_ms IS NOT NULL")
         return [
             OutboxRow(i, t, at, Message(title, body, kind), n, err)
             for i, t, at, kind, title, body, n, err in rows
@@ -309,11 +309,15 @@ class StateStore:
         with self._transaction() as db:
             db.executemany("DELETE FROM outbox WHERE id = ?", [(i,) for i in row_ids])
 
-    def failed(self, row_id: int, error: str) -> None:
-        """The target did not take it: try again next round."""
+    def failed(self, row_id: int, error: str, others: Sequence[int] = ()) -> None:
+        """The target did not take it (nor ``others``, sent with it): try again next round."""
         with self._transaction() as db:
+            db.executemany(
+                "UPDATE outbox SET sending_ms = NULL WHERE id = ?", [(i,) for i in others]
+            )
             db.execute(
-                "UPDATE outbox SET attempts = attempts + 1, error = ? WHERE id = ?",
+                "UPDATE outbox SET attempts = attempts + 1, error = ?, sending_ms = NULL "
+                "WHERE id = ?",
                 (error, row_id),
             )
 

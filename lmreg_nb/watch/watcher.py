@@ -20,7 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,21 +31,25 @@ from ..errors import (
     PermissionDeniedError,
 )
 from ..i18n import _
-from ..models import RegisteredModel
-from .alerts import Event, ModelState, SchoolState, school_step, step
+from .alerts import ModelState, SchoolState, school_step
 from .config import READ_CONCURRENCY, RoundReport, WatchConfig, school_name
+from .decide import call_order, decide, identities
 from .delivery import deliver_outbox
 from .fleet import School
-from .lines import current_state, event_line, failure_line, round_line, school_line
+from .lines import event_line, failure_line, removed_line, round_line, school_line
 from .messages import (
     Message,
     blind_message,
+    interrupted_message,
+    mail_failing_message,
     round_messages,
     sees_again_message,
 )
 from .rounds import Observation, make_client, probe_all
+from .slots import FairSlots
 from .state import HistoryRow, StateStore
 from .status_html import render_status, write_status
+from .units import Read, Unit, mail_outbox, mail_problems, make_unit
 
 if TYPE_CHECKING:
     import httpx
@@ -60,24 +64,6 @@ __all__ = ["RoundReport", "WatchConfig", "Watcher", "school_name"]
 
 log = logging.getLogger("lmreg_nb.watch")
 _T = TypeVar("_T")
-
-
-@dataclass
-class _Unit:
-    """One account watched: its school, its registry client, its mail target."""
-
-    school: School
-    registry: RegistryClient | None
-    mail: NotifyTarget | None = None
-    owned: bool = False  # the Watcher made the client: it closes it
-
-
-@dataclass
-class _Read:
-    unit: _Unit
-    models: list[RegisteredModel] | None
-    error: str | None = None
-    sign_in: bool = False
 
 
 @dataclass
@@ -134,10 +120,12 @@ class Watcher:
             else school_name(config.school, settings)
         )
         self.units = (
-            [self._unit(s, mail) for s in schools]
+            [make_unit(s, mail) for s in schools]
             if schools is not None
-            else [_Unit(School("", self.school, settings), registry)]
+            else [Unit(School("", self.school, settings), registry)]
         )
+        self._by_key = {u.school.key: u for u in self.units}
+        self._mail_told = False
         # Target secrets for every line logged (apiKeys are masked per call, at the probe).
         self.mask: Masker = targets_masker([*self.targets, *([mail] if mail else [])])
         self._client: httpx.AsyncClient | None = None
@@ -146,25 +134,32 @@ class Watcher:
         self._unsaved: _Unsaved | None = None
         self._readers = ThreadPoolExecutor(1)  # replaced on entry
 
-    @staticmethod
-    def _unit(school: School, mail: NotifyTarget | None) -> _Unit:
-        from ..registry.client import RegistryClient
-        from .fleet import mail_target
-
-        to = mail_target(mail, school.contact_email) if mail and school.contact_email else None
-        if school.problem or school.settings is None:
-            return _Unit(school, None, to)
-        try:
-            registry = RegistryClient(school.settings)
-        except LmregError as exc:
-            return _Unit(replace(school, problem=str(exc)), None, to)
-        return _Unit(school, registry, to, owned=True)
-
     async def __aenter__(self) -> Watcher:
         self._client = make_client(self.config.concurrency, self.settings.timeout)
         # The registry client blocks: its reads run on threads of their own, so that
         # notifications (the default executor) do not wait behind 1,000 schools' reads.
         self._readers = ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="lmreg-read")
+        try:
+            interrupted = self.store.interrupted()
+        except sqlite3.Error as exc:
+            interrupted = []
+            self._log(logging.WARNING, _state_error(self.store.path, exc))
+        shown = {t.id: t.shown for t in self._all_targets()}
+        if interrupted and self.targets:
+            message = interrupted_message(
+                [(shown.get(r.target, r.target), r.message.title) for r in interrupted]
+            )
+            with contextlib.suppress(sqlite3.Error):  # told in the log below in any case
+                self.store.enqueue([(t.id, self._now_ms(), message) for t in self.targets])
+        for row in interrupted:
+            # At most once: it may have arrived before the watch stopped (kill -9, power).
+            self._log(
+                logging.WARNING,
+                _(
+                    "not sent again to {target}: {title} (the watch stopped while sending it; "
+                    "it may have arrived)"
+                ).format(target=shown.get(row.target, row.target), title=row.message.title),
+            )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -187,9 +182,9 @@ class Watcher:
 
     # -- one round -------------------------------------------------------------
 
-    async def _read(self, unit: _Unit, slots: asyncio.Semaphore) -> _Read:
+    async def _read(self, unit: Unit, slots: asyncio.Semaphore) -> Read:
         if unit.registry is None:
-            return _Read(unit, None, unit.school.problem, sign_in=True)
+            return Read(unit, None, unit.school.problem, sign_in=True)
         registry = unit.registry
         try:
             async with slots:
@@ -202,24 +197,42 @@ class Watcher:
             )
             if refused and not self.fleet and not self._read_models_once:
                 raise  # one account whose credentials never worked: a configuration error
-            return _Read(unit, None, self.mask(str(exc)), sign_in=refused and self.fleet)
-        return _Read(unit, models)
+            return Read(unit, None, self.mask(str(exc)), sign_in=refused and self.fleet)
+        return Read(unit, models)
 
     async def _read_and_call(
-        self, unit: _Unit, read_slots: asyncio.Semaphore, call_slots: asyncio.Semaphore
-    ) -> tuple[_Read, list[Observation]]:
+        self,
+        unit: Unit,
+        read_slots: asyncio.Semaphore,
+        slots: FairSlots,
+        previous: dict[str, ModelState],
+    ) -> tuple[Read, list[tuple[ModelState, Observation]]]:
         read = await self._read(unit, read_slots)
         if not read.models:
             return read, []
         assert self._client is not None
+        current = identities(read.models, unit.school.key, unit.school.secrets)
+        order = call_order(current, previous)
+        settings = unit.school.settings or self.settings
+        # The school's own round: it ends one LMREG_TIMEOUT after its last answer, so its
+        # models that hang never hold up another school's, nor its own for long.
         seen = await probe_all(
-            read.models,
-            unit.school.settings or self.settings,
+            [read.models[i] for i in order],
+            settings,
             self._client,
             allow_private=self.config.allow_private,
-            slots=call_slots,
+            slots=slots,
+            school=unit.school.key,
         )
-        return read, seen
+        return read, [(current[i], o) for i, o in zip(order, seen, strict=True)]
+
+    def _previous(self) -> dict[str, ModelState]:
+        """The models' states before this round (a round kept in memory included)."""
+        previous: dict[str, ModelState] = self._stored(self.store.models, {})
+        if self._unsaved is not None:
+            previous |= self._unsaved.states
+            previous = {k: s for k, s in previous.items() if k not in self._unsaved.removed}
+        return previous
 
     async def round(self) -> RoundReport:
         """Read the models, call each once, decide, write the state, notify; the report."""
@@ -232,23 +245,24 @@ class Watcher:
         now = self._now_ms()
         report = RoundReport(number)
         assert self._client is not None, "use the Watcher as an async context manager"
+        previous = self._previous()
         read_slots = asyncio.Semaphore(READ_CONCURRENCY)
-        call_slots = asyncio.Semaphore(self.config.concurrency)
+        readable = sum(1 for u in self.units if u.registry is not None)
+        slots = FairSlots(self.config.concurrency, schools=readable)
         # Each school's models are called as soon as they are read: a round lasts about
         # as long as the longer of the two, not their sum.
         done = await asyncio.gather(
-            *(self._read_and_call(u, read_slots, call_slots) for u in self.units)
+            *(self._read_and_call(u, read_slots, slots, previous) for u in self.units)
         )
         reads = [read for read, _seen in done]
         if any(r.models is not None for r in reads):
             self._read_models_once = True
-        outbox = self._schools(report, reads, now)
+        outbox = self._schools(report, reads, now) + self._mail_problems(now)
         if report.blind and not self.fleet:
             report.platform_error = report.blind[0].detail
-        observed = [o for _read, seen in done for o in seen]
-        keys = [read.unit.school.key for read, seen in done for _o in seen]
+        seen = [pair for _read, pairs in done for pair in pairs]
         read_ok = {r.unit.school.key for r in reads if r.models is not None}
-        self._decide(report, observed, keys, read_ok, now, outbox)
+        self._decide(report, previous, seen, read_ok, now, outbox)
         self._after_round(report, now)
         await self.deliver()
         report.seconds = time.perf_counter() - started
@@ -256,7 +270,7 @@ class Watcher:
         return report
 
     def _schools(
-        self, report: RoundReport, reads: Sequence[_Read], now: int
+        self, report: RoundReport, reads: Sequence[Read], now: int
     ) -> list[tuple[str, int, Message]]:
         """Each school's reading state; what to tell the provider about the blind ones."""
         previous: dict[str, SchoolState] = self._stored(self.store.schools, {})
@@ -297,74 +311,42 @@ class Watcher:
     def _decide(
         self,
         report: RoundReport,
-        observed: Sequence[Observation],
-        keys: Sequence[str],
+        previous: dict[str, ModelState],
+        seen: Sequence[tuple[ModelState, Observation]],
         read_ok: set[str],
         now: int,
         outbox: list[tuple[str, int, Message]],
     ) -> None:
-        previous: dict[str, ModelState] = self._stored(self.store.models, {})
-        if self._unsaved is not None:
-            previous |= self._unsaved.states
-            previous = {m: s for m, s in previous.items() if m not in self._unsaved.removed}
-        history: list[HistoryRow] = []
-        for seen, key in zip(observed, keys, strict=True):
-            current = current_state(seen.model, key)
-            state, events = step(
-                previous.get(current.model_id),
-                current,
-                seen.result,
-                now_ms=now,
-                fail_after=self.config.fail_after,
-                tls=seen.tls,
-            )
-            report.states.append(state)
-            report.events += events
-            result = seen.result
-            history.append(
-                HistoryRow(
-                    report.number, state.model_id, now, result.ok, result.latency_s, result.kind
-                )
-            )
-            if not result.ok:
-                self._log(logging.WARNING, failure_line(state, self.config.fail_after))
-            for event in events:
-                self._log(logging.WARNING, event_line(event, len(self.targets)))
-        names = {u.school.key: u.school.name for u in self.units}
-        name_of = (lambda e: names.get(e.state.school, e.state.school)) if self.fleet else None
+        states, events, history = decide(
+            previous, seen, number=report.number, now_ms=now, fail_after=self.config.fail_after
+        )
+        report.states, report.events = states, events
+        units = {u.school.key: u for u in self.units}
+        for state in states:
+            if state.status not in ("up", "new") and state.checked_ms == now and state.fails:
+                name = self._school_of(state)
+                self._log(logging.WARNING, failure_line(state, name, self.config.fail_after))
+        for event in events:
+            unit = units.get(event.state.school)
+            queued = len(self.targets) + (1 if unit is not None and unit.mail else 0)
+            self._log(logging.WARNING, event_line(event, self._school_of(event.state), queued))
+        name_of = (lambda e: self._school_of(e.state)) if self.fleet else None
         for message in round_messages(report.events, self.school, name_of):
             outbox += [(t.id, now, message) for t in self.targets]
-        outbox += self._mail(report.events)
-        ids = {s.model_id for s in report.states}
+        outbox += mail_outbox(self.units, report.events)
+        keys = {s.key for s in states}
         # A school whose models could not be read keeps them (and their state) as they were.
-        kept = [s for s in previous.values() if s.model_id not in ids and s.school not in read_ok]
+        kept = [s for s in previous.values() if s.key not in keys and s.school not in read_ok]
         report.states += kept
-        removed = [m for m, s in previous.items() if m not in ids and s.school in read_ok]
-        for model_id in removed:
-            self._log(
-                logging.INFO,
-                _("model {name} is no longer registered; dropped from the watch").format(
-                    name=previous[model_id].model_name
-                ),
-            )
+        removed = [k for k, s in previous.items() if k not in keys and s.school in read_ok]
+        for key in removed:
+            self._log(logging.INFO, removed_line(previous[key], self._school_of(previous[key])))
         self._save(report, history, removed, outbox)
 
-    def _mail(self, events: Sequence[Event]) -> list[tuple[str, int, Message]]:
-        """Each school's own events, to its contact, in its language."""
-        from ..i18n import speaking
-
-        by_school: dict[str, list[Event]] = {}
-        for event in events:
-            by_school.setdefault(event.state.school, []).append(event)
-        outbox: list[tuple[str, int, Message]] = []
-        for unit in self.units:
-            mine = by_school.get(unit.school.key)
-            if not mine or unit.mail is None:
-                continue
-            with speaking(unit.school.lang):
-                messages = round_messages(mine, unit.school.name)
-            outbox += [(unit.mail.id, mine[0].at_ms, m) for m in messages]
-        return outbox
+    def _school_of(self, state: ModelState) -> str:
+        """The name of the school a model belongs to."""
+        unit = self._by_key.get(state.school)
+        return unit.school.name if unit is not None else self.school
 
     def _after_round(self, report: RoundReport, now: int) -> None:
         names = {u.school.key: u.school.name for u in self.units}
@@ -374,7 +356,7 @@ class Watcher:
         history: dict[str, list[HistoryRow]] = {}
         rows: list[HistoryRow] = self._stored(lambda: self.store.history(last=60), [])
         for row in rows:
-            history.setdefault(row.model_id, []).append(row)
+            history.setdefault(row.key, []).append(row)
         page = render_status(
             report.states,
             history,
@@ -430,7 +412,7 @@ class Watcher:
             )
             self._unsaved = _Unsaved(
                 report.number,
-                {s.model_id: s for s in report.states},
+                {s.key: s for s in report.states},
                 {s.key: s for s in report.schools},
                 history,
                 set(removed),
@@ -453,9 +435,33 @@ class Watcher:
             self._log(logging.WARNING, _state_error(self.store.path, exc))
 
     async def _deliver(self) -> None:
-        await deliver_outbox(
+        failing = await deliver_outbox(
             self.store, self.notifier, self._all_targets(), self._now_ms(), self._log
         )
+        # A school whose contact's mail keeps failing: the provider hears of it, once a row.
+        mails = {u.mail.id: u for u in self.units if u.mail is not None}
+        now = self._now_ms()
+        told: list[tuple[str, int, Message]] = []
+        for target_id, error in failing:
+            unit = mails.get(target_id)
+            if unit is None or unit.mail is None:
+                continue
+            message = mail_failing_message(unit.school.name, unit.mail.shown, error)
+            self._log(logging.WARNING, message.title)
+            told += [(t.id, now, message) for t in self.targets]
+        if told:
+            self.store.enqueue(told)
+            await deliver_outbox(self.store, self.notifier, self.targets, now, self._log)
+
+    def _mail_problems(self, now: int) -> list[tuple[str, int, Message]]:
+        """Contacts that cannot be mailed at all: told to the provider in the first round."""
+        if self._mail_told:
+            return []
+        self._mail_told = True
+        outbox, lines = mail_problems(self.units, self.targets, now)
+        for line in lines:
+            self._log(logging.WARNING, line)
+        return outbox
 
     # -- the loop ----------------------------------------------------------------
 

@@ -377,6 +377,29 @@ def test_emails(raw: str) -> None:
         refuses(check_email, raw, "contact_email")
 
 
+@pytest.mark.parametrize(
+    "raw",
+    ["li@127.0.0.1", "x@b.c", "x.@x.cn", ".x@x.cn", "a@1.2.3.4", "a@[1.2.3.4]", "a@localhost",
+     "a@x.invalid", "a@x.cn.", "a@x.c1"],
+)  # fmt: skip
+def test_addresses_a_mail_server_cannot_take_are_refused(raw: str) -> None:
+    # Each passed the old hand-written rule, and Apprise then mailed no one (issue 42).
+    refuses(check_email, raw, "contact_email")
+
+
+@pytest.mark.parametrize(
+    ("raw", "mailed"),
+    [
+        ("o'brien+x@school-g.cn", "o'brien+x@school-g.cn"),
+        ("wangfang@school-a.example", "wangfang@school-a.example"),  # a reserved test domain
+        ("it@a.test", "it@a.test"),
+        ("li@学校.cn", "li@xn--48s290a.cn"),  # an international domain: its ASCII form
+    ],
+)
+def test_an_address_is_kept_as_it_will_be_mailed(raw: str, mailed: str) -> None:
+    assert check_email(raw) == mailed
+
+
 # -- numbers that only look like IPv4 addresses, invisible marks in names (issue 20) --------
 
 

@@ -82,6 +82,9 @@ def test_monitor_notebook_sends_a_test_alert_and_runs_a_round(
     shown = _text(out)
     assert "round 1" in shown and "nb-watched" in shown and "up" in shown
     assert f"/hook/…{HOOK_TOKEN[-4:]}" in shown  # the target, masked
-    assert (state.stat().st_mode & 0o777) == 0o600
+    # A rehearsal (the notebook's default) keeps its rounds apart from the watch's.
+    rehearsed = state.with_name("watch-rehearsal.sqlite3")
+    assert (rehearsed.stat().st_mode & 0o777) == 0o600 and not state.exists()
+    assert "rehearsal" in shown and "log" in shown
     raw = out.read_text(encoding="utf-8")
     assert leaks(raw, [*canaries, HOOK_TOKEN]) == []

@@ -27,6 +27,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "litellm"
 KEY = "sk-litellm-0123456789"
 TARGET = Target("http://127.0.0.1:9/v1/chat/completions", KEY, "tiny-llama", timeout=5)
 JSON = {"content-type": "application/json"}
+SSE = {"content-type": "text/event-stream; charset=utf-8"}
 
 
 def _data(name: str) -> bytes:
@@ -45,8 +46,7 @@ def _handle(request: httpx.Request) -> httpx.Response:
     if len(body["messages"][-1]["content"].split()) > 1800:
         return httpx.Response(400, content=_data("too_long.json"), headers=JSON)
     if body.get("stream"):
-        sse = {"content-type": "text/event-stream; charset=utf-8"}
-        return httpx.Response(200, content=_data("stream_zh.sse"), headers=sse)
+        return httpx.Response(200, content=_data("stream_zh.sse"), headers=SSE)
     return httpx.Response(200, content=_data("whole_zh.json"), headers=JSON)
 
 

@@ -75,14 +75,14 @@ def _vllm(whole_zh: str = "whole_fffd.json") -> Callable[[httpx.Request], httpx.
             name = "stream_fffd.sse" if chinese else "stream_clean.sse"
             return httpx.Response(200, content=_data(name), headers=SSE)
         if len(prompt.split()) > 8:  # the context window's prompts: usage as vLLM counts
-            usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": 1}
             return httpx.Response(200, json={
                 "id": "c", "object": "chat.completion",
                 "choices": [{"index": 0, "finish_reason": "length",
                              "message": {"role": "assistant", "content": "ex"}}],
-                "usage": usage})  # fmt: skip
-        whole = _data(whole_zh if chinese else "whole_clean.json")
-        return httpx.Response(200, content=whole, headers={"content-type": "application/json"})
+                "usage": {"prompt_tokens": len(prompt.split()),
+                          "completion_tokens": 1}})  # fmt: skip
+        return httpx.Response(200, content=_data(whole_zh if chinese else "whole_clean.json"),
+                              headers={"content-type": "application/json"})  # fmt: skip
 
     return handle
 
@@ -152,6 +152,7 @@ def test_an_empty_first_token_is_not_a_bad_stream() -> None:
     assert ex.output_tokens == (1, "usage") and ex.finish == "length" and not ex.text
 
 
+@pytest.mark.slow  # the lean client speaks HTTP/1.1 on a real socket
 def test_the_lean_client_and_the_prefix_probe_take_an_empty_first_token() -> None:
     reply = _data("stream_one_empty.sse")
 

@@ -149,7 +149,12 @@ def test_the_prefix_probe_sees_whether_the_lesson_is_reused(cache: bool, reused:
             work = await prepare_workload(target, WorkloadSpec(lesson_tokens=1500, seed=5))
             return (await prefix_probe(work, target, 10.0))[1]
 
-        found = asyncio.run(run())
+        # A stall of this machine's own makes the probe say "could not tell", rightly (its
+        # own test: test_prefix_stalls.py); measure again then, at most twice more.
+        for _attempt in range(3):
+            found = asyncio.run(run())
+            if found is None or found.reused is not None or not found.stalls:
+                break
     assert found is not None and found.reused is reused, found
     assert found.first_ms is not None and found.first_ms >= 300  # 1,500+ tokens at 5,000/s
     if not reused:

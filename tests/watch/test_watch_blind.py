@@ -122,7 +122,7 @@ def test_a_platform_that_stops_answering_is_one_alert_one_recovery_and_exit_1(
             assert all(r.blind for r in reports)
             # The model is not reported up as if nothing happened; the page says stale.
             text = metrics.text()
-            assert 'lmreg_platform_up{school=""} 0.0' in text
+            assert 'lmreg_platform_up{run_id="",school=""} 0.0' in text
             assert "lmreg_last_read_timestamp_seconds" in text
             page = watcher.config.status_path.read_text(encoding="utf-8")
             assert "stale: the models cannot be read" in page and "cannot read the models" in page
@@ -215,7 +215,7 @@ def test_a_locked_state_file_is_logged_and_the_round_kept_for_the_next(
     assert "database is locked" in caplog.text and "Traceback" not in caplog.text
     assert [p["title"] for p in webhook.posts] == ["[Blind School] model locked-llm is down"]
     with StateStore(tmp_path / "state.sqlite3") as store:
-        assert store.last_round() == 3 and store.models()["id-locked-llm"].fails == 3
+        assert store.last_round() == 3 and store.models()["/id-locked-llm"].fails == 3
 
 
 def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
@@ -286,8 +286,8 @@ def test_names_are_neutralised_and_models_of_one_name_kept_apart(
         finally:
             _close(watcher)
     text = metrics.text()
-    assert 'lmreg_model_up{model="twin",model_id="id-down",school=""} 0.0' in text
-    assert 'lmreg_model_up{model="twin",model_id="id-up",school=""} 1.0' in text
+    assert 'lmreg_model_up{model="twin",model_id="id-down",run_id="",school=""} 0.0' in text
+    assert 'lmreg_model_up{model="twin",model_id="id-up",run_id="",school=""} 1.0' in text
     page = watcher.config.status_path.read_text(encoding="utf-8")
     for raw in ("\x1b", "\u202e", "\u200b"):
         assert raw not in text and raw not in page and raw not in caplog.text

@@ -52,7 +52,22 @@ def _watch(
         (["--notify", "smtp-ish://u:Pw-0123456789@mail.example"], {}, "unknown scheme 'smtp-ish'"),
         (["--notify", "mailto://"], {}, "notify target mailto://: Apprise cannot use it"),
         (["--mail", "mailtos://u:Pw-0123456789@smtp.example"], {}, "--mail needs --plan"),
-        (["--plan", "no-such-plan.csv"], {}, "plan no-such-plan.csv does not exist"),
+        (["--plan", "no-such-plan.csv", "--no-school-mail"], {}, "plan no-such-plan.csv does not"),
+        (
+            ["--plan", "plan.csv"],
+            {},
+            "--plan needs a mail sender for the schools' contacts: give "
+            "--mail URL or set LMREG_NOTIFY_MAIL",
+        ),
+        (
+            ["--plan", "plan.csv", "--no-school-mail", "--mail", "mailto://u:Pw-0123456789@x.cn"],
+            {},
+            "--mail and --no-school-mail: give one of them",
+        ),
+        (["--plan", "/dev/null", "--no-school-mail"], {}, "plan /dev/null is a character device"),
+        (["--fail-after", str(10**20)], {}, "error: --fail-after: must be 1 or more (at most"),
+        (["--rounds", str(10**20)], {}, "error: --rounds: must be 1 or more, at most"),
+        (["--interval", "1e300"], {}, "error: --interval: must be 1 s or more (at most"),
         (
             ["--notify", "json://127.0.0.1:9/x"],
             {"LMREG_BASE_URL": ""},
@@ -61,8 +76,15 @@ def _watch(
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
-    args: list[str], env: dict[str, str], says: str, monkeypatch: pytest.MonkeyPatch
+    args: list[str],
+    env: dict[str, str],
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
+    (tmp_path / "a.env").write_text("LMREG_BASE_URL=https://platform.example.cn\n")
+    (tmp_path / "plan.csv").write_text("run_id,env_file,school,contact_email\na,a.env,A,a@a.cn\n")
+    args = [str(tmp_path / a) if a == "plan.csv" else a for a in args]
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(main, ["watch", *args])
@@ -85,7 +107,7 @@ def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
     account.register("cli-down", school_model.url("status-500"))
     done = _watch([*base, "--rounds", "2", "--school", "CLI School"], env)
     assert done.returncode == 1, done.stderr
-    assert "model cli-down is down: alert to 1 target" in done.stderr
+    assert "school CLI School: model cli-down is down: alert queued for 1 target" in done.stderr
     assert [p["title"] for p in webhook.posts] == ["[CLI School] model cli-down is down"]
     assert leaks_in(done.stderr, SECRETS) == []
     assert f"json://127.0.0.1:{webhook.port}/hook/…" in done.stderr  # shown, masked

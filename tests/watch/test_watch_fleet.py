@@ -30,14 +30,13 @@ from watch_helpers import (
     run_round,
 )
 
-from lmreg_nb.commands.watch import read_fleet
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
-from lmreg_nb.watch.fleet import parse_mail
+from lmreg_nb.watch.fleet import parse_mail, read_fleet
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
@@ -317,3 +316,54 @@ def test_each_school_gets_its_own_token_cache_unless_its_env_file_names_one(
     assert a.settings is not None and b.settings is not None
     assert a.settings.token_cache == tmp_path / "cache" / "lmreg_nb" / "fleet" / "a.json"
     assert b.settings.token_cache == tmp_path / "mine.json"
+
+
+@pytest.mark.slow  # a real process, as an operator runs it
+def test_four_schools_with_a_sender_and_no_provider_target_as_an_operator_runs_it(
+    sandbox: SandboxInfo, school_model: SchoolModel, smtp: Smtp, tmp_path: Path
+) -> None:
+    import os
+
+    apps = {k: sandbox.add_app(f"op-{k}-{tmp_path.name[-10:]}") for k in "abcd"}
+    cache = tmp_path / "tokens.json"
+    rows = []
+    long_name = "长" * 100_000  # a 100,000-character school name must not spin the sender
+    for key, app in apps.items():
+        env = _env_file(tmp_path / f"{key}.env", sandbox, app, cache)
+        name = long_name if key == "d" else f"School {key.upper()}"
+        rows.append(f"{key},{env.name},{name},Li,13812345678,it-{key}@school-{key}.example,en\n")
+        settings = Settings.load(environ={}, env_file=env)
+        url = school_model.url("status-500" if key in "ad" else "")
+        with RegistryClient(settings) as client:
+            client.register_model(ModelDraft(f"llm-{key}", url, Secret(MODEL_KEY)))
+    plan = tmp_path / "plan.csv"
+    plan.write_text(HEADER + "".join(rows), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
+    env |= {"LMREG_NOTIFY_MAIL": _mail_url(smtp), "LMREG_LANG": "en"}
+    (tmp_path / ".env").write_text("LMREG_ALLOW_PRIVATE=1\n")  # read from .env, as documented
+    env["LMREG_ENV_FILE"] = str(tmp_path / ".env")
+    args = ["--plan", str(plan), "--state", str(tmp_path / "s.sqlite3"), "--rounds", "1",
+            "--fail-after", "1"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", "watch", *args],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "alerts go to the contacts of 4 schools; no provider target" in done.stderr
+    assert "school School A: model llm-a is down: alert queued for 1 target" in done.stderr
+    assert sorted(str(m["To"]) for m in smtp.mails) == [
+        "it-a@school-a.example",
+        "it-d@school-d.example",
+    ]
+    assert max(len(line) for line in done.stderr.splitlines()) < 1000
+    assert all(len(str(m["Subject"])) < 300 for m in smtp.mails)
+    # The same plan without a sender is refused, naming both ways to give one.
+    del env["LMREG_NOTIFY_MAIL"]
+    refused = subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", "watch", *args],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--mail" in lines[0] and "LMREG_NOTIFY_MAIL" in lines[0]

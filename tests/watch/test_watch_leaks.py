@@ -82,7 +82,7 @@ def test_nothing_the_watch_writes_holds_a_secret(
     assert [p["type"] for p in webhook.posts] == ["failure", "failure", "success"]
     assert len(smtp.mails) == 3
     assert re.search(
-        r'lmreg_model_up\{model="echo-reply",model_id="[^"]+",school=""\} 1.0', scraped
+        r'lmreg_model_up\{model="echo-reply",model_id="[^"]+",run_id="",school=""\} 1.0', scraped
     )
     assert "echo-500" in caplog.text and "could not" not in caplog.text
     page = config.status_path.read_text(encoding="utf-8")

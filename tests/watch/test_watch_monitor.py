@@ -65,3 +65,84 @@ def test_the_chart_after_one_round_has_distinct_ticks_and_no_point_on_the_border
     assert xs and all(left < x < right for x in xs)
     span = min(x - left for x in xs), min(right - x for x in xs)
     assert min(span) > (right - left) * 0.1
+
+
+def test_notebook_settings_come_from_dotenv_like_everything_else(tmp_path: Path) -> None:
+    from lmreg_nb.settings import Settings
+
+    env_file = tmp_path / "sandbox.env"
+    env_file.write_text("LMREG_ALLOW_PRIVATE=1\nLMREG_BASE_URL=http://127.0.0.1:8765\n")
+    settings = Settings.load(environ={}, env_file=env_file)
+    assert Monitor("S", state_path=tmp_path / "s.sqlite3", settings=settings).allow_private
+    plain = Settings.load(environ={"LMREG_ENV_FILE": "/dev/null"})
+    assert not Monitor("S", state_path=tmp_path / "s.sqlite3", settings=plain).allow_private
+
+
+def test_a_rehearsal_never_mails_the_contact_and_keeps_its_own_state(tmp_path: Path) -> None:
+    from lmreg_nb.settings import Settings
+
+    settings = Settings.load(
+        environ={
+            "LMREG_ENV_FILE": "/dev/null",
+            "LMREG_NOTIFY": "json://127.0.0.1:9/hook/RehearsalHook",
+            "LMREG_NOTIFY_MAIL": "mailto://watch:Pw-0123456789@127.0.0.1:2525?from=w@p.example",
+        }
+    )
+    state = tmp_path / "watch.sqlite3"
+    monitor = Monitor("S", state_path=state, settings=settings, contact_email="li@school.example")
+    assert monitor.rehearsal and monitor.state_path == tmp_path / "watch-rehearsal.sqlite3"
+    assert [t.shown for t in monitor.targets()] == ["json://127.0.0.1:9/hook/…Hook"]
+    assert ["li@school.example", "not mailed: rehearsal"] in monitor.targets_table().rows
+    assert monitor.set_rehearsal(False).ok
+    assert monitor.state_path == state
+    assert "li@school.example" in [t.shown for t in monitor.targets()]
+
+
+def test_a_round_shows_its_log_as_output_not_stderr(
+    account: Account,
+    school_model: SchoolModel,
+    webhook: Webhook,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    account.register("logged-llm", school_model.url("status-500"))
+    monitor = _monitor(account, tmp_path)
+    monitor.add_target(webhook.url)
+    outcome = monitor.run_round()
+    logged = [value for label, value in outcome.rows if label == "log"]
+    assert any("model logged-llm failed 1 round in a row (down after 3)" in ln for ln in logged)
+    assert any(ln.startswith("round 1: 1 model") for ln in logged)
+    assert "logged-llm" not in capsys.readouterr().err
+
+
+def test_a_fleet_state_shows_each_school_and_those_that_cannot_sign_in(
+    make_fleet: object, tmp_path: Path
+) -> None:
+    from watch_fakes import model
+
+    from lmreg_nb.settings import Settings
+
+    state = tmp_path / "fleet.sqlite3"
+    fleet = make_fleet(  # type: ignore[operator]
+        {
+            "a": ("School A", [model("m1", "qwen", "a", "down")], "a@a.example"),
+            "b": ("School B", [model("m1", "qwen", "b")], "b@b.example"),
+            "c": ("School C", [], "c@c.example"),
+        },
+        state=state,
+    )
+    fleet.registries["c"].query_models = _refused
+    fleet.round()
+    fleet.close()
+    monitor = Monitor("", state_path=state, settings=Settings(), rehearsal=False)
+    table = monitor.state_table()
+    assert table.columns[0] == "school" and table.columns[-1] == "what failed"
+    by_school = {row[0]: row for row in table.rows}
+    assert by_school["School A"][2] == "down" and by_school["School B"][2] == "up"
+    assert by_school["School C"][2] == "cannot sign in"
+
+
+def _refused() -> list[object]:
+    from lmreg_nb.errors import CredentialsError
+
+    raise CredentialsError("the platform refused the appId or appSecret", status=401, code=40102)

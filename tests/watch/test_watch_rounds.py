@@ -120,8 +120,8 @@ def test_models_registered_or_removed_mid_watch_are_picked_up_or_dropped(
         account.remove(late)
         report = run_round(watcher, clock)
         assert [s.model_name for s in report.states] == ["first"] and report.events == []
-        assert set(watcher.store.models()) == {s.model_id for s in report.states}
-        assert {h.model_id for h in watcher.store.history()} == {report.states[0].model_id}
+        assert set(watcher.store.models()) == {s.key for s in report.states}
+        assert {h.key for h in watcher.store.history()} == {report.states[0].key}
     finally:
         _close(watcher)
 
