@@ -43,6 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
     guard.install()
     config.pluginmanager.register(guard, "lane-guard")
     config.add_cleanup(guard.uninstall)
+    # The in-process servers' helper loop (synchronous clients) ends with the session.
+    from fakes import hosts
+
+    config.add_cleanup(hosts.close)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -41,6 +41,7 @@ its fixture.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -63,6 +64,11 @@ CAP_REQUESTS = 100_000
 
 #: The words ``/counts/chars/`` accepts (its refusal names this many tokens).
 COUNTS_WINDOW = 2048
+
+#: A behaviour's steps: bytes to send, seconds to wait, or one of these two marks.
+SHUTDOWN = object()  # close the connection now
+WAIT = object()  # until the client closes the connection (at most CAP_SECONDS)
+Play = Iterator[bytes | float | object]
 
 #: Terminal escapes: window title, clear screen, right-to-left override, an 8-bit CSI.
 ESCAPES = "\x1b]0;pwned\x07" + "\x1b[2J\x1b[H" + "\u202e" + "\x9b31m"
@@ -142,82 +148,56 @@ def gzip_bomb(mib: int = 1024) -> bytes:
     return b"".join([*(packer.compress(block) for _ in range(mib)), packer.flush()])
 
 
-class _Handler(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        sock: socket.socket = self.request
-        sock.settimeout(10)
-        data = b""
-        while b"\r\n\r\n" not in data and len(data) < CAP_REQUEST_BYTES:
-            got = sock.recv(65536)
-            if not got:
-                return
-            data += got
-        head, _, rest = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        self.method, path = lines[0].split(" ")[:2]
-        requests: list[tuple[str, bytes]] = self.server.requests  # type: ignore[attr-defined]
-        if len(requests) < CAP_REQUESTS:
-            requests.append((path, head))
-        headers = {
-            k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
-        }
-        length = min(int(headers.get("content-length", "0") or 0), CAP_REQUEST_BYTES)
-        while len(rest) < length:
-            got = sock.recv(65536)
-            if not got:
-                break
-            rest += got
-        body = json.loads(rest or b"{}") if rest[:1] == b"{" else {}
-        kind, _, tail = path.strip("/").partition("/")
-        self.variant = tail.partition("/")[0]
-        with contextlib.suppress(OSError):  # the client went away: the point of most of these
-            getattr(self, "do_" + kind.replace("-", "_"))(sock, headers, body)
+class _Behaviours:
+    """One generator per path: what the server does, as bytes to send, seconds to wait,
+    :data:`SHUTDOWN` (close the connection) and :data:`WAIT` (until the client closes)."""
 
-    def do_endless(self, sock: socket.socket, headers: dict, body: dict) -> None:
-        sock.sendall(_head())
+    def __init__(self, method: str, variant: str) -> None:
+        self.method, self.variant = method, variant
+
+    def do_endless(self, headers: dict, body: dict) -> Play:
+        yield _head()
         block = _chunk("endless reply text ") * 256
-        self._pour(sock, block)
+        yield from self._pour(block)
 
-    def do_empty(self, sock: socket.socket, headers: dict, body: dict) -> None:
-        sock.sendall(_head())
-        self._pour(sock, b"data: {}\n\n" * 4096)
+    def do_empty(self, headers: dict, body: dict) -> Play:
+        yield _head()
+        yield from self._pour(b"data: {}\n\n" * 4096)
 
-    def _pour(self, sock: socket.socket, block: bytes) -> None:
+    def _pour(self, block: bytes) -> Play:
         sent, start = 0, time.monotonic()
         while sent < CAP_BYTES and time.monotonic() - start < CAP_SECONDS:
-            sock.sendall(block)
+            yield block
             sent += len(block)
 
-    def do_slowloris(self, sock: socket.socket, headers: dict, body: dict) -> None:
-        sock.sendall(_head())
+    def do_slowloris(self, headers: dict, body: dict) -> Play:
+        yield _head()
         line = _chunk("slow")
         start = time.monotonic()
         for byte in line * 10:
             if time.monotonic() - start > CAP_SECONDS:
                 break
-            sock.sendall(bytes([byte]))
-            time.sleep(1.0)
+            yield bytes([byte])
+            yield 1.0
 
-    def do_silent(self, sock: socket.socket, headers: dict, body: dict) -> None:
-        sock.sendall(_head())
-        sock.settimeout(CAP_SECONDS)
-        with contextlib.suppress(TimeoutError):
-            sock.recv(1)  # returns when the client closes the connection
+    def do_silent(self, headers: dict, body: dict) -> Play:
+        yield _head()
+        yield WAIT  # until the client closes the connection
 
-    def do_thinking(self, sock: socket.socket, headers: dict, body: dict) -> None:
-        sock.sendall(_head())
+    def do_thinking(self, headers: dict, body: dict) -> Play:
+        yield _head()
         for _ in range(6):  # 1.8 s of keep-alive comments before the first token
-            sock.sendall(b": keep-alive\n\n")
-            time.sleep(0.3)
+            yield b": keep-alive\n\n"
+            yield 0.3
         last = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-        sock.sendall(_chunk("thought ") + _chunk("hard") + last + b"data: [DONE]\n\n")
+        yield _chunk("thought ") + _chunk("hard") + last + b"data: [DONE]\n\n"
 
-    def do_cut(self, sock: socket.socket, headers: dict, body: dict) -> None:
-        sock.sendall(_head() + _chunk("half ") + _chunk("a reply"))
-        time.sleep(0.05)
-        sock.shutdown(socket.SHUT_RDWR)
+    def do_cut(self, headers: dict, body: dict) -> Play:
+        yield _head() + _chunk("half ") + _chunk("a reply")
+        yield 0.05
+        yield SHUTDOWN
 
-    def do_badutf8(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_badutf8(self, headers: dict, body: dict) -> Play:
         char = "图".encode()
         events = [
             b'data: {"choices":[{"index":0,"delta":{"content":"' + char[:2] + b'"}}]}\n\n',
@@ -226,91 +206,93 @@ class _Handler(socketserver.BaseRequestHandler):
             b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
             b"data: [DONE]\n\n",
         ]
-        sock.sendall(_head() + b"".join(events))
+        yield _head() + b"".join(events)
 
-    def do_echo(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_echo(self, headers: dict, body: dict) -> Play:
         auth = headers.get("authorization", "")
         if not body.get("stream"):
             reply = {"id": "e", "object": "chat.completion", "choices": [{"index": 0,
                      "message": {"role": "assistant", "content": f"you sent {auth}"},
                      "finish_reason": "stop"}], "usage": {"completion_tokens": 3}}  # fmt: skip
             raw = json.dumps(reply).encode()
-            sock.sendall(_head("application/json", length=len(raw)) + raw)
+            yield _head("application/json", length=len(raw)) + raw
             return
         key = auth.removeprefix("Bearer ")
         pieces = ["you sent ", key[:5], key[5:13], key[13:], " and ", json.dumps(key), " done"]
         last = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-        sock.sendall(_head() + b"".join(_chunk(p) for p in pieces) + last + b"data: [DONE]\n\n")
+        yield _head() + b"".join(_chunk(p) for p in pieces) + last + b"data: [DONE]\n\n"
 
-    def do_e500(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_e500(self, headers: dict, body: dict) -> Play:
         auth = headers.get("authorization", "")
         raw = json.dumps({"error": {"message": f"bad request from {auth}"}}).encode()
-        sock.sendall(_head("application/json", "500 Internal Server Error", len(raw)) + raw)
+        yield _head("application/json", "500 Internal Server Error", len(raw)) + raw
 
-    def do_vllm_err(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_vllm_err(self, headers: dict, body: dict) -> Play:
         err = {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError",
                "param": None, "code": 500}  # fmt: skip
-        sock.sendall(_head() + _chunk("par") + f"data: {json.dumps(err)}\n\n".encode())
+        yield _head() + _chunk("par") + f"data: {json.dumps(err)}\n\n".encode()
 
-    def do_reasoning(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_reasoning(self, headers: dict, body: dict) -> Play:
         def delta(**fields: str) -> bytes:
             chunk = {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
             return f"data: {json.dumps(chunk)}\n\n".encode()
 
         last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 5, "completion_tokens": 4}}  # fmt: skip
-        sock.sendall(_head() + delta(role="assistant", content=""))
+        yield _head() + delta(role="assistant", content="")
         for piece in (delta(reasoning_content="Let me "), delta(reasoning_content="think."),
                       delta(content="Hello"), delta(content=" there")):  # fmt: skip
-            time.sleep(0.02)  # each piece in its own read, at its own time
-            sock.sendall(piece)
-        sock.sendall(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
+            yield 0.02  # each piece in its own read, at its own time
+            yield piece
+        yield f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode()
 
-    def do_gzipbomb(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_gzipbomb(self, headers: dict, body: dict) -> Play:
         ctype = "text/event-stream" if body.get("stream") else "application/json"
         bomb = gzip_bomb()
         head = _head(ctype, length=len(bomb)).replace(
             b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"
         )
-        sock.sendall(head + bomb)
+        yield head + bomb
 
-    def do_e500all(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_e500all(self, headers: dict, body: dict) -> Play:
         raw = b'{"error": {"message": "model crashed", "type": "server_error"}}'
-        sock.sendall(_head("application/json", "500 Internal Server Error", len(raw)) + raw)
+        yield _head("application/json", "500 Internal Server Error", len(raw)) + raw
 
-    def do_escapes(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_escapes(self, headers: dict, body: dict) -> Play:
         message = "System role not supported" + ESCAPES + "\r\nFAKE: ok"
         raw = json.dumps({"error": {"message": message, "type": "invalid_request"}}).encode()
-        sock.sendall(_head("application/json", "400 Bad Request", len(raw)) + raw)
+        yield _head("application/json", "400 Bad Request", len(raw)) + raw
 
-    def do_record(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_record(self, headers: dict, body: dict) -> Play:
         chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
         raw = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-        sock.sendall(_head(length=len(raw)) + raw)
+        yield _head(length=len(raw)) + raw
 
-    def do_canary(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_canary(self, headers: dict, body: dict) -> Play:
         auth = headers.get("authorization", "")
         echoed = echoes(auth)
 
-        def send(status: str, ctype: str, raw: bytes) -> None:
+        def send(status: str, ctype: str, raw: bytes) -> Play:
             x_echo = "X-Echo: " + auth[:200]
-            sock.sendall(_head(ctype, status, len(raw), (x_echo,)) + raw)
+            yield _head(ctype, status, len(raw), (x_echo,)) + raw
 
         if self.method == "GET":
             models = {"object": "list",
                       "data": [{"id": "echo-llm", "object": "model", "note": echoed}]}  # fmt: skip
-            send("200 OK", "application/json", json.dumps(models).encode())
+            yield from send("200 OK", "application/json", json.dumps(models).encode())
         elif self.variant == "e500":
             error = {"error": {"message": f"rejected {echoed}", "type": "server_error"}}
-            send("500 Internal Server Error", "application/json", json.dumps(error).encode())
+            yield from send(
+                "500 Internal Server Error", "application/json", json.dumps(error).encode()
+            )
         elif self.variant == "ehtml":
             page = f"<html><head><title>502 {auth}</title></head><body>{echoed}</body></html>"
-            send("502 Bad Gateway", "text/html", page.encode())
+            yield from send("502 Bad Gateway", "text/html", page.encode())
         elif body.get("stream"):
             words = ["you", " sent ", echoed[:40], echoed[40:]]
             last = {"id": "h", "object": "chat.completion.chunk",
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
-            sock.sendall(
+            yield (
                 _head()
                 + b"".join(_chunk(w) for w in words)
                 + f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode()
@@ -323,15 +305,15 @@ class _Handler(socketserver.BaseRequestHandler):
                                   "text": said, "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 3, "completion_tokens": 3,
                                "total_tokens": 6}}  # fmt: skip
-            send("200 OK", "application/json", json.dumps(reply).encode())
+            yield from send("200 OK", "application/json", json.dumps(reply).encode())
 
-    def do_disguise(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_disguise(self, headers: dict, body: dict) -> Play:
         key = headers.get("authorization", "").removeprefix("Bearer ")
         disguised = {**DISGUISES, **RENDERED_DISGUISES}[self.variant](key)
         # Two characters per event: a piece never arrives whole in one chunk.
         chunks = [disguised[i : i + 2] for i in range(0, len(disguised), 2)]
         stop = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-        sock.sendall(
+        yield (
             _head()
             + _chunk("echo: ")
             + b"".join(_chunk(c) for c in chunks)
@@ -340,15 +322,15 @@ class _Handler(socketserver.BaseRequestHandler):
             + b"data: [DONE]\n\n"
         )
 
-    def do_counts(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_counts(self, headers: dict, body: dict) -> Play:
         """A chat whose usage.prompt_tokens is not a token count: ``chars`` counts characters
         (and the model refuses over 2048 words), ``one`` says 1 or 2 for every prompt."""
         text = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
         words = len(text.split())
         if self.variant == "chars" and words > COUNTS_WINDOW:
-            said = f"This model's maximum context length is {COUNTS_WINDOW} tokens"
-            raw = json.dumps({"error": {"message": said, "type": "BadRequestError"}}).encode()
-            sock.sendall(_head("application/json", "400 Bad Request", len(raw)) + raw)
+            refusal = f"This model's maximum context length is {COUNTS_WINDOW} tokens"
+            raw = json.dumps({"error": {"message": refusal, "type": "BadRequestError"}}).encode()
+            yield _head("application/json", "400 Bad Request", len(raw)) + raw
             return
         said = {
             "chars": len(text),
@@ -362,22 +344,151 @@ class _Handler(socketserver.BaseRequestHandler):
             last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                     "usage": usage}  # fmt: skip
             tail = f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode()
-            sock.sendall(_head() + _chunk("ok") + tail)
+            yield _head() + _chunk("ok") + tail
             return
         reply = {"id": "c", "object": "chat.completion", "choices": [{"index": 0,
                  "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
                  "usage": usage}  # fmt: skip
         raw = json.dumps(reply).encode()
-        sock.sendall(_head("application/json", length=len(raw)) + raw)
+        yield _head("application/json", length=len(raw)) + raw
 
-    def do_empty200(self, sock: socket.socket, headers: dict, body: dict) -> None:
+    def do_empty200(self, headers: dict, body: dict) -> Play:
         """HTTP 200 and nothing: ``body`` no bytes at all, ``json`` ``{}``, ``stream`` an
         event stream that ends at once (no event, no [DONE])."""
         if self.variant == "stream":
-            sock.sendall(_head(length=0))
+            yield _head(length=0)
             return
         raw = b"{}" if self.variant == "json" else b""
-        sock.sendall(_head("application/json", length=len(raw)) + raw)
+        yield _head("application/json", length=len(raw)) + raw
+
+
+def _parse(data: bytes) -> tuple[str, str, dict[str, str], bytes] | None:
+    """(method, path, headers, body) once ``data`` holds a whole request; None before."""
+    if b"\r\n\r\n" not in data and len(data) < CAP_REQUEST_BYTES:
+        return None
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, path = [*lines[0].split(" "), "", ""][:2]
+    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    length = min(int(headers.get("content-length", "0") or 0), CAP_REQUEST_BYTES)
+    if len(rest) < length:
+        return None
+    return method, path, headers, rest
+
+
+def _play(method: str, path: str, headers: dict[str, str], raw: bytes) -> Play:
+    """The behaviour the path names (nothing for a path no behaviour has)."""
+    body = json.loads(raw or b"{}") if raw[:1] == b"{" else {}
+    kind, _, tail = path.strip("/").partition("/")
+    behaviours = _Behaviours(method, tail.partition("/")[0])
+    play = getattr(behaviours, "do_" + kind.replace("-", "_"), None)
+    return play(headers, body) if play is not None else iter(())
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    """A behaviour on a real socket (one thread per connection)."""
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        sock.settimeout(10)
+        data = b""
+        while (request := _parse(data)) is None:
+            got = sock.recv(65536)
+            if not got:
+                return
+            data += got
+        method, path, headers, body = request
+        _remember(self.server.requests, path, data)  # type: ignore[attr-defined]
+        with contextlib.suppress(OSError):  # the client went away: the point of most of these
+            for step in _play(method, path, headers, body):
+                if isinstance(step, bytes):
+                    sock.sendall(step)
+                elif step is SHUTDOWN:
+                    sock.shutdown(socket.SHUT_RDWR)
+                elif step is WAIT:
+                    sock.settimeout(CAP_SECONDS)
+                    with contextlib.suppress(TimeoutError):
+                        sock.recv(1)  # returns when the client closes the connection
+                else:
+                    assert isinstance(step, float | int)
+                    time.sleep(step)
+
+
+class _Protocol(asyncio.Protocol):
+    """A behaviour in the client's own event loop (tests/fakes/hosts.py's socketpair)."""
+
+    def __init__(self, requests: list[tuple[str, bytes]]) -> None:
+        self.requests = requests
+        self.data = b""
+        self.started = False
+        self.gone = asyncio.Event()
+        self.writable = asyncio.Event()
+        self.writable.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.started:
+            return
+        self.data += data
+        request = _parse(self.data)
+        if request is not None:
+            self.started = True
+            _remember(self.requests, request[1], self.data)
+            task = asyncio.get_running_loop().create_task(self._run(*request))
+            _TASKS.add(task)
+            task.add_done_callback(_TASKS.discard)
+
+    def eof_received(self) -> bool:
+        self.gone.set()
+        return True  # keep our side open: a behaviour may still be sending
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.gone.set()
+        self.writable.set()
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    async def _run(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        try:
+            await self._steps(method, path, headers, body)
+        except TimeoutError:
+            pass
+        finally:
+            self.transport.close()
+
+    async def _steps(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        for step in _play(method, path, headers, body):
+            if self.transport.is_closing():
+                return
+            if isinstance(step, bytes):
+                self.transport.write(step)
+                # The client reads at its pace, as on a socket; one that stops reading
+                # and never closes is given up after CAP_SECONDS.
+                await asyncio.wait_for(self.writable.wait(), CAP_SECONDS)
+            elif step is SHUTDOWN:
+                return
+            elif step is WAIT:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.gone.wait(), CAP_SECONDS)
+            else:
+                assert isinstance(step, float | int)
+                await asyncio.sleep(step)
+
+
+#: Behaviours running in an event loop (a task needs a reference until it ends).
+_TASKS: set[asyncio.Task[None]] = set()
+
+
+def _remember(requests: list[tuple[str, bytes]], path: str, data: bytes) -> None:
+    if len(requests) < CAP_REQUESTS:
+        requests.append((path, data.partition(b"\r\n\r\n")[0]))
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -402,7 +513,27 @@ class Base(str):
 
 @contextmanager
 def hostile_server() -> Iterator[Base]:
-    """Serve the hostile paths on a free loopback port; yields ``http://127.0.0.1:PORT``."""
+    """Serve the hostile paths in this process; yields ``http://127.0.0.1:PORT``.
+
+    The behaviours run in the event loop of the client that connects
+    (tests/fakes/hosts.py): no port is bound and no thread serves them.
+    """
+    from fakes import hosts
+
+    requests: list[tuple[str, bytes]] = []
+    port = hosts.serve(lambda: _Protocol(requests))
+    base = Base(f"http://{hosts.HOST}:{port}")
+    base.requests = requests
+    try:
+        yield base
+    finally:
+        hosts.stop(port)
+
+
+@contextmanager
+def hostile_tcp_server() -> Iterator[Base]:
+    """Serve the hostile paths on a free loopback port (a thread per connection), for the
+    tests whose point is a real TCP socket; yields ``http://127.0.0.1:PORT``."""
     server = _Server()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

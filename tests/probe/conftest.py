@@ -1,4 +1,5 @@
-"""One real mock school model (uvicorn on loopback) per test module; quirks by path prefix."""
+"""One mock school model per test module, served in the test's own event loop
+(tests/fakes/hosts.py: no port, no thread); quirks by path prefix."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from fakes import hosts
+
+from lmreg_nb.sandbox.school_model import MockModelConfig, create_app
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,10 @@ class Mock:
 
 @pytest.fixture(scope="module")
 def mock() -> Iterator[Mock]:
-    """A mock school model served by uvicorn on a free loopback port."""
+    """The mock school model, served in this process (uvicorn's protocol over a socketpair)."""
     knobs = Mock(base="")
     config = MockModelConfig(
         api_key=knobs.key, ttft_ms=knobs.ttft_ms, itl_ms=knobs.itl_ms, tokens=knobs.tokens
     )
-    with serving(config) as base:
+    with hosts.served(create_app(config)) as base:
         yield Mock(base=base)
