@@ -26,16 +26,10 @@ FORBIDDEN: tuple[tuple[str, str], ...] = (
     ("lmreg_nb.records", "lmreg_nb.probe.load"),
     ("lmreg_nb.watch", "lmreg_nb.onboarding"),
 )
-#: Forbidden imports not gone yet, each (importer module, imported module) exactly: the
-#: capacity search's words, which the capacity work moves out of probe/load. An entry
-#: whose import is gone fails the test: remove it then.
-PENDING: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("lmreg_nb.probe.load.capacity", "lmreg_nb.probe.text.capacity_text"),
-        ("lmreg_nb.probe.load.capacity", "lmreg_nb.probe.text.plots"),
-        ("lmreg_nb.probe.load.search", "lmreg_nb.probe.text.capacity_text"),
-    }
-)
+#: Forbidden imports not gone yet, each (importer module, imported module) exactly. An
+#: entry whose import is gone fails the test: remove it then. (The capacity search's words
+#: left probe/load with the capacity work: none is pending.)
+PENDING: frozenset[tuple[str, str]] = frozenset()
 
 
 def _inside(module: str, package: str) -> bool:
