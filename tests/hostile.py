@@ -546,9 +546,34 @@ def hostile_tcp_server() -> Iterator[Base]:
         server.server_close()
 
 
+class _Closing(asyncio.Protocol):
+    """Closes the connection at once, or (``silent``) holds it without a byte."""
+
+    def __init__(self, silent: bool) -> None:
+        self.silent = silent
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.silent:
+            transport.close()
+
+
 @contextmanager
 def closing_server(silent: bool = False) -> Iterator[int]:
-    """A port that accepts connections and closes them at once (``silent``: holds them)."""
+    """A port (of this process: tests/fakes/hosts.py) whose connections are closed at once
+    (``silent``: held until the client gives up)."""
+    from fakes import hosts
+
+    port = hosts.serve(lambda: _Closing(silent))
+    try:
+        yield port
+    finally:
+        hosts.stop(port)
+
+
+@contextmanager
+def closing_tcp_server(silent: bool = False) -> Iterator[int]:
+    """A loopback port that accepts connections and closes them at once (``silent``: holds
+    them), for the tests whose point is a real TCP socket."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)

@@ -77,15 +77,6 @@ UNGUARDED: frozenset[str] = frozenset(
         "tests/ui/test_issue12_forms.py",
         "tests/ui/test_live_cells.py",
         "tests/ui/test_token_status.py",
-        "tests/watch/test_watch_blind.py",
-        "tests/watch/test_watch_call.py",
-        "tests/watch/test_watch_cli.py",
-        "tests/watch/test_watch_fleet.py",
-        "tests/watch/test_watch_form.py",
-        "tests/watch/test_watch_leaks.py",
-        "tests/watch/test_watch_monitor.py",
-        "tests/watch/test_watch_rounds.py",
-        "tests/watch/test_watch_state.py",
     }
 )
 

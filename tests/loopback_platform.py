@@ -1,10 +1,13 @@
-"""A scripted registration platform on loopback (a real HTTP server), for CLI tests.
+"""A scripted registration platform, for the CLI's and the watch's tests.
 
 It answers the token operation and query-models with whatever a test puts in
 :class:`Script`: hostile model fields, an env holding escape sequences, an
-error body, a 429 with an absurd Retry-After. :func:`run_cli` runs ``lmreg-nb``
-as a real process against it (optionally on a pseudo-terminal, where click
-strips nothing), so what reaches a person's terminal is what the test reads.
+error body, a 429 with an absurd Retry-After. :func:`loopback_platform` serves it
+in this process (an address of tests/fakes/hosts.py: every client of the code under
+test reaches it, no port is bound). Where a real ``lmreg-nb`` process is the point,
+:func:`tcp_platform` serves it on a loopback port and :func:`run_cli` runs the
+command (optionally on a pseudo-terminal, where click strips nothing), so what
+reaches a person's terminal is what the test reads.
 """
 
 from __future__ import annotations
@@ -44,36 +47,33 @@ class Script:
     requests: list[str] = field(default_factory=list)
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    script: Script
+def answer(script: Script, path: str) -> tuple[int, bytes, dict[str, str]]:
+    """(HTTP status, body, headers) of the platform's answer to a POST of ``path``."""
+    script.requests.append(path)
+    if path.endswith("/token"):
+        data = {
+            "token": script.token,
+            "env": script.env,
+            "expireTime": int(time.time() * 1000) + 86_400_000,
+        }
+        return 200, _envelope(data), {}
+    if path.endswith("/query-models"):
+        if script.query_error is not None and script.query_errors_left != 0:
+            if script.query_errors_left is not None:
+                script.query_errors_left -= 1
+            return script.query_error
+        return 200, _envelope({"models": script.models}), {}
+    return 404, _envelope({}, code=40400, message="no such path"), {}
 
+
+class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(min(length, 1 << 20))
-        script = self.server.script  # type: ignore[attr-defined]
-        script.requests.append(self.path)
-        if self.path.endswith("/token"):
-            data = {
-                "token": script.token,
-                "env": script.env,
-                "expireTime": int(time.time() * 1000) + 86_400_000,
-            }
-            self._send(200, _envelope(data))
-        elif self.path.endswith("/query-models"):
-            if script.query_error is not None and script.query_errors_left != 0:
-                if script.query_errors_left is not None:
-                    script.query_errors_left -= 1
-                status, body, headers = script.query_error
-                self._send(status, body, headers)
-            else:
-                self._send(200, _envelope({"models": script.models}))
-        else:
-            self._send(404, _envelope({}, code=40400, message="no such path"))
-
-    def _send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        status, body, headers = answer(self.server.script, self.path)  # type: ignore[attr-defined]
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
@@ -82,6 +82,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def _app(script: Script) -> Any:
+    """The script as an ASGI app."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        more = True
+        while more:  # the request's body, read and dropped
+            message = await receive()
+            more = message.get("more_body", False)
+        status, body, headers = answer(script, scope["path"])
+        fields = [(b"content-type", b"application/json")]
+        fields += [(k.lower().encode(), v.encode("latin-1")) for k, v in headers.items()]
+        fields.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": fields})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
 
 
 def _envelope(data: dict[str, Any], *, code: int = 0, message: str = "ok") -> bytes:
@@ -95,7 +113,18 @@ def envelope_error(code: int, message: str) -> bytes:
 
 @contextlib.contextmanager
 def loopback_platform() -> Iterator[tuple[str, Script]]:
-    """A platform on a free loopback port for the block: its base URL and its script."""
+    """The platform served in this process for the block: its base URL and its script."""
+    from fakes import hosts
+
+    script = Script()
+    with hosts.served(_app(script)) as base:
+        yield base, script
+
+
+@contextlib.contextmanager
+def tcp_platform() -> Iterator[tuple[str, Script]]:
+    """A platform on a free loopback port (for a real ``lmreg-nb`` process): its base URL
+    and its script."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.script = Script()  # type: ignore[attr-defined]

@@ -138,24 +138,32 @@ async def _connect(
     server_hostname: str | None,
 ) -> Any:
     mine, theirs = socket.socketpair()
-    # The server's side first: with TLS its handshake waits for the client's.
+    # The server's side as a task of its own: with TLS its handshake waits for the
+    # client's, which may come with the connection (asyncio) or after it (anyio).
     accepting = loop.create_task(
         loop.connect_accepted_socket(server.factory, sock=theirs, ssl=server.ssl)
     )
+    _accepting.add(accepting)
+    accepting.add_done_callback(_accepted)
     try:
-        made = await real(
+        return await real(
             loop, protocol_factory, sock=mine, ssl=ssl,
             server_hostname=server_hostname if ssl else None,
         )  # fmt: skip
     except BaseException:
         accepting.cancel()
-        with contextlib.suppress(BaseException):
-            await accepting
         theirs.close()
         raise
-    with contextlib.suppress(Exception):  # a refused handshake is the client's error, above
-        await accepting
-    return made
+
+
+#: Server sides still shaking hands (a task needs a reference until it ends).
+_accepting: set[asyncio.Task[Any]] = set()
+
+
+def _accepted(task: asyncio.Task[Any]) -> None:
+    _accepting.discard(task)
+    if not task.cancelled():
+        task.exception()  # a refused handshake is the client's error: retrieved, not logged
 
 
 def _install() -> None:
@@ -261,7 +269,8 @@ def _sync_send(module: Any, transport: Any, request: Any) -> Any:
             )
     copy = module.Request(
         request.method, request.url, headers=request.headers, content=request.read(),
-        extensions=request.extensions,
+        # The timeouts, not a synchronous trace callback (the async transport awaits it).
+        extensions={k: v for k, v in request.extensions.items() if k != "trace"},
     )  # fmt: skip
     answer = portal.call(async_transport.handle_async_request, copy)
     stream = _stream_class(module)(portal, answer.stream)

@@ -1,9 +1,10 @@
-"""The watch's fixtures; they live in watch_helpers.py (real loopback servers) and
-watch_fakes.py (in-process fleets), module names no other folder uses."""
+"""The watch's fixtures; they live in watch_helpers.py (the platform, the school model and
+the alert targets, all in-process) and watch_fakes.py (fleets of listings), module names
+no other folder uses."""
 
 from __future__ import annotations
 
 from watch_fakes import make_fleet
-from watch_helpers import account, school_model, smtp, webhook
+from watch_helpers import account, platform, school_model, smtp, webhook
 
-__all__ = ["account", "make_fleet", "school_model", "smtp", "webhook"]
+__all__ = ["account", "make_fleet", "platform", "school_model", "smtp", "webhook"]

@@ -1,20 +1,21 @@
 """Red-team pass 3, the watch: blind without telling anyone (item 3), calling any address the
 platform lists (item 4), one malformed entry hiding every model (item 5), a locked state file
-(item 7). A scripted platform on loopback (tests/loopback_platform.py), the mock school model,
-a catching server standing for the provider's internal service, a webhook target.
+(item 7). A scripted platform (tests/loopback_platform.py), the mock school model, a
+catching server standing for the provider's internal service and a webhook target, all
+served in this process (tests/fakes/hosts.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fakes import hosts
 from loopback_platform import cli_env, envelope_error, loopback_platform
 from watch_helpers import MODEL_KEY, SchoolModel, Webhook, run_round
 
@@ -28,7 +29,7 @@ from lmreg_nb.watch.watcher import WatchConfig, Watcher
 
 @dataclass
 class Catcher:
-    """An internal service on loopback: it records every request that reaches it."""
+    """An internal service: it records every request that reaches it."""
 
     port: int
     seen: list[str] = field(default_factory=list)
@@ -38,27 +39,18 @@ class Catcher:
 def catcher() -> Iterator[Catcher]:
     box = Catcher(0)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope["headers"])
+        box.seen.append(headers.get(b"authorization", b"").decode("latin-1"))
+        body = b'{"internal": "secret-ops-data"}'
+        length = str(len(body)).encode()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", length)]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
 
-        def do_POST(self) -> None:
-            box.seen.append(self.headers.get("Authorization") or "")
-            body = b'{"internal": "secret-ops-data"}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    box.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with hosts.served(app) as base:
+        box.port = int(base.rsplit(":", 1)[1])
         yield box
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _model(name: str, url: str, model_id: str = "") -> dict[str, str]:

@@ -1,21 +1,26 @@
-"""One call of a registered model, one round of calls: the verdicts, the bound, the certificate."""
+"""One call of a registered model, one round of calls: the verdicts, the bound, the certificate.
+
+The mock school model is served in this process (tests/fakes/hosts.py), over TLS too: the
+watch's own connection pool and certificate reader meet a real handshake on a socketpair.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 import json
+import ssl
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 import trustme
+from fakes import hosts
 from watch_helpers import MODEL_KEY, SchoolModel
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.models import RegisteredModel
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig, create_app
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.alerts import ModelState, step
@@ -155,21 +160,19 @@ def ca() -> trustme.CA:
     return trustme.CA(organization_name="Watch Test CA")
 
 
-def _https_round(ca: trustme.CA, tmp_path: Path, **dates: dt.datetime) -> Observation:
-    pem = tmp_path / "server.pem"
-    ca.issue_cert("127.0.0.1", **dates).private_key_and_cert_chain_pem.write_to_path(str(pem))
+def _https_round(ca: trustme.CA, **dates: dt.datetime) -> Observation:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", **dates).configure_cert(context)
     config = MockModelConfig(api_key=MODEL_KEY, ttft_ms=5, itl_ms=2, tokens=8)
-    with serving(config, certfile=str(pem), keyfile=str(pem)) as base:
+    with hosts.served(create_app(config), ssl=context) as base:
         (seen,), _took = _round([_model(base + "/v1/chat/completions")])
     return seen
 
 
 @pytest.mark.usefixtures("trusted")
-def test_a_certificate_expiring_within_14_days_warns_once_a_day(
-    ca: trustme.CA, tmp_path: Path
-) -> None:
+def test_a_certificate_expiring_within_14_days_warns_once_a_day(ca: trustme.CA) -> None:
     soon = dt.datetime.now(dt.UTC) + dt.timedelta(days=10)
-    seen = _https_round(ca, tmp_path, not_after=soon)
+    seen = _https_round(ca, not_after=soon)
     assert seen.result.ok and seen.tls is not None and seen.tls.days_left in (9, 10)
     assert seen.tls.issuer == "Watch Test CA"
     model = ModelState("id-m", "m", host="127.0.0.1")
@@ -177,10 +180,8 @@ def test_a_certificate_expiring_within_14_days_warns_once_a_day(
     assert [e.type for e in events] == ["tls-warning"] and state.tls_days == seen.tls.days_left
 
 
-def test_a_certificate_that_does_not_verify_is_a_tls_failure(
-    ca: trustme.CA, tmp_path: Path
-) -> None:
+def test_a_certificate_that_does_not_verify_is_a_tls_failure(ca: trustme.CA) -> None:
     tls_context.cache_clear()  # the test CA is not trusted here: a self-signed certificate
-    seen = _https_round(ca, tmp_path)
+    seen = _https_round(ca)
     assert seen.result.kind == "tls" and "does not verify" in seen.result.detail
     assert seen.tls is not None and seen.tls.verified is False

@@ -1,24 +1,26 @@
-"""The provider's fleet (`watch --plan`) against real loopback servers.
+"""The provider's fleet (`watch --plan`), everything in this process (watch_helpers.py).
 
-The sandbox platform with two accounts made by `lmreg-nb sandbox add-app`, the
-mock school model (switched down and up by modifying the registration), an
-aiosmtpd server receiving the schools' mails and a webhook as the provider's
-target. School A's contact hears about A's model only; the provider hears
-everything; a restart during the outage sends nothing new; no secret comes out.
+The sandbox platform with two accounts, the mock school model (switched down and up by
+modifying the registration), a mailbox receiving the schools' mails (Apprise's own
+e-mail plugin writes them) and a webhook as the provider's target. School A's contact
+hears about A's model only; the provider hears everything; a restart during the outage
+sends nothing new; no secret comes out. The command as an operator runs it (a real
+process, a real SMTP server) is test_watch_e2e.py's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from test_canary import leaks_in
+from app_platform import AppPlatform
+from click.testing import CliRunner
+from leaks import leaks_in
 from watch_helpers import (
     MODEL_KEY,
     SMTP_PASSWORD,
@@ -30,10 +32,10 @@ from watch_helpers import (
     run_round,
 )
 
+from lmreg_nb.cli import main
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.registry.client import RegistryClient
-from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.fleet import parse_mail, read_fleet
@@ -41,6 +43,9 @@ from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
 from lmreg_nb.watch.watcher import WatchConfig, Watcher
+
+if TYPE_CHECKING:
+    from lmreg_nb.sandbox.process import SandboxInfo
 
 HEADER = "run_id,env_file,school,contact_name,contact_mobile,contact_email,lang\n"
 
@@ -68,6 +73,7 @@ class Fleet:
 
 
 def _env_file(path: Path, sandbox: SandboxInfo, app: dict[str, str], cache: Path) -> Path:
+    """A school's env file naming ``sandbox``'s address and ``app``'s credentials."""
     path.write_text(
         f"LMREG_BASE_URL={sandbox.base_url}\nLMREG_TOKEN_PATH={sandbox.token_path}\n"
         f"LMREG_APP_ID={app['app_id']}\nLMREG_APP_SECRET={app['app_secret']}\n"
@@ -79,10 +85,12 @@ def _env_file(path: Path, sandbox: SandboxInfo, app: dict[str, str], cache: Path
 
 
 @pytest.fixture
-def fleet(sandbox: SandboxInfo, tmp_path: Path) -> Fleet:
-    apps = {key: sandbox.add_app(f"fleet-{key}-{tmp_path.name[-12:]}") for key in ("a", "b")}
+def fleet(platform: AppPlatform, tmp_path: Path) -> Fleet:
+    apps = {key: platform.add_app(f"fleet-{key}-{tmp_path.name[-12:]}") for key in ("a", "b")}
     cache = tmp_path / "tokens.json"
-    files = {k: _env_file(tmp_path / f"{k}.env", sandbox, app, cache) for k, app in apps.items()}
+    files = {
+        k: _env_file(tmp_path / f"{k}.env", platform.info, app, cache) for k, app in apps.items()
+    }
     plan = tmp_path / "plan.csv"
     plan.write_text(
         HEADER
@@ -278,26 +286,16 @@ def test_a_bad_plan_row_is_one_line_naming_the_line_and_column(
     assert "plan.csv line 4" in said and "contact_email" in said and "\n" not in said
 
 
-@pytest.mark.slow  # a real process
 def test_the_cli_fleet_form_runs_and_exits_1_for_a_school_it_cannot_sign_in(
     fleet: Fleet, webhook: Webhook, smtp: Smtp, tmp_path: Path
 ) -> None:
-    import os
-
     with fleet.plan.open("a", encoding="utf-8") as fh:
         fh.write("gone,missing.env,Gone School,Zhao,13712345678,zhao@gone.example,en\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
-    env |= {"LMREG_NOTIFY": webhook.url, "LMREG_NOTIFY_MAIL": _mail_url(smtp), "LMREG_LANG": "en"}
+    env = {"LMREG_NOTIFY": webhook.url, "LMREG_NOTIFY_MAIL": _mail_url(smtp), "LMREG_LANG": "en"}
     env |= {"LMREG_ALLOW_PRIVATE": "1"}
     args = ["--plan", str(fleet.plan), "--state", str(tmp_path / "s.sqlite3"), "--rounds", "1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", "watch", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 1, done.stderr
+    done = CliRunner().invoke(main, ["watch", *args], env=env)
+    assert done.exit_code == 1, done.stderr
     assert "Traceback" not in done.stderr and "Gone School" in done.stderr
     assert "watching the models of 3 schools" in done.stderr
     assert leaks_in(done.stderr, fleet.secrets) == []
@@ -316,54 +314,3 @@ def test_each_school_gets_its_own_token_cache_unless_its_env_file_names_one(
     assert a.settings is not None and b.settings is not None
     assert a.settings.token_cache == tmp_path / "cache" / "lmreg_nb" / "fleet" / "a.json"
     assert b.settings.token_cache == tmp_path / "mine.json"
-
-
-@pytest.mark.slow  # a real process, as an operator runs it
-def test_four_schools_with_a_sender_and_no_provider_target_as_an_operator_runs_it(
-    sandbox: SandboxInfo, school_model: SchoolModel, smtp: Smtp, tmp_path: Path
-) -> None:
-    import os
-
-    apps = {k: sandbox.add_app(f"op-{k}-{tmp_path.name[-10:]}") for k in "abcd"}
-    cache = tmp_path / "tokens.json"
-    rows = []
-    long_name = "长" * 100_000  # a 100,000-character school name must not spin the sender
-    for key, app in apps.items():
-        env = _env_file(tmp_path / f"{key}.env", sandbox, app, cache)
-        name = long_name if key == "d" else f"School {key.upper()}"
-        rows.append(f"{key},{env.name},{name},Li,13812345678,it-{key}@school-{key}.example,en\n")
-        settings = Settings.load(environ={}, env_file=env)
-        url = school_model.url("status-500" if key in "ad" else "")
-        with RegistryClient(settings) as client:
-            client.register_model(ModelDraft(f"llm-{key}", url, Secret(MODEL_KEY)))
-    plan = tmp_path / "plan.csv"
-    plan.write_text(HEADER + "".join(rows), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
-    env |= {"LMREG_NOTIFY_MAIL": _mail_url(smtp), "LMREG_LANG": "en"}
-    (tmp_path / ".env").write_text("LMREG_ALLOW_PRIVATE=1\n")  # read from .env, as documented
-    env["LMREG_ENV_FILE"] = str(tmp_path / ".env")
-    args = ["--plan", str(plan), "--state", str(tmp_path / "s.sqlite3"), "--rounds", "1",
-            "--fail-after", "1"]  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", "watch", *args],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    assert "Traceback" not in done.stderr
-    assert "alerts go to the contacts of 4 schools; no provider target" in done.stderr
-    assert "school School A: model llm-a is down: alert queued for 1 target" in done.stderr
-    assert sorted(str(m["To"]) for m in smtp.mails) == [
-        "it-a@school-a.example",
-        "it-d@school-d.example",
-    ]
-    assert max(len(line) for line in done.stderr.splitlines()) < 1000
-    assert all(len(str(m["Subject"])) < 300 for m in smtp.mails)
-    # The same plan without a sender is refused, naming both ways to give one.
-    del env["LMREG_NOTIFY_MAIL"]
-    refused = subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", "watch", *args],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert refused.returncode == 2
-    lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "--mail" in lines[0] and "LMREG_NOTIFY_MAIL" in lines[0]

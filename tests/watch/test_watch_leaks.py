@@ -1,10 +1,11 @@
 """No form of the apiKey or of a notification URL's secret in anything the watch writes.
 
 The school model echoes the Authorization header everywhere it can (the
-``/canary/`` paths of tests/hostile.py, as in tests/test_canary.py); the
+``/canary/`` paths of tests/hostile.py, as in tests/commands/test_canary_leaks.py); the
 targets' URLs carry a token and a password. Alerts (webhook, e-mail), log
-lines, the state file (and its WAL), the page and /metrics are searched with the
-canary test's own detector.
+lines, the state file (and its WAL), the page and the metrics (what /metrics serves:
+test_watch_e2e.py) are searched with the canary test's own detector (tests/leaks.py).
+Everything in this process.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from hostile import hostile_server
-from test_canary import CANARY_KEY, leaks_in
+from leaks import CANARY_KEY, leaks_in
 from watch_helpers import SMTP_PASSWORD, WEBHOOK_TOKEN, Account, Smtp, Webhook
 
 from lmreg_nb.watch.metrics import WatchMetrics
@@ -51,7 +51,6 @@ def test_nothing_the_watch_writes_holds_a_secret(
     targets = parse_targets([webhook.url, smtp.url])
     config = WatchConfig(state_path=state, fail_after=1, school="Canary School", allow_private=True)
     metrics = WatchMetrics()
-    port = metrics.serve(0)
     store = StateStore(state)
     caplog.set_level(logging.DEBUG, logger="lmreg_nb")
     watcher = Watcher(
@@ -72,9 +71,8 @@ def test_nothing_the_watch_writes_holds_a_secret(
 
     try:
         asyncio.run(rounds())
-        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        scraped = metrics.text()
     finally:
-        metrics.close()
         store.close()
         watcher.registry.close()
 

@@ -7,7 +7,6 @@ import os
 import stat
 from pathlib import Path
 
-import httpx
 import pytest
 
 from lmreg_nb.errors import ConfigurationError
@@ -126,18 +125,6 @@ def test_the_four_metrics_follow_the_models(tmp_path: Path) -> None:
     text = metrics.text()
     assert 'campus-llm"' not in text and "other-llm" not in text
     assert 'lmreg_model_up{model="campus-llm-2",model_id="m1",run_id="",school=""} 1.0' in text
-
-
-def test_metrics_are_served_on_loopback_only() -> None:
-    metrics = WatchMetrics()
-    metrics.update([DOWN])
-    port = metrics.serve(0)
-    try:
-        assert metrics._server.server_address[0] == "127.0.0.1"
-        body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        assert 'lmreg_model_failures_in_a_row{model="campus-llm",model_id="m1"' in body
-    finally:
-        metrics.close()
 
 
 def test_a_symlinked_state_path_is_refused_and_changes_nothing(tmp_path: Path) -> None:

@@ -1,44 +1,48 @@
-"""Real loopback servers for the watch's tests (fixtures re-exported by conftest.py):
+"""In-process stand-ins for what the watch talks to (fixtures re-exported by conftest.py):
 
-- ``account``: a fresh account in the session's sandbox platform (its own models),
-  with the settings that point at it;
-- ``school_model``: a mock school model (uvicorn thread); quirk paths make it fail;
-- ``webhook``: a small receiver of Apprise ``json://`` posts, its path a secret;
-- ``smtp``: an aiosmtpd server that wants a login (the password is a secret).
+- ``platform``: the sandbox platform's app served in this process (an address of
+  tests/fakes/hosts.py), over a SQLite file of the module; ``account``: a fresh
+  account in it (its own models), with the settings that point at it;
+- ``school_model``: the mock school model served in the test's own event loop
+  (tests/fakes/hosts.py); quirk paths make it fail;
+- ``webhook``: Apprise's ``json://`` posts, received in-process, its path a secret;
+- ``smtp``: Apprise's mails, received in-process by a session that wants a login (the
+  password is a secret).
+
+No port, no thread, no process: the real ones are test_watch_e2e.py's and
+test_watch_smtp.py's point.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email
-import email.policy
-import json
-import secrets
-import socket
 import sqlite3
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
+from app_platform import AppPlatform, served_platform
+from fakes import hosts
+from fakes.notify import Mailbox, Webhook
 
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.registry.client import RegistryClient
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig, create_app
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 
 if TYPE_CHECKING:
-    from lmreg_nb.sandbox.process import SandboxInfo
     from lmreg_nb.watch.watcher import RoundReport, Watcher
 
 #: The apiKey of the school model: a canary, it must never come out.
 MODEL_KEY = "sk-watch-canary-Hq27Vx9LpR4Tn8Kd"
 WEBHOOK_TOKEN = "HookCanaryT0ken9Xq4Lm"
 SMTP_PASSWORD = "SmtpCanaryPassw0rd7Zk"
+#: The ports the in-process webhook and mailbox answer on (nothing listens there).
+WEBHOOK_PORT = 8799
+SMTP_PORT = 8825
 
 
 @dataclass
@@ -55,7 +59,7 @@ class SchoolModel:
 @pytest.fixture(scope="module")
 def school_model() -> Iterator[SchoolModel]:
     config = MockModelConfig(api_key=MODEL_KEY, ttft_ms=5, itl_ms=2, tokens=8)
-    with serving(config) as base:
+    with hosts.served(create_app(config)) as base:
         yield SchoolModel(base)
 
 
@@ -85,85 +89,36 @@ class Account:
             db.execute("DELETE FROM models WHERE model_id = ?", (model_id,))
 
 
-@pytest.fixture
-def account(sandbox: SandboxInfo, tmp_path: Path) -> Account:
-    """A fresh account (created straight in the sandbox's database: WAL shares it)."""
-    from lmreg_nb.sandbox.platform.store import Store
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppPlatform]:
+    """The sandbox platform served in this process (tests/app_platform.py), for the module."""
+    with served_platform(tmp_path_factory.mktemp("watch") / "platform.sqlite3") as plat:
+        yield plat
 
-    store = Store(sandbox.db)
-    try:
-        created = store.add_account("watch-" + secrets.token_hex(4))
-    finally:
-        store.close()
-    assert created.app_secret is not None
+
+@pytest.fixture
+def account(platform: AppPlatform, tmp_path: Path) -> Account:
+    """A fresh account (created straight in the platform's database)."""
+    app = platform.add_app("watch-" + tmp_path.name[-12:])
     env = {
-        "LMREG_BASE_URL": sandbox.base_url,
-        "LMREG_TOKEN_PATH": sandbox.token_path,
-        "LMREG_APP_ID": created.app_id,
-        "LMREG_APP_SECRET": created.app_secret,
+        "LMREG_BASE_URL": platform.info.base_url,
+        "LMREG_TOKEN_PATH": platform.info.token_path,
+        "LMREG_APP_ID": app["app_id"],
+        "LMREG_APP_SECRET": app["app_secret"],
         "LMREG_TOKEN_CACHE": str(tmp_path / "tokens.json"),
         "LMREG_TIMEOUT": "3",
     }
-    return Account(Settings.load(environ=env), env, created.app_secret, sandbox.db)
-
-
-@dataclass
-class Webhook:
-    """Received JSON posts, and the URL Apprise posts them to."""
-
-    port: int
-    posts: list[dict[str, Any]] = field(default_factory=list)
-    fail: bool = False
-
-    @property
-    def url(self) -> str:
-        return f"json://127.0.0.1:{self.port}/hook/{WEBHOOK_TOKEN}"
+    return Account(Settings.load(environ=env), env, app["app_secret"], platform.info.db)
 
 
 @pytest.fixture
-def webhook() -> Iterator[Webhook]:
-    hook = Webhook(0)
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length)
-            if hook.fail or self.path != f"/hook/{WEBHOOK_TOKEN}":
-                self.send_response(503)
-                self.end_headers()
-                return
-            hook.posts.append(json.loads(body))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    hook.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield hook
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def webhook(monkeypatch: pytest.MonkeyPatch) -> Webhook:
+    return Webhook(WEBHOOK_PORT, WEBHOOK_TOKEN).install(monkeypatch)
 
 
 @dataclass
-class Smtp:
-    """Mails received by the SMTP server, parsed."""
-
-    port: int
-    mails: list[email.message.EmailMessage] = field(default_factory=list)
+class Smtp(Mailbox):
+    """The mailbox, and the URL that mails a school's contact through it."""
 
     @property
     def url(self) -> str:
@@ -174,39 +129,10 @@ class Smtp:
 
 
 @pytest.fixture
-def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Smtp]:
-    from aiosmtpd.controller import Controller
-    from aiosmtpd.smtp import AuthResult, LoginPassword
-    from apprise.plugins.email.base import NotifyEmail
-
-    # Apprise waits 5.5 s between two mails of one target (rate limits); not in tests.
-    monkeypatch.setattr(NotifyEmail, "request_rate_per_sec", 0)
-
-    box = Smtp(free_port())
-
-    class Handler:
-        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-            box.mails.append(
-                email.message_from_bytes(envelope.content, policy=email.policy.default)  # type: ignore[arg-type]
-            )
-            return "250 OK"
-
-    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
-        ok = isinstance(data, LoginPassword) and data.password == SMTP_PASSWORD.encode()
-        return AuthResult(success=ok)
-
-    controller = Controller(
-        Handler(),
-        hostname="127.0.0.1",
-        port=box.port,
-        authenticator=authenticate,
-        auth_require_tls=False,
-    )
-    controller.start()
-    try:
-        yield box
-    finally:
-        controller.stop()
+def smtp(monkeypatch: pytest.MonkeyPatch) -> Smtp:
+    box = Smtp(SMTP_PORT, SMTP_PASSWORD)
+    box.install(monkeypatch)
+    return box
 
 
 #: A fixed start for the tests' clocks: "down for" is exact.
