@@ -35,11 +35,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="guard the files of lanes.UNGUARDED too: every fast test that starts a "
         "process or a server fails",
     )
+    parser.addoption(
+        "--lanes-report",
+        metavar="FILE",
+        default=None,
+        help="append the test files that started a process or bound a socket (any lane) "
+        "to FILE as JSON lines (scripts/count_process_tests --measured FILE counts them)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """The lane guard (tests/lanes.py): a plugin of its own, so it sees every fixture."""
-    guard = LaneGuard(guard_all=config.getoption("--guard-all-lanes"))
+    report = config.getoption("--lanes-report")
+    guard = LaneGuard(
+        guard_all=config.getoption("--guard-all-lanes"),
+        report=os.path.abspath(report) if report else None,
+    )
     guard.install()
     config.pluginmanager.register(guard, "lane-guard")
     config.add_cleanup(guard.uninstall)

@@ -15,10 +15,17 @@ every fast test that uses it, also when a slow test set it up first.
 (issue 44's later round moves each in-process or into the slow lane, then removes it
 here); `pytest --guard-all-lanes` guards them too, to see what is left. An empty list
 guards every file.
+
+`pytest --lanes-report FILE` notes, for every test file and in every lane, whether its
+tests started a process or bound a socket (through a fixture too), and appends it to FILE
+as JSON lines (one per pytest process: xdist's workers each add theirs);
+`scripts/count_process_tests --measured FILE` counts the files. The static count reads
+names; this one what ran.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import socket
@@ -94,8 +101,11 @@ STARTING_MARKERS = ("slow", "peer")
 class LaneGuard:
     """Watches process starts and socket binds; blames the fast test running at the time."""
 
-    def __init__(self, *, guard_all: bool = False) -> None:
+    def __init__(self, *, guard_all: bool = False, report: str | None = None) -> None:
         self.guard_all = guard_all
+        self.report = report
+        #: test file -> what its tests started ("process", "socket"), in any lane.
+        self.files: dict[str, set[str]] = {}
         self.item: pytest.Item | None = None
         #: nodeid -> what its test started (the first thing), for the report.
         self.violations: dict[str, str] = {}
@@ -123,6 +133,8 @@ class LaneGuard:
             for name in self._fixtures:
                 self.starters.setdefault(name, what)
             item = self.item
+            if item is not None:
+                self._note(item, what)
             if item is None or not self.guarded(item):
                 return
             self.violations.setdefault(item.nodeid, what)
@@ -191,17 +203,31 @@ class LaneGuard:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """A guarded test using a (wider-scoped) fixture that started something fails."""
-        if not self.guarded(item):
-            return
+        guarded = self.guarded(item)
         # The definitions this test uses (two files may each have a ``platform``).
         info = getattr(item, "_fixtureinfo", None)
         defs = getattr(info, "name2fixturedefs", {})
         for name, chain in defs.items():
             key = (chain[-1].baseid, name) if chain else None
             if key in self.starters:
+                self._note(item, self.starters[key])
+                if not guarded:
+                    continue
                 what = f"{self.starters[key]} (through the fixture {name!r})"
                 self.violations.setdefault(item.nodeid, what)
                 pytest.fail(message(item.nodeid, what), pytrace=False)
+
+    def pytest_sessionfinish(self) -> None:
+        """With ``--lanes-report FILE``: this process's files and what they started."""
+        if self.report is None or not self.files:
+            return
+        line = json.dumps({f: sorted(kinds) for f, kinds in sorted(self.files.items())})
+        with open(self.report, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+    def _note(self, item: pytest.Item, what: str) -> None:
+        kind = "process" if what.startswith("a process") else "socket"
+        self.files.setdefault(item.nodeid.split("::")[0], set()).add(kind)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item) -> Iterator[None]:

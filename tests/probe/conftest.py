@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-
 from fakes import hosts
 
 from lmreg_nb.sandbox.school_model import MockModelConfig, create_app

@@ -72,10 +72,10 @@ class Fleet:
         return found
 
 
-def _env_file(path: Path, sandbox: SandboxInfo, app: dict[str, str], cache: Path) -> Path:
-    """A school's env file naming ``sandbox``'s address and ``app``'s credentials."""
+def _env_file(path: Path, platform: SandboxInfo, app: dict[str, str], cache: Path) -> Path:
+    """A school's env file naming ``platform``'s address and ``app``'s credentials."""
     path.write_text(
-        f"LMREG_BASE_URL={sandbox.base_url}\nLMREG_TOKEN_PATH={sandbox.token_path}\n"
+        f"LMREG_BASE_URL={platform.base_url}\nLMREG_TOKEN_PATH={platform.token_path}\n"
         f"LMREG_APP_ID={app['app_id']}\nLMREG_APP_SECRET={app['app_secret']}\n"
         f"LMREG_TOKEN_CACHE={cache}\nLMREG_TIMEOUT=3\n",
         encoding="utf-8",
