@@ -1,5 +1,6 @@
-"""Shared fixtures: a clean environment for every test, and a real sandbox process; the
-lanes (a fast test that starts a process or a server fails: tests/lanes.py)."""
+"""Shared fixtures: a clean environment for every test, the sandbox in this process (and a
+real sandbox process where a process is the point); the lanes (a fast test that starts a
+process or a server fails: tests/lanes.py)."""
 
 from __future__ import annotations
 
@@ -129,10 +130,23 @@ def lang(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
-    """One real `lmreg-nb sandbox` process on free loopback ports for the session.
+    """The sandbox (its platform and its mock school model) served in this process for
+    the session (tests/fakes/sandbox.py): no port, no process.
 
     Tests that change what it stores use their own model names (or their own
     account via `sandbox.add_app()`), so they do not see each other.
+    """
+    from fakes.sandbox import local_sandbox
+
+    with local_sandbox(tmp_path_factory.mktemp("sandbox") / "platform.sqlite3") as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
+def sandbox_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    """One real `lmreg-nb sandbox` process on free loopback ports for the session, for
+    tests whose point is a process (papermill, the browser, the CLI run as a person runs
+    it): a child process reaches it, as it cannot reach the in-process ``sandbox``.
     """
     from lmreg_nb.sandbox.process import running_sandbox
 

@@ -71,19 +71,11 @@ UNGUARDED: frozenset[str] = frozenset(
         "tests/test_cli_terminal.py",
         "tests/test_env_trust.py",
         "tests/test_lint.py",
-        "tests/test_onboarding.py",
-        "tests/test_onboarding_parameters.py",
         "tests/test_principal_causes.py",
         "tests/test_secret_disguised.py",
         "tests/test_secret_escapes.py",
         "tests/test_plot_on_request.py",
         "tests/test_shown_names.py",
-        "tests/ui/test_address.py",
-        "tests/ui/test_flow.py",
-        "tests/ui/test_forms.py",
-        "tests/ui/test_issue12_forms.py",
-        "tests/ui/test_live_cells.py",
-        "tests/ui/test_token_status.py",
     }
 )
 

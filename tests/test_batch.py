@@ -1,4 +1,4 @@
-"""Notebook runs and batches: real papermill processes, a real sandbox, no secret on disk."""
+"""Notebook runs and batches: real papermill processes, a sandbox process, no secret on disk."""
 
 from __future__ import annotations
 
@@ -278,21 +278,21 @@ def test_the_submitted_function_runs_in_a_process_pool(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- against the sandbox
 
 
-def _env_file(path: Path, sandbox: SandboxInfo, app_id: str, app_secret: str) -> Path:
-    env = {**sandbox.env(), "LMREG_APP_ID": app_id, "LMREG_APP_SECRET": app_secret}
+def _env_file(path: Path, sandbox_process: SandboxInfo, app_id: str, app_secret: str) -> Path:
+    env = {**sandbox_process.env(), "LMREG_APP_ID": app_id, "LMREG_APP_SECRET": app_secret}
     path.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     return path
 
 
 @pytest.mark.notebooks
 def test_batch_of_six_survives_failures_and_reruns_only_those(
-    sandbox: SandboxInfo, tmp_path: Path, private_tmp: Path
+    sandbox_process: SandboxInfo, tmp_path: Path, private_tmp: Path
 ) -> None:
-    a, b = sandbox.add_app("batch-school-a"), sandbox.add_app("batch-school-b")
+    a, b = sandbox_process.add_app("batch-school-a"), sandbox_process.add_app("batch-school-b")
     wrong_secret = "Wrong-" + a["app_secret"][::-1]
-    _env_file(tmp_path / "a.env", sandbox, a["app_id"], a["app_secret"])
-    _env_file(tmp_path / "b.env", sandbox, b["app_id"], b["app_secret"])
-    _env_file(tmp_path / "wrong.env", sandbox, a["app_id"], wrong_secret)
+    _env_file(tmp_path / "a.env", sandbox_process, a["app_id"], a["app_secret"])
+    _env_file(tmp_path / "b.env", sandbox_process, b["app_id"], b["app_secret"])
+    _env_file(tmp_path / "wrong.env", sandbox_process, a["app_id"], wrong_secret)
     shutil.copy(DATA / "sleepy.ipynb", tmp_path)
     people = "Li Hua,13812345678,ai@school.example"
     plan = _plan(
@@ -341,17 +341,17 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
         )
     assert (out / "wrong" / "result.json").stat().st_mtime_ns != stamps["wrong"]
 
-    secrets = [a["app_secret"], b["app_secret"], wrong_secret, sandbox.model_api_key]
+    secrets = [a["app_secret"], b["app_secret"], wrong_secret, sandbox_process.model_api_key]
     assert assert_no_secret(out, secrets) >= 6 * 4 + 2
     assert list(private_tmp.iterdir()) == []
 
 
 @pytest.mark.notebooks
 def test_onboard_command_writes_no_secret(
-    sandbox: SandboxInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox_process: SandboxInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = sandbox.add_app("records-onboard")
-    for name, value in {**sandbox.env(), "LMREG_APP_ID": app["app_id"],
+    app = sandbox_process.add_app("records-onboard")
+    for name, value in {**sandbox_process.env(), "LMREG_APP_ID": app["app_id"],
                         "LMREG_APP_SECRET": app["app_secret"]}.items():  # fmt: skip
         monkeypatch.setenv(name, value)
     out = tmp_path / "onboard"
@@ -366,7 +366,7 @@ def test_onboard_command_writes_no_secret(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert read_records(out / "onboarding.ipynb")["summary"]["status"] == "ok"
-    assert_no_secret(out, [app["app_secret"], sandbox.model_api_key])
+    assert_no_secret(out, [app["app_secret"], sandbox_process.model_api_key])
     # The run exchanged its token in a private cache: the user's default one is untouched.
     assert not (Path(os.environ["XDG_CACHE_HOME"]) / "lmreg_nb" / "tokens.json").exists()
     assert "go-live: not ready" in result.output and "onboarding-short.html" in result.output

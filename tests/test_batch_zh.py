@@ -1,4 +1,4 @@
-"""`lmreg-nb --lang zh-CN batch plan.csv` against the sandbox, with no `lang` column:
+"""`lmreg-nb --lang zh-CN batch plan.csv` against the sandbox_process, with no `lang` column:
 every record, the index and the bad rows' messages are Chinese; a row's `lang` still
 wins; a bad contact card names every mistake at once; an unreachable model names its
 cause once."""
@@ -34,9 +34,11 @@ def _english_after(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     i18n.set_language("en")
 
 
-def test_a_chinese_batch_without_a_lang_column(sandbox: SandboxInfo, tmp_path: Path) -> None:
-    account = sandbox.add_app("batch-zh")
-    env = {**sandbox.env(), "LMREG_APP_ID": account["app_id"],
+def test_a_chinese_batch_without_a_lang_column(
+    sandbox_process: SandboxInfo, tmp_path: Path
+) -> None:
+    account = sandbox_process.add_app("batch-zh")
+    env = {**sandbox_process.env(), "LMREG_APP_ID": account["app_id"],
            "LMREG_APP_SECRET": account["app_secret"]}  # fmt: skip
     (tmp_path / "a.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     card = "王芳,13812345678,ai@school.edu.cn"

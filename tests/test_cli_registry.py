@@ -256,14 +256,16 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_against_the_sandbox_leaks_no_secret(sandbox: SandboxInfo, tmp_path: Path) -> None:
-    app = sandbox.add_app("cli-school")
+def test_cli_against_the_sandbox_leaks_no_secret(
+    sandbox_process: SandboxInfo, tmp_path: Path
+) -> None:
+    app = sandbox_process.add_app("cli-school")
     canary_key = "CANARY-cli-apikey-4b8d2f6a"
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
         "XDG_CACHE_HOME": str(tmp_path / ".cache"),
-        **sandbox.env(),
+        **sandbox_process.env(),
         "LMREG_APP_ID": app["app_id"],
         "LMREG_APP_SECRET": app["app_secret"],
         "LMREG_MODEL_API_KEY": canary_key,

@@ -1,4 +1,4 @@
-"""Issue 40 as a user meets it: whole headless onboardings (real kernels, a real sandbox).
+"""Issue 40 as a user meets it: whole headless onboardings (real kernels, a real sandbox process).
 
 - ``lmreg-nb demo``: one capacity number (``capacity.concurrency``) in the CLI's lines,
   the record's JSON, the HTML record and the principal's page, with enough or not for
@@ -82,10 +82,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _onboard(sandbox: SandboxInfo, root: Path, url: str, name: str, lang: str) -> tuple[str, Path]:
-    app = sandbox.add_app(name)
-    env = {**sandbox.env(), "LMREG_APP_ID": app["app_id"], "LMREG_APP_SECRET": app["app_secret"],
-           "LMREG_TIMEOUT": "5"}  # fmt: skip
+def _onboard(
+    sandbox_process: SandboxInfo, root: Path, url: str, name: str, lang: str
+) -> tuple[str, Path]:
+    app = sandbox_process.add_app(name)
+    env = {**sandbox_process.env(), "LMREG_APP_ID": app["app_id"],
+           "LMREG_APP_SECRET": app["app_secret"], "LMREG_TIMEOUT": "5"}  # fmt: skip
     out = root / name
     said = _lmreg([
         "--lang", lang, "onboard", "--out", str(out), "-p", "school", "One Truth School",
@@ -99,11 +101,11 @@ def _onboard(sandbox: SandboxInfo, root: Path, url: str, name: str, lang: str) -
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
-    sandbox: SandboxInfo, tmp_path: Path, lang: str
+    sandbox_process: SandboxInfo, tmp_path: Path, lang: str
 ) -> None:
-    base = sandbox.model_url.removesuffix("/chat/completions")  # .../v1
+    base = sandbox_process.model_url.removesuffix("/chat/completions")  # .../v1
     fixed = base + "/chat/completions"
-    said, out = _onboard(sandbox, tmp_path, base, f"v1-{lang}", lang)
+    said, out = _onboard(sandbox_process, tmp_path, base, f"v1-{lang}", lang)
     summary = read_records(out / "onboarding.ipynb")["summary"]
     assert fixed in said, said
     assert fixed in summary["go_live"]["blockers"][0]
@@ -119,10 +121,10 @@ def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_no_advice_the_parameters_contradict_after_a_failed_chat_check(
-    sandbox: SandboxInfo, tmp_path: Path, lang: str
+    sandbox_process: SandboxInfo, tmp_path: Path, lang: str
 ) -> None:
     down = f"http://127.0.0.1:{_free_port()}/v1/chat/completions"
-    said, out = _onboard(sandbox, tmp_path, down, f"down-{lang}", lang)
+    said, out = _onboard(sandbox_process, tmp_path, down, f"down-{lang}", lang)
     shown = said + _page_text(out / "onboarding.html") + _page_text(out / "onboarding-short.html")
     for contradicted in (
         "check_requests above 0", "class_size above 0", "Step not done yet", "Steps not done yet",

@@ -39,20 +39,20 @@ EVIL_NOTEBOOK = {
 }  # fmt: skip
 
 
-def _client(sandbox: SandboxInfo, account: dict[str, str], cache: Path) -> RegistryClient:
-    environ = {**sandbox.env(), "LMREG_APP_ID": account["app_id"],
+def _client(sandbox_process: SandboxInfo, account: dict[str, str], cache: Path) -> RegistryClient:
+    environ = {**sandbox_process.env(), "LMREG_APP_ID": account["app_id"],
                "LMREG_APP_SECRET": account["app_secret"]}  # fmt: skip
     return RegistryClient(Settings.load(environ=environ, token_cache=str(cache)))
 
 
-def _names(sandbox: SandboxInfo, account: dict[str, str], cache: Path) -> set[str]:
-    with _client(sandbox, account, cache) as client:
+def _names(sandbox_process: SandboxInfo, account: dict[str, str], cache: Path) -> set[str]:
+    with _client(sandbox_process, account, cache) as client:
         return {m.model_name for m in client.query_models()}
 
 
 @pytest.mark.parametrize("planted_above", ["tmpdir", "working-folder"])
 def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
-    sandbox: SandboxInfo, tmp_path: Path, planted_above: str
+    sandbox_process: SandboxInfo, tmp_path: Path, planted_above: str
 ) -> None:
     shared = tmp_path / "shared"  # like /tmp: anyone may write here
     shared.mkdir(mode=0o1777)
@@ -63,9 +63,9 @@ def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
     marker = shared / "attacker-notebook-ran"
     text = json.dumps(EVIL_NOTEBOOK).replace("MARKER", repr(str(marker)))
     (evil / "onboarding.ipynb").write_text(text)
-    attacker = sandbox.add_app("attacker")
+    attacker = sandbox_process.add_app("attacker")
     cache = tmp_path / "test-cache.json"
-    with _client(sandbox, attacker, cache) as client:
+    with _client(sandbox_process, attacker, cache) as client:
         token = client.token()
     (shared / ".env").write_text(
         f"LMREG_NOTEBOOKS={evil}\nLMREG_TOKEN={token.token.reveal()}\nLMREG_ENV={token.env}\n"
@@ -77,7 +77,7 @@ def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
     env = {
         "PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(shared / "tmp"),
         "XDG_CACHE_HOME": str(home / ".cache"), "LMREG_LANG": "en",
-        **{k: v for k, v in sandbox.env().items() if k != "LMREG_MODEL_NAME"},
+        **{k: v for k, v in sandbox_process.env().items() if k != "LMREG_MODEL_NAME"},
         "LMREG_MODEL_NAME": "planted-env-model",
     }  # fmt: skip
     name = f"planted-{planted_above}"
@@ -89,6 +89,8 @@ def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
         cwd=work, env=env, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     assert not marker.exists(), "the planted notebook ran"
-    assert name not in _names(sandbox, attacker, cache), "registered into the attacker's account"
-    school = {"app_id": sandbox.app_id, "app_secret": sandbox.app_secret}
-    assert name in _names(sandbox, school, cache), done.stdout + done.stderr
+    assert name not in _names(sandbox_process, attacker, cache), (
+        "registered into the attacker's account"
+    )
+    school = {"app_id": sandbox_process.app_id, "app_secret": sandbox_process.app_secret}
+    assert name in _names(sandbox_process, school, cache), done.stdout + done.stderr

@@ -28,7 +28,14 @@ import uvicorn
 from .platform.app import PlatformConfig, create_app
 from .platform.store import Store
 
-__all__ = ["SandboxOptions", "bind_socket", "is_loopback", "serve_sandbox", "watch_parent"]
+__all__ = [
+    "SandboxOptions",
+    "bind_socket",
+    "is_loopback",
+    "sandbox_apps",
+    "serve_sandbox",
+    "watch_parent",
+]
 
 log = logging.getLogger("lmreg_nb")
 
@@ -139,14 +146,35 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def sandbox_apps(options: SandboxOptions, store: Store) -> tuple[Any, Any]:
+    """The platform's app over ``store`` and the mock school model's app (the demo
+    account's key), as `lmreg-nb sandbox` serves them."""
+    from .school_model import MockModelConfig
+    from .school_model import create_app as create_model_app
+
+    demo = store.demo()
+    model = MockModelConfig(
+        api_key=demo.model_api_key,
+        ttft_ms=options.ttft_ms,
+        itl_ms=options.itl_ms,
+        tokens=options.tokens,
+        quirks=options.quirks,
+        slots=options.slots,
+        slowdown=options.slowdown,
+        served=options.served,
+        context_window=options.context_window,
+        prefill_tokens_per_s=options.prefill_tokens_per_s,
+        prefix_cache=options.prefix_cache,
+        kv_tokens=options.kv_tokens,
+    )
+    return create_app(store, options.platform), create_model_app(model)
+
+
 def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], None]) -> None:
     """Serve until SIGINT/SIGTERM; call ``announce`` with the JSON line's fields once up.
 
     Raises OSError when a port cannot be bound.
     """
-    from .school_model import MockModelConfig
-    from .school_model import create_app as create_model_app
-
     store = Store(options.db)
     try:
         demo = store.demo()
@@ -156,23 +184,7 @@ def serve_sandbox(options: SandboxOptions, announce: Callable[[dict[str, str]], 
         except OSError:
             platform_sock.close()
             raise
-        platform_app = create_app(store, options.platform)
-        model_app = create_model_app(
-            MockModelConfig(
-                api_key=demo.model_api_key,
-                ttft_ms=options.ttft_ms,
-                itl_ms=options.itl_ms,
-                tokens=options.tokens,
-                quirks=options.quirks,
-                slots=options.slots,
-                slowdown=options.slowdown,
-                served=options.served,
-                context_window=options.context_window,
-                prefill_tokens_per_s=options.prefill_tokens_per_s,
-                prefix_cache=options.prefix_cache,
-                kv_tokens=options.kv_tokens,
-            )
-        )
+        platform_app, model_app = sandbox_apps(options, store)
         base_url = _url(options.host, platform_sock.getsockname()[1])
         model_base = _url(options.host, model_sock.getsockname()[1])
         info = {

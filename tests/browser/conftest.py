@@ -402,12 +402,12 @@ def chromium() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="session", params=LANGUAGES)
-def lab_account(request: pytest.FixtureRequest, sandbox: SandboxInfo) -> dict[str, str]:
+def lab_account(request: pytest.FixtureRequest, sandbox_process: SandboxInfo) -> dict[str, str]:
     """A fresh sandbox account per language, as the LMREG_* variables the notebooks read
     (LMREG_LANG included): every browser test runs once in each language."""
     lang = str(request.param)
-    account = sandbox.add_app(f"browser-test-{lang}")
-    env = sandbox.env()
+    account = sandbox_process.add_app(f"browser-test-{lang}")
+    env = sandbox_process.env()
     env["LMREG_APP_ID"] = account["app_id"]
     env["LMREG_APP_SECRET"] = account["app_secret"]
     env["LMREG_LANG"] = lang

@@ -141,7 +141,7 @@ def test_chat_box_empty_prompt_then_reply_below_send(lab: Lab) -> None:
         expect(capacity.locator(".lmreg-class-size input")).to_have_value("20")
 
 
-def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None:
+def test_interactive_onboarding_in_order(lab: Lab, sandbox_process: SandboxInfo) -> None:
     from playwright.sync_api import expect
 
     lab.start(ONBOARDING)
@@ -203,7 +203,7 @@ def test_interactive_onboarding_in_order(lab: Lab, sandbox: SandboxInfo) -> None
     expect(summary).to_contain_text(name)
     lab.shot(summary, "onboarding_record_in_lab.png", publish=True)
     lab.shot(lab.run_cell_of(panel, "lmreg-register-form"), "onboarding_register.png")
-    assert sandbox.model_api_key not in lab.page.content()
+    assert sandbox_process.model_api_key not in lab.page.content()
     # Last, so the whole flow ran first: the one-line error speaks the page's language too.
     assert CJK.search(error_text) if lab.server.lang == "zh-CN" else "mobile" in error_text, (
         error_text

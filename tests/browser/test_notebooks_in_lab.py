@@ -29,7 +29,7 @@ BAD_URL = "not a url"
 
 
 def test_register_a_model_in_jupyterlab_and_see_it_listed(
-    lab: Lab, lab_account: dict[str, str], sandbox: SandboxInfo
+    lab: Lab, lab_account: dict[str, str], sandbox_process: SandboxInfo
 ) -> None:
     from playwright.sync_api import expect
 
@@ -54,7 +54,7 @@ def test_register_a_model_in_jupyterlab_and_see_it_listed(
     form.locator(".lmreg-model-name input").fill(name)
     api_key_input = form.locator(".lmreg-api-key input")
     # A secret never travels to the browser as widget state (it would be saved with it).
-    assert api_key_input.input_value() != sandbox.model_api_key
+    assert api_key_input.input_value() != sandbox_process.model_api_key
     # A key of its own (not LMREG_MODEL_API_KEY) shows that the typed key is the one sent.
     typed_key = f"sk-browser-{secrets.token_hex(8)}"
     api_key_input.fill(typed_key)

@@ -32,9 +32,13 @@ CHECKS_TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def account(sandbox: SandboxInfo) -> dict[str, str]:
-    made = sandbox.add_app("browser-token-reuse")
-    return {**sandbox.env(), "LMREG_APP_ID": made["app_id"], "LMREG_APP_SECRET": made["app_secret"]}
+def account(sandbox_process: SandboxInfo) -> dict[str, str]:
+    made = sandbox_process.add_app("browser-token-reuse")
+    return {
+        **sandbox_process.env(),
+        "LMREG_APP_ID": made["app_id"],
+        "LMREG_APP_SECRET": made["app_secret"],
+    }
 
 
 @pytest.fixture(scope="module")

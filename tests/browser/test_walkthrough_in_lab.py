@@ -34,9 +34,13 @@ HIDDEN = ("LMREG_APP_SECRET", "LMREG_MODEL_URL", "LMREG_MODEL_API_KEY")
 
 
 @pytest.fixture(scope="module")
-def account(sandbox: SandboxInfo) -> dict[str, str]:
-    made = sandbox.add_app("browser-walkthrough")
-    return {**sandbox.env(), "LMREG_APP_ID": made["app_id"], "LMREG_APP_SECRET": made["app_secret"]}
+def account(sandbox_process: SandboxInfo) -> dict[str, str]:
+    made = sandbox_process.add_app("browser-walkthrough")
+    return {
+        **sandbox_process.env(),
+        "LMREG_APP_ID": made["app_id"],
+        "LMREG_APP_SECRET": made["app_secret"],
+    }
 
 
 def _registered_in_05(root: Path, name: str) -> None:

@@ -85,8 +85,8 @@ def test_check_never_prints_an_echoed_key(
         assert leaks_in(out, {"apiKey": CANARY_KEY}) == [], f"{args} leaked the key:\n{out[-3000:]}"
 
 
-def _sandbox_env(sandbox: SandboxInfo, echo_url: str) -> dict[str, str]:
-    env = sandbox.env()
+def _sandbox_env(sandbox_process: SandboxInfo, echo_url: str) -> dict[str, str]:
+    env = sandbox_process.env()
     env.update(
         {
             "LMREG_MODEL_URL": echo_url,
@@ -99,10 +99,10 @@ def _sandbox_env(sandbox: SandboxInfo, echo_url: str) -> dict[str, str]:
 
 @pytest.mark.notebooks
 def test_onboard_and_batch_leave_no_secret(
-    echo_base: str, sandbox: SandboxInfo, tmp_path: Path
+    echo_base: str, sandbox_process: SandboxInfo, tmp_path: Path
 ) -> None:
-    secrets = {"apiKey": CANARY_KEY, "appSecret": sandbox.app_secret}
-    env = _sandbox_env(sandbox, f"{echo_base}/ereply/v1/chat/completions")
+    secrets = {"apiKey": CANARY_KEY, "appSecret": sandbox_process.app_secret}
+    env = _sandbox_env(sandbox_process, f"{echo_base}/ereply/v1/chat/completions")
     params = [
         "-p", "school", "Canary School", "-p", "contact_name", "Li Hua",
         "-p", "contact_mobile", "13800138000", "-p", "contact_email", "ops@canary.example",
@@ -115,7 +115,9 @@ def test_onboard_and_batch_leave_no_secret(
     (tmp_path / "school.env").write_text(
         "".join(
             f"{k}={v}\n"
-            for k, v in _sandbox_env(sandbox, f"{echo_base}/e500/v1/chat/completions").items()
+            for k, v in _sandbox_env(
+                sandbox_process, f"{echo_base}/e500/v1/chat/completions"
+            ).items()
         ),
         encoding="utf-8",
     )

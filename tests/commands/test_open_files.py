@@ -36,10 +36,12 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_the_load_test_names_our_open_files_limit(tmp_path: Path, sandbox: SandboxInfo) -> None:
+def test_the_load_test_names_our_open_files_limit(
+    tmp_path: Path, sandbox_process: SandboxInfo
+) -> None:
     env = _env(
-        tmp_path, LMREG_MODEL_URL=sandbox.model_url,
-        LMREG_MODEL_API_KEY=sandbox.model_api_key, LMREG_MODEL_NAME="m",
+        tmp_path, LMREG_MODEL_URL=sandbox_process.model_url,
+        LMREG_MODEL_API_KEY=sandbox_process.model_api_key, LMREG_MODEL_NAME="m",
     )  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "lmreg_nb", "check", "--requests", "200", "--concurrency",
@@ -87,28 +89,28 @@ _CLIENT = textwrap.dedent(
 
 
 def test_the_registry_client_names_our_open_files_limit(
-    tmp_path: Path, sandbox: SandboxInfo
+    tmp_path: Path, sandbox_process: SandboxInfo
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", _CLIENT, sandbox.base_url, sandbox.app_id, sandbox.app_secret,
-         str(tmp_path / "tokens.json")],
+        [sys.executable, "-c", _CLIENT, sandbox_process.base_url, sandbox_process.app_id,
+         sandbox_process.app_secret, str(tmp_path / "tokens.json")],
         env=_env(tmp_path), capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     line = done.stdout.strip()
     assert "limit of 64 open files (ulimit -n)" in line, line
     assert "could not connect" not in line and "not a fault of 127.0.0.1" in line
-    assert sandbox.app_secret not in done.stdout + done.stderr
+    assert sandbox_process.app_secret not in done.stdout + done.stderr
 
 
 def test_capacity_out_of_files_names_this_machine_not_the_model(
-    tmp_path: Path, sandbox: SandboxInfo
+    tmp_path: Path, sandbox_process: SandboxInfo
 ) -> None:
     # Before (issue 33): with ``ulimit -n 60`` the search measured 54 chats at once as 432
     # errors of 432 and named the model's capacity 53, ``limited_by: errors``.
     env = _env(
-        tmp_path, LMREG_ENV_FILE=os.devnull, LMREG_MODEL_URL=sandbox.model_url,
-        LMREG_MODEL_API_KEY=sandbox.model_api_key, LMREG_MODEL_NAME="m",
+        tmp_path, LMREG_ENV_FILE=os.devnull, LMREG_MODEL_URL=sandbox_process.model_url,
+        LMREG_MODEL_API_KEY=sandbox_process.model_api_key, LMREG_MODEL_NAME="m",
     )  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "lmreg_nb", "capacity", "--need", "60", "--max-concurrency",
@@ -120,4 +122,4 @@ def test_capacity_out_of_files_names_this_machine_not_the_model(
     assert done.returncode == 1
     assert "ran out of file descriptors" in done.stderr and "ulimit -n" in done.stderr
     assert "limited_by" not in done.stdout  # no capacity named for the model
-    assert sandbox.model_api_key not in done.stdout + done.stderr
+    assert sandbox_process.model_api_key not in done.stdout + done.stderr

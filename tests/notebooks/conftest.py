@@ -1,4 +1,5 @@
-"""Fixtures for running the notebooks headless: an account on the session sandbox, canaries."""
+"""Fixtures for running the notebooks headless: an account on the session's sandbox
+process, canaries."""
 
 from __future__ import annotations
 
@@ -39,18 +40,18 @@ def _leaks(text: str, secrets: Iterable[str], benign: Iterable[str] = ()) -> lis
 
 
 @pytest.fixture(scope="module")
-def account(sandbox: SandboxInfo) -> dict[str, str]:
+def account(sandbox_process: SandboxInfo) -> dict[str, str]:
     """A fresh account of the session sandbox (its appSecret is a canary)."""
-    return sandbox.add_app("notebooks-" + __name__.rsplit(".", 1)[-1])
+    return sandbox_process.add_app("notebooks-" + __name__.rsplit(".", 1)[-1])
 
 
 @pytest.fixture
 def nb_env(
-    sandbox: SandboxInfo, account: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    sandbox_process: SandboxInfo, account: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, str]:
     """The kernels' LMREG_* environment: the account's credentials and the mock model."""
     env = {
-        **sandbox.env(),
+        **sandbox_process.env(),
         "LMREG_APP_ID": account["app_id"],
         "LMREG_APP_SECRET": account["app_secret"],
     }
@@ -60,9 +61,14 @@ def nb_env(
 
 
 @pytest.fixture
-def canaries(sandbox: SandboxInfo, account: dict[str, str]) -> list[str]:
+def canaries(sandbox_process: SandboxInfo, account: dict[str, str]) -> list[str]:
     """Secrets that must not appear in any executed file."""
-    return [account["app_secret"], sandbox.app_secret, sandbox.model_api_key, TOKEN_CANARY]
+    return [
+        account["app_secret"],
+        sandbox_process.app_secret,
+        sandbox_process.model_api_key,
+        TOKEN_CANARY,
+    ]
 
 
 @pytest.fixture

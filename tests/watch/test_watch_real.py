@@ -163,9 +163,9 @@ HEADER = "run_id,env_file,school,contact_name,contact_mobile,contact_email,lang\
 SMTP_PASSWORD = "SmtpCanaryPassw0rd7Zk"
 
 
-def _env_file(path: Path, sandbox: SandboxInfo, app: dict[str, str], cache: Path) -> Path:
+def _env_file(path: Path, sandbox_process: SandboxInfo, app: dict[str, str], cache: Path) -> Path:
     path.write_text(
-        f"LMREG_BASE_URL={sandbox.base_url}\nLMREG_TOKEN_PATH={sandbox.token_path}\n"
+        f"LMREG_BASE_URL={sandbox_process.base_url}\nLMREG_TOKEN_PATH={sandbox_process.token_path}\n"
         f"LMREG_APP_ID={app['app_id']}\nLMREG_APP_SECRET={app['app_secret']}\n"
         f"LMREG_TOKEN_CACHE={cache}\nLMREG_TIMEOUT=3\n",
         encoding="utf-8",
@@ -174,16 +174,16 @@ def _env_file(path: Path, sandbox: SandboxInfo, app: dict[str, str], cache: Path
     return path
 
 
-def _model_url(sandbox: SandboxInfo, quirks: str = "") -> str:
+def _model_url(sandbox_process: SandboxInfo, quirks: str = "") -> str:
     """The sandbox's own mock school model, failing as ``quirks`` say."""
-    base = sandbox.model_url.removesuffix("/v1/chat/completions")
+    base = sandbox_process.model_url.removesuffix("/v1/chat/completions")
     return f"{base}{'/quirks/' + quirks if quirks else ''}/v1/chat/completions"
 
 
-def _register(sandbox: SandboxInfo, env_file: Path, name: str, url: str) -> None:
+def _register(sandbox_process: SandboxInfo, env_file: Path, name: str, url: str) -> None:
     settings = Settings.load(environ={}, env_file=env_file)
     with RegistryClient(settings) as client:
-        client.register_model(ModelDraft(name, url, Secret(sandbox.model_api_key)))
+        client.register_model(ModelDraft(name, url, Secret(sandbox_process.model_api_key)))
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -192,11 +192,13 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def test_sigterm_finishes_the_round_writes_the_state_and_exits_0(
-    sandbox: SandboxInfo, tmp_path: Path
+    sandbox_process: SandboxInfo, tmp_path: Path
 ) -> None:
-    app = sandbox.add_app(f"sigterm-{tmp_path.name[-10:]}")
-    account = _env_file(tmp_path / "school.env", sandbox, app, tmp_path / "tokens.json")
-    _register(sandbox, account, "hangs", _model_url(sandbox, "slow"))  # holds the round 3 s
+    app = sandbox_process.add_app(f"sigterm-{tmp_path.name[-10:]}")
+    account = _env_file(tmp_path / "school.env", sandbox_process, app, tmp_path / "tokens.json")
+    _register(
+        sandbox_process, account, "hangs", _model_url(sandbox_process, "slow")
+    )  # holds the round 3 s
     state = tmp_path / "state.sqlite3"
     env = _clean_env(
         LMREG_ENV_FILE=str(account), LMREG_NOTIFY="json://127.0.0.1:9/nobody",
@@ -232,24 +234,24 @@ def smtp(serve: Any) -> Iterator[tuple[int, _Box]]:
 
 
 def test_four_schools_with_a_sender_and_no_provider_target_as_an_operator_runs_it(
-    sandbox: SandboxInfo, smtp: tuple[int, _Box], tmp_path: Path
+    sandbox_process: SandboxInfo, smtp: tuple[int, _Box], tmp_path: Path
 ) -> None:
     port, box = smtp
-    apps = {k: sandbox.add_app(f"op-{k}-{tmp_path.name[-10:]}") for k in "abcd"}
+    apps = {k: sandbox_process.add_app(f"op-{k}-{tmp_path.name[-10:]}") for k in "abcd"}
     cache = tmp_path / "tokens.json"
     rows = []
     long_name = "长" * 100_000  # a 100,000-character school name must not spin the sender
     for key, app in apps.items():
-        env_file = _env_file(tmp_path / f"{key}.env", sandbox, app, cache)
+        env_file = _env_file(tmp_path / f"{key}.env", sandbox_process, app, cache)
         name = long_name if key == "d" else f"School {key.upper()}"
         rows.append(
             f"{key},{env_file.name},{name},Li,13812345678,it-{key}@school-{key}.example,en\n"
         )
         _register(
-            sandbox,
+            sandbox_process,
             env_file,
             f"llm-{key}",
-            _model_url(sandbox, "status-500" if key in "ad" else ""),
+            _model_url(sandbox_process, "status-500" if key in "ad" else ""),
         )
     plan = tmp_path / "plan.csv"
     plan.write_text(HEADER + "".join(rows), encoding="utf-8")
@@ -273,7 +275,7 @@ def test_four_schools_with_a_sender_and_no_provider_target_as_an_operator_runs_i
     assert max(len(line) for line in done.stderr.splitlines()) < 1000
     subjects = [_subject(e.content) for e in box.mails]
     assert all(len(s) < 300 for s in subjects), subjects
-    secrets = {"mail password": SMTP_PASSWORD, "apiKey": sandbox.model_api_key}
+    secrets = {"mail password": SMTP_PASSWORD, "apiKey": sandbox_process.model_api_key}
     secrets |= {f"appSecret {k}": app["app_secret"] for k, app in apps.items()}
     assert leaks_in(done.stderr, secrets) == []
     # The same plan without a sender is refused, naming both ways to give one.
