@@ -24,7 +24,10 @@ segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
                    WHERE ``e500`` in a 500 JSON error, ``ehtml`` in a 502 HTML page,
                    ``ereply`` in the reply (stream or not); a GET lists one model echoing it
 ``/counts/chars/...`` a chat counting characters as usage.prompt_tokens, refusing over 2048 words;
-                   ``/counts/one/...`` one that says 1 or 2 prompt tokens for everything
+                   ``/counts/one/...`` one that says 1 or 2 prompt tokens for everything;
+                   ``/counts/huge/...`` a 401-digit count; ``/counts/offset30/...`` and
+                   ``/counts/offset5/...`` characters plus 10**30 or 100,000 (a believable
+                   slope, an absurd intercept)
 ``/empty200/VARIANT/...`` HTTP 200 with nothing in it (``body``, ``json`` ``{}``, ``stream``)
 ``/disguise/NAME/...`` streams back the Authorization key in the disguise
                    ``DISGUISES[NAME]``, two characters per event
@@ -347,7 +350,12 @@ class _Handler(socketserver.BaseRequestHandler):
             raw = json.dumps({"error": {"message": said, "type": "BadRequestError"}}).encode()
             sock.sendall(_head("application/json", "400 Bad Request", len(raw)) + raw)
             return
-        said = len(text) if self.variant == "chars" else 1 + (words > 100)
+        said = {
+            "chars": len(text),
+            "huge": 10**400,
+            "offset30": 10**30 + len(text),
+            "offset5": 100_000 + len(text),
+        }.get(self.variant, 1 + (words > 100))
         usage = {"prompt_tokens": said,
                  "completion_tokens": 1, "total_tokens": 2}  # fmt: skip
         if body.get("stream"):

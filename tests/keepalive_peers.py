@@ -11,13 +11,18 @@ closes connections as the mode says:
 ``max-N``             announces ``Keep-Alive: timeout=5, max=N`` on every reply and
                       closes the connection a moment after the Nth
 ``connection-close``  says ``Connection: close`` on every reply and closes
+``drop-reused``       announces keep-alive, answers a connection's first chat, then
+                      reads the next one, works on it ``DROP_DELAY_S`` and closes without
+                      a byte (the chat reached the server, which did its work for nothing)
+``continue-100``      sends ``HTTP/1.1 100 Continue`` before every answer
 
 A chat with ``"stream": false`` gets one JSON reply whose ``usage.prompt_tokens``
 counts as a byte-level tokenizer does (a Chinese character is 3 tokens, as a
 tiny Llama's byte fallback gives); streams carry no usage (llama-cpp-python's
 server sends none).
-``peer.requests`` counts the chats answered, ``peer.connections`` the
-connections accepted. Every loop is bounded (time, bytes, requests).
+``peer.requests`` counts the chats answered, ``peer.received`` the chats read
+(answered or not), ``peer.connections`` the connections accepted. Every loop is
+bounded (time, bytes, requests).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ MAX_PER_CONNECTION = 1000
 #: How long a closing server waits after a reply before closing: the next request is then
 #: already on its way, as when llama-server closes after the client read the last chunk.
 CLOSE_DELAY_S = 0.05
+#: How long ``drop-reused`` works on a reused connection's chat before it drops it.
+DROP_DELAY_S = 0.5
 
 
 @dataclass
@@ -45,6 +52,7 @@ class Peer:
 
     url: str
     requests: int = 0
+    received: int = 0
     connections: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -119,6 +127,11 @@ def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
         body = _read_request(sock, buf)
         if body is None:
             return
+        with peer.lock:
+            peer.received += 1
+        if mode == "drop-reused" and served > 1:
+            time.sleep(DROP_DELAY_S)
+            return
         if mode == "connection-close":
             conn = "Connection: close"
         elif mode.startswith("max-"):
@@ -133,7 +146,8 @@ def _serve(sock: socket.socket, peer: Peer, mode: str) -> None:
             head = f"Content-Type: application/json\r\nContent-Length: {len(answer)}"
         with peer.lock:  # counted before the answer leaves: the client may be done first
             peer.requests += 1
-        sock.sendall(f"HTTP/1.1 200 OK\r\n{head}\r\n{conn}\r\n\r\n".encode() + answer)
+        interim = b"HTTP/1.1 100 Continue\r\n\r\n" if mode == "continue-100" else b""
+        sock.sendall(interim + f"HTTP/1.1 200 OK\r\n{head}\r\n{conn}\r\n\r\n".encode() + answer)
         if mode in ("close-after-each", "connection-close") or served == keep:
             time.sleep(CLOSE_DELAY_S)
             return

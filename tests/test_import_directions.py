@@ -29,13 +29,7 @@ FORBIDDEN: tuple[tuple[str, str], ...] = (
 #: Forbidden imports not gone yet, each (importer module, imported module) exactly: the
 #: capacity search's words, which the capacity work moves out of probe/load. An entry
 #: whose import is gone fails the test: remove it then.
-PENDING: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("lmreg_nb.probe.load.capacity", "lmreg_nb.probe.text.capacity_text"),
-        ("lmreg_nb.probe.load.capacity", "lmreg_nb.probe.text.plots"),
-        ("lmreg_nb.probe.load.search", "lmreg_nb.probe.text.capacity_text"),
-    }
-)
+PENDING: frozenset[tuple[str, str]] = frozenset()
 
 
 def _inside(module: str, package: str) -> bool:

@@ -18,6 +18,7 @@ from lmreg_nb.models import RegisteredModel
 from lmreg_nb.onboarding import Onboarding
 from lmreg_nb.onboarding.configuration import configuration
 from lmreg_nb.onboarding.contact import Contact, check_contact
+from lmreg_nb.probe.text.capacity_text import verdict
 from lmreg_nb.secret import Secret
 from lmreg_nb.settings import Settings
 from lmreg_nb.summary import Step, build_summary
@@ -518,6 +519,6 @@ def test_the_recorded_capacity_is_the_probe_json_with_verdict_and_class_size() -
     result = CapacityResult(SLO(ttft_ms=2000), levels, need=40)
     recorded = capacity_record(result, 40)
     # What the summary recorded before it was typed: the probe's JSON plus two keys.
-    expected = {**result.to_json(), "verdict": result.verdict(40), "class_size": 40}
+    expected = {**result.to_json(), "verdict": verdict(result, 40), "class_size": 40}
     assert recorded.to_json() == expected
     assert (recorded.concurrency, recorded.limited_by) == (4, "ttft")

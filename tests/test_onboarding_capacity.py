@@ -10,6 +10,7 @@ import lmreg_nb.probe.load.capacity
 from lmreg_nb.onboarding import Onboarding
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, Progress
 from lmreg_nb.probe.load.levels import Level
+from lmreg_nb.probe.text.capacity_text import progress_text
 from lmreg_nb.settings import Settings
 
 ENV = {
@@ -43,7 +44,7 @@ def test_the_step_asks_the_class_question_with_room_for_the_margin(
 ) -> None:
     run = Onboarding("", settings=Settings.load(environ=ENV))
     seen: list[str] = []
-    outcome = run.capacity(40, on_progress=lambda p: seen.append(p.text()))
+    outcome = run.capacity(40, on_progress=lambda p: seen.append(progress_text(p)))
     assert outcome.ok and searches[0]["need"] == 40
     assert searches[0]["max_concurrency"] == 60  # the margin level, 1.5 times the class
     assert seen == [

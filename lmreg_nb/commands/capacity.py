@@ -34,6 +34,14 @@ __all__ = ["COMMANDS", "capacity"]
     "pace (0: no limit).",
 )
 @click.option(
+    "--slo-pause-ms",
+    type=FiniteRange(min=0, max=600_000),
+    default=2000.0,
+    show_default=True,
+    help="The longest pause in the middle of a reply (p90 over the replies), in "
+    "milliseconds: how long a student waits for the answer to go on (0: no limit).",
+)
+@click.option(
     "--max-error-rate",
     type=FiniteRange(min=0, max=1, max_open=True),
     default=0.01,
@@ -88,6 +96,7 @@ def capacity(
     model: str | None,
     slo_ttft_ms: float,
     slo_itl_ms: float | None,
+    slo_pause_ms: float | None,
     max_error_rate: float,
     max_concurrency: int,
     need: int | None,
@@ -109,8 +118,11 @@ def capacity(
     above N for the margin (or, when N is not served, a bisection below it).
     Without it: 1, 2, 4, ... chats, then a bisection. Each chat is a student
     in a lesson (--workload lesson): the app's instructions, a shared lesson
-    of --lesson-tokens, the student's own questions over 3 turns. Each level
-    ends as soon as its verdict is settled; a few minutes at most. Progress goes to stderr.
+    of --lesson-tokens, the student's own questions over 3 turns. A level is
+    judged on whole replies at reading pace: the time between tokens and the
+    longest pause are measured on the tokens as they arrive, and a level where
+    they could not be measured is not within the SLO. Each level ends as soon
+    as its verdict is settled; a few minutes at most. Progress goes to stderr.
     Exit 0 when the capacity is at least --need (without it: when one chat
     meets the SLO), 1 otherwise, 2 for a usage or setting error. Ctrl-C
     prints what was measured so far.
@@ -126,7 +138,12 @@ def capacity(
         check_figure_path(figure_path, "--plot")  # before the search, not minutes after it
     result = find_capacity(
         endpoint_target(url, model, registered),
-        slo=SLO(ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms or None, max_error_rate=max_error_rate),
+        slo=SLO(
+            ttft_ms=slo_ttft_ms,
+            itl_ms=slo_itl_ms or None,
+            max_error_rate=max_error_rate,
+            pause_ms=slo_pause_ms or None,
+        ),
         max_concurrency=max_concurrency,
         need=need,
         on_progress=None if as_json else _ProgressLine(sys.stderr.isatty()),
@@ -168,7 +185,9 @@ class _ProgressLine:
     def __call__(self, progress: Progress) -> None:
         import time
 
-        text = progress.text()
+        from ..probe.text.capacity_text import progress_text
+
+        text = progress_text(progress)
         done = progress.level is not None or progress.concurrency == 0
         start = progress.level is None and progress.requests == 0
         if self.tty:
@@ -195,8 +214,12 @@ def _show(result: CapacityResult, need: int | None, as_json: bool, figure_path: 
         from ..probe.text.capacity_text import format_capacity
 
         click.echo(format_capacity(result, need))
-    if figure_path is not None:
-        show_chart(lambda: result.figure() if result.levels else None, figure_path, as_json=as_json)
+    if figure_path is not None and result.stopped != "unreachable":
+        from ..probe.text.plots import capacity_figure
+
+        show_chart(
+            lambda: capacity_figure(result) if result.levels else None, figure_path, as_json=as_json
+        )
 
 
 COMMANDS: list[click.Command] = [capacity]

@@ -32,12 +32,14 @@ class LiveLine:
             self.handle = display({"text/plain": ""}, raw=True, display_id=True)
 
     def show(self, progress: Any) -> None:
-        """Show ``progress.text()`` (a :class:`~lmreg_nb.probe.load.capacity.Progress`)."""
+        """Show a :class:`~lmreg_nb.probe.load.capacity.Progress` in words."""
+        from ..probe.text.capacity_text import progress_text
+
         now = time.monotonic()
         if self.handle is None or (now - self.shown_at < self.EVERY_S and progress.level is None):
             return
         self.shown_at = now
-        self.handle.update({"text/plain": progress.text()}, raw=True)
+        self.handle.update({"text/plain": progress_text(progress)}, raw=True)
 
     def clear(self) -> None:
         """Empty the line (the step is done)."""

@@ -159,6 +159,8 @@ def _load_row(
         local_limit=LOCAL_LIMIT in load.errors_by_kind,
         cut_streams=load.cut_streams,
         too_long=window_refused and set(load.errors_by_kind) <= TOO_LONG_KINDS,
+        resent=load.resent,
+        disbelieved=load.usage_disbelieved,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .client import ClientLag
 from .fields import float_or_none, int_or_none, list_of, mapping_or_empty, text_or_none
 from .workload import PrefixCache, Workload
 
@@ -41,24 +42,29 @@ class Percentiles:
 
 @dataclass(frozen=True)
 class CapacitySLO:
-    """What a level must meet: TTFT p90, optionally ITL p90, and an error rate."""
+    """What a level must meet: TTFT p90, optionally ITL p90 and longest-pause p90, and an
+    error rate."""
 
     ttft_ms: float | None = None
     itl_ms: float | None = None
     max_error_rate: float | None = None
+    #: The longest pause in the middle of a reply (p90 over replies); None: not held to it.
+    pause_ms: float | None = None
 
     def to_json(self) -> dict[str, float | None]:
-        """``{"ttft_ms", "itl_ms", "max_error_rate"}``."""
+        """``{"ttft_ms", "itl_ms", "pause_ms", "max_error_rate"}``."""
         return {
             "ttft_ms": self.ttft_ms,
             "itl_ms": self.itl_ms,
+            "pause_ms": self.pause_ms,
             "max_error_rate": self.max_error_rate,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CapacitySLO:
         """From its JSON."""
-        return cls(*(float_or_none(data.get(k)) for k in ("ttft_ms", "itl_ms", "max_error_rate")))
+        keys = ("ttft_ms", "itl_ms", "max_error_rate", "pause_ms")
+        return cls(*(float_or_none(data.get(k)) for k in keys))
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ class CapacityLevel:
     requests_per_s: float | None = None
     output_tokens_per_s: float | None = None
     meets_slo: bool = False
+    #: p90 over the level's replies of each one's longest pause between two content tokens.
+    longest_pause_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The contract's level object."""
@@ -86,6 +94,7 @@ class CapacityLevel:
             "latency_ms": self.latency_ms.to_json(),
             "requests_per_s": self.requests_per_s,
             "output_tokens_per_s": self.output_tokens_per_s,
+            "longest_pause_ms": self.longest_pause_ms,
             "meets_slo": self.meets_slo,
         }
 
@@ -102,6 +111,7 @@ class CapacityLevel:
             requests_per_s=float_or_none(data.get("requests_per_s")),
             output_tokens_per_s=float_or_none(data.get("output_tokens_per_s")),
             meets_slo=bool(data.get("meets_slo")),
+            longest_pause_ms=float_or_none(data.get("longest_pause_ms")),
         )
 
 
@@ -125,10 +135,16 @@ class CapacityRecord:
     workload: Workload | None = None
     #: Whether the server reused the shared lesson (None: not measured).
     prefix_cache: PrefixCache | None = None
+    #: The client's own event-loop stalls while it searched (None: not measured).
+    client: ClientLag | None = None
+    #: How much longer than the server's its first-token times may read because of those
+    #: stalls, when they could have moved a level's p90 past its margin (JSON
+    #: ``client.may_read_longer_ms``; None: they could not).
+    may_read_longer_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The capacity command's object plus ``verdict`` and ``class_size`` (and
-        ``prefix_cache`` when the search measured it)."""
+        ``prefix_cache`` and ``client`` when the search measured them)."""
         found = {
             "slo": self.slo.to_json(),
             "levels": [lv.to_json() for lv in self.levels],
@@ -145,6 +161,11 @@ class CapacityRecord:
         }
         if self.prefix_cache is not None:
             found["prefix_cache"] = self.prefix_cache.to_json()
+        if self.client is not None:
+            found["client"] = {
+                **self.client.to_json(),
+                "may_read_longer_ms": _rounded(self.may_read_longer_ms),
+            }
         return found
 
     @classmethod
@@ -163,4 +184,12 @@ class CapacityRecord:
             class_size=int_or_none(data.get("class_size")),
             workload=Workload.from_json(data.get("workload")),
             prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
+            client=ClientLag.from_json(data.get("client")),
+            may_read_longer_ms=float_or_none(
+                mapping_or_empty(data.get("client")).get("may_read_longer_ms")
+            ),
         )
+
+
+def _rounded(ms: float | None) -> float | None:
+    return None if ms is None else round(ms, 1)

@@ -100,7 +100,9 @@ class CapacityForm(Form):
 
         Called from the search's thread; the message line is one widget value.
         """
-        self.message.value = html.escape(progress.text())
+        from ..probe.text.capacity_text import progress_text
+
+        self.message.value = html.escape(progress_text(progress))
 
     def _preset_chosen(self, change: dict[str, Any]) -> None:
         if change["new"] is not None:

@@ -26,6 +26,8 @@ from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_capacity
 from lmreg_nb.probe.load.fixed import run_load
+from lmreg_nb.probe.text.capacity_text import format_capacity, verdict
+from lmreg_nb.probe.text.plots import capacity_figure
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 
 pytestmark = pytest.mark.timeout(90)
@@ -43,6 +45,7 @@ LEVEL_KEYS = {
     "latency_ms",
     "requests_per_s",
     "output_tokens_per_s",
+    "longest_pause_ms",
     "meets_slo",
 }
 
@@ -87,7 +90,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert seen == [lv.concurrency for lv in result.levels]
     assert result.meets(cap.concurrency) and not result.meets(2 * slots)
     out = result.to_json()
-    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload", "client"}
     assert set(out["capacity"]) == {
         "concurrency",
         "requests_per_s",
@@ -96,7 +99,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     }
     assert all(set(level) == LEVEL_KEYS for level in out["levels"])
     assert [lv["concurrency"] for lv in out["levels"]] == sorted(seen)
-    sentence = result.verdict(class_size=40)
+    sentence = verdict(result, class_size=40)
     above = min(c for c in seen if c > cap.concurrency)
     assert re.search(
         rf"^The model serves {cap.concurrency} chats at once within the SLO \(first token p90"
@@ -105,7 +108,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     ), sentence
     assert "A class of 40 needs more: 40 students asking at once about a " in sentence
     again = CapacityResult.from_json(json.loads(json.dumps(out)))
-    assert again.capacity == cap and again.verdict(40) == sentence
+    assert again.capacity == cap and verdict(again, 40) == sentence
 
 
 @pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
@@ -117,8 +120,8 @@ def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> N
     # Every level meets the SLO, but throughput stopped rising at the 2 slots.
     assert result.capacity.concurrency == 4
     assert result.capacity.limited_by == "saturation" and result.saturation == 2
-    assert "Throughput stops rising past 2 chats at once" in result.verdict()
-    fig = result.figure()
+    assert "Throughput stops rising past 2 chats at once" in verdict(result)
+    fig = capacity_figure(result)
     assert [ax.get_title() for ax in fig.axes[:3]] == [
         "Time to first token",
         "Inter-token latency",
@@ -133,7 +136,7 @@ def test_an_endpoint_failing_alone_has_capacity_0_and_the_reason(plain: str) -> 
     )
     assert [lv.concurrency for lv in result.levels] == [1]
     assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
-    sentence = result.verdict(class_size=20)
+    sentence = verdict(result, class_size=20)
     assert "serves no chat" in sentence and "status 500" in sentence
     assert KEY not in json.dumps(result.to_json()) + sentence
 
@@ -144,7 +147,7 @@ def test_a_server_cutting_streams_is_named_with_the_fix(plain: str) -> None:
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "cut-streams"
     assert result.cut_streams > 0
-    sentence = result.verdict()
+    sentence = verdict(result)
     assert "interrupt_requests" in sentence and "--interrupt_requests False" in sentence
     assert "OLLAMA_NUM_PARALLEL" in sentence
 
@@ -161,7 +164,7 @@ def test_no_usage_says_tokens_are_counted_from_chunks(plain: str) -> None:
     result = find_capacity(Target(_url(plain, "no-usage"), KEY, "m"), max_concurrency=1, plan=FAST)
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "max-concurrency"
-    assert "token figures are counted from chunks" in result.verdict()
+    assert "token figures are counted from chunks" in verdict(result)
     assert result.levels[0].output_tokens_per_s == pytest.approx(
         result.levels[0].requests_per_s * TOKENS, rel=1e-3
     )
@@ -208,7 +211,11 @@ def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
     # Every request that ended was cut (one still running at the level's end is not counted).
     assert level.errors_by_kind == {"cut stream": level.requests - level.unfinished}
     assert "closed mid-reply after 3 chunks" in level.first_error
-    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "cut-streams"
+    # Alone, no new request cut them: failed requests, never "cut off by new requests".
+    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
+    text = format_capacity(result)
+    assert "limited by failed requests" in text and "new requests" not in text
+    assert "Replies ended early even with one chat at a time" in text
 
 
 def _refusing_server(accept: int, stop: threading.Event) -> tuple[str, threading.Thread]:
@@ -251,8 +258,14 @@ def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
         stop.set()
         thread.join(5)
     assert time.monotonic() - started < 15
-    assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
-    assert result.levels[0].errors == result.levels[0].requests > 0
+    # A reset reads as refused ("closed the connection at once") or, when the reset comes
+    # after the request was written, as a connection closed before answering: the search
+    # stops either way, before any level or after its first one.
+    assert result.capacity.concurrency == 0
+    assert result.capacity.limited_by in ("unreachable", "errors")
+    assert len(result.levels) <= 1
+    if result.levels:
+        assert result.levels[0].errors == result.levels[0].requests > 0
 
 
 def test_the_search_stops_within_its_budget(plain: str) -> None:
@@ -267,7 +280,7 @@ def test_the_search_stops_within_its_budget(plain: str) -> None:
     assert result.stopped == "time" and result.capacity.limited_by == "time"
     assert [lv.concurrency for lv in result.levels] == [1]
     assert elapsed < 2.0 + 1.0, elapsed  # the budget and some slack: the warm-up is inside
-    assert "time limit" in result.verdict()
+    assert "time limit" in verdict(result)
 
 
 def test_the_default_search_is_bounded_to_about_two_minutes() -> None:
@@ -293,7 +306,7 @@ def test_ctrl_c_returns_what_was_measured_so_far(plain: str) -> None:
     assert result.stopped == "interrupted"
     assert 2 <= len(result.levels) < 7
     assert result.capacity.limited_by == "interrupted"
-    assert "interrupted" in result.verdict()
+    assert "interrupted" in verdict(result)
 
 
 def test_bad_arguments_are_one_line_errors(plain: str) -> None:
@@ -317,7 +330,13 @@ def test_cli_json_and_exit_codes(plain: str) -> None:
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)
     assert out["need"] == 2 and out["capacity"]["concurrency"] == 2
-    assert out["slo"] == {"ttft_ms": 1000.0, "itl_ms": 150.0, "max_error_rate": 0.01}
+    assert out["slo"] == {
+        "ttft_ms": 1000.0,
+        "itl_ms": 150.0,
+        "pause_ms": 2000.0,
+        "max_error_rate": 0.01,
+    }
+    assert set(out["client"]) == {"stalls", "worst_stall_ms", "stalled_share", "may_read_longer_ms"}
     assert KEY not in ok.output
 
     failed = CliRunner().invoke(

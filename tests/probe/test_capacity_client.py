@@ -78,6 +78,7 @@ def test_capacity_over_https_and_an_untrusted_certificate(
             trusted = find_capacity(Target(_url(base), KEY, "m"), max_concurrency=2, plan=FAST)
         finally:
             tls_context.cache_clear()
-    assert untrusted.capacity.concurrency == 0 and untrusted.capacity.limited_by == "errors"
-    assert "certificate" in untrusted.levels[0].first_error.lower()
+    # Every request refused alike, before any level: the checks' own sentence says why.
+    assert untrusted.capacity.concurrency == 0 and untrusted.capacity.limited_by == "unreachable"
+    assert untrusted.levels == [] and "certificate" in untrusted.unreachable.lower()
     assert trusted.capacity.concurrency == 2 and trusted.levels[0].errors == 0

@@ -46,3 +46,14 @@ def test_results_never_import_their_presentation() -> None:
     graph = _graph("probe")
     for module in RESULTS:
         assert not (_reaches(graph, module) & PRESENTATION), module
+
+
+def test_the_capacity_search_returns_results_and_imports_no_words() -> None:
+    # The search and its driver return typed results and progress events; the CLI and the
+    # onboarding render them through probe/text (issue 40): no chain, lazy imports included.
+    import grimp
+
+    graph = grimp.build_graph("lmreg_nb", exclude_type_checking_imports=False, cache_dir=None)
+    for module in ("lmreg_nb.probe.load.capacity", "lmreg_nb.probe.load.search"):
+        chain = graph.find_shortest_chain(importer=module, imported="lmreg_nb.probe.text")
+        assert not graph.chain_exists(module, "lmreg_nb.probe.text", as_packages=True), chain

@@ -20,6 +20,8 @@ from lmreg_nb.cli import main
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_capacity, margin_level
 from lmreg_nb.probe.load.levels import Level
 from lmreg_nb.probe.target import Target
+from lmreg_nb.probe.text.capacity_text import verdict
+from lmreg_nb.probe.text.plots import capacity_figure
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
 
 pytestmark = pytest.mark.timeout(90)
@@ -59,14 +61,14 @@ def test_a_need_that_is_met_measures_it_then_the_margin_and_stops(plain: str) ->
     assert seen == [4, 6]
     cap = result.capacity
     assert cap.limited_by == "need-met" and cap.concurrency == 6 and result.meets(4)
-    sentence = result.verdict(class_size=4)
+    sentence = verdict(result, class_size=4)
     # One number: capacity.concurrency, the largest level measured within the SLO (issue 40).
     assert sentence.startswith("The model serves 6 chats at once within the SLO (first token p90")
     assert "4 chats" not in sentence.split(".")[0] and "still did" not in sentence
     assert "That is enough for a class of 4: 4 students asking at once about a " in sentence
     # The record keeps the JSON of the contract; read back, the verdict is the same.
     again = CapacityResult.from_json(json.loads(json.dumps(result.to_json())))
-    assert again.capacity == cap and again.verdict(4) == sentence
+    assert again.capacity == cap and verdict(again, 4) == sentence
 
 
 def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_stderr(
@@ -75,7 +77,7 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
     ok = CliRunner().invoke(main, ["capacity", "--json", "--need", "3"], env=_env(plain))
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)  # stdout is the one JSON object: no progress in it
-    assert set(out) == {"slo", "levels", "capacity", "need", "workload"}
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload", "client"}
     assert [lv["concurrency"] for lv in out["levels"]] == [3, 5]
     assert out["capacity"]["limited_by"] == "need-met" and out["capacity"]["concurrency"] == 5
     assert ok.stderr == ""  # --json: nothing else either
@@ -125,9 +127,9 @@ def test_a_need_not_met_searches_below_it_and_says_what_was_measured(plain: str)
     )
     assert seen == [8, 4, 2, 1]
     assert result.capacity.concurrency == 0 and result.capacity.limited_by == "errors"
-    assert "serves no chat" in result.verdict(
-        8
-    ) and "A class of 8 needs more: 8 students asking" in result.verdict(8)
+    assert "serves no chat" in verdict(
+        result, 8
+    ) and "A class of 8 needs more: 8 students asking" in verdict(result, 8)
 
 
 def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
@@ -139,14 +141,14 @@ def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
         elapsed = time.monotonic() - started
         assert elapsed < 2.0 + 1.0, elapsed
         assert result.levels == [] and result.capacity.limited_by == "time"
-        assert result.verdict(40).startswith(
+        assert verdict(result, 40).startswith(
             "Nothing was measured: the model did not answer a first request within 2 s."
         )
         # With a short request timeout the warm-up gives up at it, well inside the budget.
         started = time.monotonic()
         result = find_capacity(Target(url, KEY, "m", timeout=1), budget_s=60)
         assert time.monotonic() - started < 1.0 + 1.0
-        assert result.capacity.limited_by == "time" and "within 1 s" in result.verdict()
+        assert result.capacity.limited_by == "time" and "within 1 s" in verdict(result)
 
 
 def _level(c: int, p90: float, ok: bool, **kw: object) -> Level:
@@ -163,7 +165,7 @@ def _level(c: int, p90: float, ok: bool, **kw: object) -> Level:
 
 def test_the_verdict_says_how_close_the_top_level_came_to_the_slo() -> None:
     near = CapacityResult(SLO(), [_level(40, 1940, True), _level(60, 3100, False)], need=40)
-    sentence = near.verdict(40)
+    sentence = verdict(near, 40)
     assert sentence.startswith(
         "The model serves 40 chats at once within the SLO (first token p90 1.94 s of 2 s);"
         " at 60 it did not (first token p90 3.1 s)."
@@ -172,7 +174,7 @@ def test_the_verdict_says_how_close_the_top_level_came_to_the_slo() -> None:
         "Little room is left: at 40 chats at once the first token p90 is already 97 %" in sentence
     )
     far = CapacityResult(SLO(), [_level(40, 600, True), _level(60, 900, True)], need=40)
-    sentence = far.verdict(40)
+    sentence = verdict(far, 40)
     # The one capacity number, capacity.concurrency (60), never the class asked for (40).
     assert sentence.startswith(
         "The model serves 60 chats at once within the SLO (first token p90 900 ms of 2 s),"
@@ -186,7 +188,7 @@ def test_the_verdict_in_chinese() -> None:
     result = CapacityResult(SLO(), [_level(40, 600, True), _level(60, 1900, True)], need=40)
     i18n.set_language("zh-CN")
     try:
-        sentence = result.verdict(40)
+        sentence = verdict(result, 40)
     finally:
         i18n.set_language("en")
     assert "40" in sentence and "60" in sentence and "1.9 秒" in sentence
@@ -195,7 +197,7 @@ def test_the_verdict_in_chinese() -> None:
 
 def test_the_chart_shows_only_the_levels_measured_also_when_none_was_served() -> None:
     result = CapacityResult(SLO(), [_level(40, 600, True), _level(60, 900, True)], need=40)
-    fig = result.figure()
+    fig = capacity_figure(result)
     assert [list(ax.get_xticks()) for ax in fig.axes[:3]] == [[40, 60]] * 3
     failed = CapacityResult(SLO(), [Level(1, requests=3, errors=3, failed="errors")])
-    failed.figure().savefig("/dev/null", format="png")  # no "cannot be log-scaled"
+    capacity_figure(failed).savefig("/dev/null", format="png")  # no "cannot be log-scaled"

@@ -9,6 +9,7 @@ import pytest
 from lmreg_nb import i18n
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult
 from lmreg_nb.probe.load.levels import Level
+from lmreg_nb.probe.text.capacity_text import verdict
 
 
 @pytest.fixture(autouse=True)
@@ -27,14 +28,14 @@ def _served_with_margin() -> CapacityResult:
 
 def test_chinese_sentences_have_no_space_between_them() -> None:
     i18n.set_language("zh-CN")
-    verdict = _served_with_margin().verdict(4)
-    assert verdict.count("。") >= 2, verdict  # several sentences, as the demo prints
-    assert "。 " not in verdict, verdict
+    said = verdict(_served_with_margin(), 4)
+    assert said.count("。") >= 2, said  # several sentences, as the demo prints
+    assert "。 " not in said, said
 
 
 def test_english_sentences_keep_their_space() -> None:
-    verdict = _served_with_margin().verdict(4)
-    assert ". " in verdict and ".." not in verdict, verdict
+    said = verdict(_served_with_margin(), 4)
+    assert ". " in said and ".." not in said, said
 
 
 def test_sentences_join_by_their_punctuation() -> None:

@@ -18,7 +18,7 @@ import pytest
 from lmreg_nb.probe.load.level_run import run_level
 from lmreg_nb.probe.load.levels import SLO, Level, LevelPlan, Sample
 from lmreg_nb.probe.load.metrics import percentile
-from lmreg_nb.probe.load.settle import Tally, rank_bounds, settled
+from lmreg_nb.probe.load.settle import Measure, Tally, rank_bounds, settled
 from lmreg_nb.probe.load.warmup import warm_up
 from lmreg_nb.probe.wire.exchange import Exchange, Target
 
@@ -277,3 +277,102 @@ def test_the_warm_up_ends_at_the_first_token_and_gives_up_at_its_bound() -> None
     # Headers and then silence: not answered, and given up at the bound.
     answered, elapsed = asyncio.run(warm(lambda n: (None, 0.0), 0.3))
     assert not answered and 0.3 <= elapsed < 1.0
+
+
+def test_the_pace_is_settled_as_its_p90_would_be_judged_whatever_the_unknown_do() -> None:
+    # First tokens all fast; the replies' pace (1.0 fast, 3.0 slow against 2.0): "inside"
+    # and "outside" hold however the unknown turn out, as for the first token.
+    rule = {"floor": 1, "most": 10_000, "max_error_rate": 0.5}
+    for fast, slow, unknown in itertools.product(range(41), range(10), range(6)):
+        total = fast + slow + unknown
+        pace = Measure(fast, slow, unknown, certain=slow)
+        verdict = settled(Tally(fast=total, finished=fast + slow, pace=pace), **rule)
+        if verdict is None:
+            continue
+        for turned_slow in range(unknown + 1):
+            times = [1.0] * (fast + unknown - turned_slow) + [3.0] * (slow + turned_slow)
+            assert ((percentile(times, 90) or 0.0) <= 2.0) == verdict, (fast, slow, unknown)
+
+
+def test_only_whole_replies_are_fast_at_reading_pace() -> None:
+    rule = {"floor": 2, "most": 100, "max_error_rate": 0.01}
+    first_tokens_only = Tally(fast=30, finished=22, pace=Measure(0, 0, 30))
+    assert settled(first_tokens_only, **rule) is None  # 30 first tokens say nothing of pace
+    whole = Tally(fast=30, finished=30, pace=Measure(30, 0, 0), pause=Measure(30, 0, 0))
+    assert settled(whole, **rule) is True
+    # A pace the replies have shown to be too slow settles "outside" before the floor,
+    # once every chat has shown it; before that, not.
+    slow = Tally(fast=40, pace=Measure(0, 40, 0))
+    assert settled(slow, **{**rule, "floor": 80}, chats=40) is None
+    assert settled(Tally(fast=40, pace=Measure(0, 40, 0), shown=40), **rule, chats=40) is False
+    # Pauses already too long are certain: enough of them settle before anything ends.
+    paused = Tally(fast=40, pause=Measure(0, 30, 10, certain=30))
+    assert settled(paused, floor=80, most=100, max_error_rate=0.01) is False
+
+
+class PacedConnection:
+    """An in-process chat streaming ``tokens`` content tokens ``itl_s`` apart, its first at
+    once; ``freeze_s`` of silence after the first (a fake whose time is real)."""
+
+    def __init__(self, tokens: int, itl_s: float, freeze_s: float = 0.0) -> None:
+        self.tokens, self.itl_s, self.freeze_s = tokens, itl_s, freeze_s
+        self.current: Exchange | None = None
+
+    async def send(self) -> Exchange:
+        ex = self.current = Exchange(stream_requested=True)
+        ex.t_begin = ex.t_start = time.perf_counter()
+        for i in range(self.tokens):
+            await asyncio.sleep(0.002 if i == 0 else self.itl_s + (self.freeze_s if i == 1 else 0))
+            ex.times.append(time.perf_counter())
+            ex.pieces.append("字")
+        ex.streamed, ex.done, ex.finish = True, True, "stop"
+        ex.usage = {"completion_tokens": self.tokens}
+        ex.t_end = time.perf_counter()
+        return ex
+
+    def close(self) -> None:
+        pass
+
+
+def _paced_level(conn: Callable[[], PacedConnection], c: int, plan: LevelPlan) -> tuple:
+    async def measure() -> tuple:
+        started = time.perf_counter()
+        level = await run_level(
+            TARGET, b"{}", c, SLO(itl_ms=150), plan, connect=lambda target, payload: conn()
+        )
+        return level, time.perf_counter() - started
+
+    return asyncio.run(measure())
+
+
+def test_a_server_decoding_too_slowly_to_read_is_outside_once_every_chat_showed_it() -> None:
+    # A token every 300 ms, 200 tokens a reply (a minute): no reply ends within the level.
+    plan = LevelPlan(max_seconds=20)
+    level, elapsed = _paced_level(lambda: PacedConnection(200, 0.3), 8, plan)
+    assert not level.meets_slo and level.failed == "itl"
+    assert 250 <= level.itl_ms["p90"] <= 400  # judged on what the replies streamed so far
+    assert elapsed < 6, elapsed  # about PACE_SEEN_S, not the 20 s cap
+
+
+def test_a_reply_frozen_after_its_first_token_is_a_stalled_reply() -> None:
+    plan = LevelPlan(max_seconds=20)
+    level, elapsed = _paced_level(lambda: PacedConnection(20, 0.02, freeze_s=8.0), 4, plan)
+    assert not level.meets_slo and level.failed == "errors"
+    assert level.stalled == level.errors == 4 and level.paced == 0
+    assert elapsed < 6, elapsed  # the pause over 2 s is certain: no need to wait out 8 s
+
+
+def test_a_reply_at_reading_pace_is_within_only_once_whole() -> None:
+    plan = LevelPlan(max_seconds=20, max_requests=24)
+    level, _ = _paced_level(lambda: PacedConnection(10, 0.05), 4, plan)
+    assert level.meets_slo, level
+    assert level.paced >= 22 and 40 <= level.itl_ms["p90"] <= 120
+    assert level.longest_pause_ms is not None and level.longest_pause_ms < 2000
+
+
+def test_a_level_with_no_time_between_tokens_measured_is_not_within() -> None:
+    # One token per reply (a whole answer in one chunk): fast, but its pace never shows.
+    plan = LevelPlan(max_seconds=5, max_requests=24)
+    level, _ = _paced_level(lambda: PacedConnection(1, 0.0), 2, plan)
+    assert level.paced == 0 and level.itl_ms["p90"] is None
+    assert not level.meets_slo and level.failed == "itl"

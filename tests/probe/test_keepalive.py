@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from keepalive_peers import PIECES, keepalive_peer
+from keepalive_peers import DROP_DELAY_S, PIECES, keepalive_peer
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity
@@ -136,3 +136,38 @@ def test_a_byte_level_tokenizer_sizes_the_lesson_in_its_own_tokens() -> None:
     assert not work.scale.estimate
     assert 2.5 <= work.scale.tokens(1000) / 1000 <= 3.5
     assert 600 * 0.8 <= 3 * len(work.lesson) <= 600 * 1.2  # the lesson: 600 of its tokens
+
+
+def test_a_chat_dropped_on_a_reused_connection_is_resent_once_and_keeps_its_start() -> None:
+    # The server reads each reused connection's chat, works DROP_DELAY_S on it, then drops
+    # it without a byte. 8 chats once made 15 requests, and the resent chats read 20 ms.
+    with keepalive_peer("drop-reused") as peer:
+        replies, conn = _in_turn(peer.url, 8)
+    assert all(ex.ok for ex in replies)
+    assert peer.received == 9 and conn.resent == 1  # one resend taught it not to reuse
+    resent = [ex for ex in replies if ex.resent]
+    assert len(resent) == 1
+    # Every figure from the first try's start: the server's half second is in it.
+    assert (resent[0].ttft or 0) >= DROP_DELAY_S
+    assert all((ex.ttft or 1) < DROP_DELAY_S for ex in replies if not ex.resent)
+
+
+def test_the_load_test_says_how_many_chats_were_sent_twice() -> None:
+    from lmreg_nb.probe.report import _load_row
+    from lmreg_nb.probe.text.checks import worded
+
+    with keepalive_peer("drop-reused") as peer:
+        result = asyncio.run(run_load(Target(peer.url, KEY, "m"), 8, 1, max_duration=30))
+    assert len(result.rows) == 8 and not any(r["error"] for r in result.rows)
+    assert result.resent == 1 and peer.received == 9
+    assert max(r["ttft_ms"] for r in result.rows) >= DROP_DELAY_S * 1000
+    row = worded(_load_row(result, 8, 30))
+    assert "1 request was sent twice" in row.detail
+
+
+def test_an_interim_100_continue_before_the_answer_is_skipped() -> None:
+    with keepalive_peer("continue-100") as peer:
+        result = asyncio.run(run_load(Target(peer.url, KEY, "m", timeout=2), 6, 2, max_duration=20))
+        replies, _conn = _in_turn(peer.url, 3)
+    assert [r["error"] for r in result.rows] == [None] * 6
+    assert all(ex.ok and ex.status == 200 for ex in replies)

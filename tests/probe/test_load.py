@@ -29,6 +29,7 @@ SUMMARY = {
     "latency_ms",
     "requests_per_s",
     "output_tokens_per_s",
+    "client",  # the client's own stalls while the load test ran
 }
 
 
@@ -36,6 +37,7 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     report = check_endpoint(Target(mock.url(), mock.key, mock.model), requests=24, concurrency=6)
     s = report.summary.to_json()
     assert set(s) == SUMMARY and report.summary.load_test
+    assert set(s["client"]) == {"stalls", "worst_stall_ms", "stalled_share"}
     assert all(set(s[k]) == PCT for k in ("ttft_ms", "first_answer_ms", "itl_ms", "latency_ms"))
     assert s["requests"] == 24 and s["errors"] == 0
     # The mock cannot answer before its schedule: measured times are at least the knobs

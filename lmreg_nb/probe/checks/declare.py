@@ -193,6 +193,9 @@ class Declared:
     owners: Mapping[str, Owner] = field(default_factory=dict)
     #: Pieces of its details that vary on their own: fact name -> variant -> words.
     parts: Mapping[str, Mapping[str, Words]] = field(default_factory=dict)
+    #: Sentences said after the detail, whatever the cause, when their fact (a count) is
+    #: above 0: fact name -> words (``count`` names that fact).
+    notes: Mapping[str, Words] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Declared once, found by name (the words of an outcome read back from a record).

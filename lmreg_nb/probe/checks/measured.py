@@ -25,10 +25,14 @@ def judge_load(
     local_limit: bool,
     cut_streams: int,
     too_long: bool = False,
+    resent: int = 0,
+    disbelieved: int = 0,
 ) -> Check:
     """The load test: every request answered, or how many failed and why. ``too_long``:
     every failure is how a server answers a prompt over its window, and the
-    context-window check saw one refused: the lesson is too long, not a matter of load."""
+    context-window check saw one refused: the lesson is too long, not a matter of load.
+    ``resent``: chats sent twice (a kept-alive connection closed under them);
+    ``disbelieved``: replies whose usage.completion_tokens was not believed."""
     facts: dict[str, Fact] = {
         "head": "deadline" if done < requests else "all",
         "done": done,
@@ -36,6 +40,8 @@ def judge_load(
         "c": concurrency,
         "seconds": f"{seconds:.1f}",
         "deadline": f"{deadline:g}",
+        "resent": resent,
+        "disbelieved": disbelieved,
     }
     if not errors:
         return LOAD_TEST.passed(**facts)
@@ -106,6 +112,27 @@ LOAD_TEST = Declared(
                 )
             ),
         },
+    },
+    notes={
+        "resent": Words(
+            *Nn_(
+                "{resent} request was sent twice: the server closed a kept-alive connection "
+                "under it, and did its work twice.",
+                "{resent} requests were sent twice: the server closed kept-alive connections "
+                "under them, and did their work twice.",
+            ),
+            count="resent",
+        ),
+        "disbelieved": Words(
+            *Nn_(
+                "{disbelieved} reply claimed more tokens in usage.completion_tokens than four "
+                "per chunk it streamed: not believed, its tokens are counted from its chunks.",
+                "{disbelieved} replies claimed more tokens in usage.completion_tokens than four "
+                "per chunk they streamed: not believed, their tokens are counted from their "
+                "chunks.",
+            ),
+            count="disbelieved",
+        ),
     },
 )
 

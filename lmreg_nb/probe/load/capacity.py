@@ -2,8 +2,13 @@
 
 ```python
 result = find_capacity(Target.from_settings(settings), slo=SLO(ttft_ms=2000), need=40)
-result.capacity.concurrency; result.verdict(class_size=40); result.figure()
+result.capacity.concurrency; result.to_json()
+verdict(result, class_size=40); capacity_figure(result)  # lmreg_nb.probe.text: its words
 ```
+
+The search returns typed results and reports progress events (:class:`Progress`);
+it imports no words: the caller renders them (:mod:`lmreg_nb.probe.text.capacity_text`,
+:mod:`lmreg_nb.probe.text.plots`).
 
 The search measures closed-loop levels (:mod:`lmreg_nb.probe.load.levels`), each
 until its verdict is settled. With ``need`` (a class size N) it answers the
@@ -17,8 +22,10 @@ last level that met it and the first that did not.
 
 One warm-up request comes first, shared by all levels and inside the time
 budget (``budget_s``, which bounds the whole search). ``limited_by`` says what
-stops the server from serving more: ``"ttft"``, ``"itl"``, ``"errors"``,
-``"cut-streams"`` (the first level over capacity broke that part of the SLO),
+stops the server from serving more: ``"ttft"``, ``"itl"`` (the time between
+tokens, or none measured), ``"pause"`` (the longest pause in a reply),
+``"errors"`` (stalled replies included), ``"cut-streams"`` (the first level over
+capacity broke that part of the SLO),
 ``"saturation"`` (every level met the SLO but throughput had stopped rising
 while latency kept rising), ``"max-concurrency"``, ``"need-met"``, or
 ``"time"`` / ``"interrupted"`` when the search did not finish.
@@ -29,21 +36,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from ...errors import ValidationError
 from ...i18n import _
 from ...secret import mask_text
 from ..blocking import current_interrupt, interruptible
+from ..loop_lag import LoopLag
 from ..target import Target
+from .busy import level_skew
 from .capacity_result import Capacity, CapacityFindings, saturation_point
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
 from .workload import WorkloadSpec, check_workload
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-    from pandas import DataFrame
 
 __all__ = [
     "SLO",
@@ -63,33 +67,16 @@ __all__ = [
 #: The search stops starting levels after this many seconds (well under 3 minutes).
 BUDGET_S = 120.0
 #: A class's default SLO: first token p90 under 2 s, time between tokens p90 at most
-#: 150 ms (reading pace: about 7 Chinese characters a second), at most 1 % errors.
-DEFAULT_SLO = SLO(itl_ms=150.0)
+#: 150 ms (reading pace: about 7 Chinese characters a second), no pause in a reply
+#: longer than 2 s (p90), at most 1 % errors.
+DEFAULT_SLO = SLO(itl_ms=150.0, pause_ms=2000.0)
 DEFAULT_WORKLOAD = WorkloadSpec()
 DEFAULT_PLAN = LevelPlan()
 
 
 @dataclass(repr=False, eq=False)
 class CapacityResult(CapacityFindings):
-    """The levels measured, the capacity found, and the words and pictures for them."""
-
-    def verdict(self, class_size: int | None = None) -> str:
-        """One sentence: how many chats at once, within which SLO, and enough for a class?"""
-        from ..text.capacity_text import verdict
-
-        return verdict(self, class_size)
-
-    def table(self) -> DataFrame:
-        """The levels as a table (one row per concurrency)."""
-        from ..text.capacity_text import table
-
-        return table(self)
-
-    def figure(self) -> Figure:
-        """TTFT and ITL p90 against concurrency (SLO line, knee marked), and throughput."""
-        from ..text.plots import capacity_figure
-
-        return capacity_figure(self)
+    """The levels measured and the capacity found (their words: :mod:`lmreg_nb.probe.text`)."""
 
     def __repr__(self) -> str:
         cap = self.capacity
@@ -104,6 +91,8 @@ def _check(slo: SLO, max_concurrency: int, need: int | None, budget_s: float) ->
         raise ValidationError("slo.ttft_ms", _("must be between 0 and 600000 ms"))
     if slo.itl_ms is not None and not 0 < slo.itl_ms <= 60_000:
         raise ValidationError("slo.itl_ms", _("must be between 0 and 60000 ms"))
+    if slo.pause_ms is not None and not 0 < slo.pause_ms <= 600_000:
+        raise ValidationError("slo.pause_ms", _("must be between 0 and 600000 ms"))
     if not 0 <= slo.max_error_rate < 1:
         raise ValidationError("slo.max_error_rate", _("must be at least 0 and below 1"))
     if not 1 <= max_concurrency <= 1024:
@@ -158,12 +147,16 @@ async def find_capacity_async(
     if interrupt is not None:
         interrupt.attach()
         search.interrupted = interrupt.fired
-    try:
-        await run_search(search, target, plan, budget_s, workload)
-    except asyncio.CancelledError:
-        if not search.interrupted.is_set():
-            raise
-        result.stopped = "interrupted"
+    async with LoopLag() as lag:  # the client checks itself the whole search long
+        try:
+            await run_search(search, target, plan, budget_s, workload)
+        except asyncio.CancelledError:
+            if not search.interrupted.is_set():
+                raise
+            result.stopped = "interrupted"
+    result.client = client = lag.result()
+    for level in result.levels:
+        level.skew = level_skew(client, level.spans(), slo.ttft_ms, slo.pause_ms)
     secret = target.api_key
     for level in result.levels:  # a server may echo the key in an error
         level.first_error = mask_text(level.first_error, [secret])

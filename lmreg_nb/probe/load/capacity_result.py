@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from ...summary.capacity import CapacityRecord
+from ...summary.client import ClientLag
 from ...summary.workload import PrefixCache, Workload
+from .busy import Skew
 from .levels import SLO, Level
 
 __all__ = ["Capacity", "CapacityFindings", "saturation_point"]
@@ -23,7 +25,7 @@ __all__ = ["Capacity", "CapacityFindings", "saturation_point"]
 _FLAT = 1.1
 _STEP = 1.25
 #: The failures a level can be judged by (what ``limited_by`` names of the first one over).
-_FAILURES = ("ttft", "itl", "errors", "cut-streams")
+_FAILURES = ("ttft", "itl", "pause", "errors", "cut-streams")
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,29 @@ class CapacityFindings:
     levels: list[Level] = field(default_factory=list)
     need: int | None = None
     max_concurrency: int = 64
-    stopped: str | None = None  # "time" or "interrupted" when the search did not finish
+    #: "time", "interrupted" or "unreachable" when the search did not finish.
+    stopped: str | None = None
+    #: Why the model could not be reached (the checks' sentence), when ``stopped`` says so.
+    unreachable: str = ""
     #: Seconds the warm-up request waited without a reply (then no level was measured).
     no_reply_s: float | None = None
     #: What each chat sent (the class workload: docs/reference.md); None: not known (an old record).
     workload: Workload | None = None
     #: Whether the server reused the shared lesson (lesson workload only).
     prefix_cache: PrefixCache | None = None
+    #: The client's own event-loop stalls over the whole search (None: not measured).
+    client: ClientLag | None = None
+    #: Read back from a record: the levels' skew, whose samples the record does not keep.
+    recorded_skew: Skew | None = None
+
+    @property
+    def skew(self) -> Skew:
+        """What the client's stalls could have done to the levels' figures (all levels)."""
+        found = self.recorded_skew or Skew()
+        for level in self.levels:
+            if level.skew is not None:
+                found += level.skew
+        return found
 
     @property
     def capacity(self) -> Capacity:
@@ -61,6 +79,8 @@ class CapacityFindings:
         over = [lv for lv in levels if not lv.meets_slo and lv.concurrency > _c(best)]
         if self.need_met and self.stopped != "interrupted":
             limited = "need-met"
+        elif self.stopped == "unreachable":
+            limited = "unreachable"
         elif over:
             limited = over[0].failed or "errors"
         elif self.stopped:
@@ -113,15 +133,19 @@ class CapacityFindings:
             class_size=class_size,
             workload=self.workload,
             prefix_cache=self.prefix_cache,
+            client=self.client,
+            may_read_longer_ms=self.skew.worst_ms if self.skew.moved else None,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's object: ``{"slo", "levels", "capacity", "need", "workload"}``.
+        """The contract's object: ``{"slo", "levels", "capacity", "need", "workload",
+        "client"}`` (``client`` when the client's stalls were measured).
 
         The prefix-cache finding is in the verdict and the record, not here.
         """
         found = self.record().to_json()
-        return {key: found[key] for key in ("slo", "levels", "capacity", "need", "workload")}
+        keys = ("slo", "levels", "capacity", "need", "workload", "client")
+        return {key: found[key] for key in keys if key in found}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
@@ -129,7 +153,7 @@ class CapacityFindings:
         slo = data.get("slo") or {}
         levels = [Level.from_json(lv) for lv in data.get("levels") or []]
         limited = (data.get("capacity") or {}).get("limited_by")
-        stopped = limited if limited in ("time", "interrupted") else None
+        stopped = limited if limited in ("time", "interrupted", "unreachable") else None
         for lv in levels:
             if not lv.meets_slo and limited in _FAILURES:
                 lv.failed = limited  # what the first level over capacity broke
@@ -138,13 +162,18 @@ class CapacityFindings:
                 ttft_ms=float(slo.get("ttft_ms", 2000.0)),
                 itl_ms=slo.get("itl_ms"),
                 max_error_rate=float(slo.get("max_error_rate", 0.01)),
+                pause_ms=slo.get("pause_ms"),
             ),
             levels,
             need=data.get("need"),
             stopped=stopped,
             workload=Workload.from_json(data.get("workload")),
             prefix_cache=PrefixCache.from_json(data.get("prefix_cache")),
+            client=ClientLag.from_json(data.get("client")),
         )
+        longer = CapacityRecord.from_json(data).may_read_longer_ms
+        if longer is not None:
+            result.recorded_skew = Skew(0, longer, True)
         return result
 
 

@@ -8,6 +8,12 @@ the overall deadline passes. Requests still running at the deadline are cancelle
 and counted as errors of kind ``"deadline"``; requests never started are not
 counted. Figures of the summary (TTFT, ITL, latency, throughput) are over the
 successful requests; ``errors`` counts the others, by kind in ``errors_by_kind``.
+
+The client checks itself (:class:`~lmreg_nb.probe.loop_lag.LoopLag`): each row says
+how long the toolkit's own loop stalled while it waited for that request's first
+token (``client_stall_ms``) and whether a stall overlapped it at all
+(``client_stalled``); the summary carries the stalls (``client``) and
+:attr:`LoadResult.skew` whether they could have moved the first-token p90.
 """
 
 from __future__ import annotations
@@ -22,11 +28,14 @@ from typing import Any
 
 from ...i18n import _
 from ...summary import Percentiles
+from ...summary.client import ClientLag
 from ...summary.performance import Performance
+from ..loop_lag import LoopLag
 from ..target import Target
 from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
-from .levels import CUT, cut_kind, run_workers
+from .busy import Skew, skew
+from .levels import CUT, TOO_LONG, cut_kind, run_workers
 from .metrics import percentiles, request_metrics
 from .workload import ClassWorkload
 
@@ -44,6 +53,28 @@ class LoadResult:
     gaps_ms: list[float] = field(default_factory=list)
     duration_s: float = 0.0
     concurrency: int = 1
+    #: The client's own event-loop stalls during the load test (None: not measured).
+    client: ClientLag | None = None
+
+    @property
+    def skew(self) -> Skew:
+        """Whether the client's stalls could have moved the first-token p90 (rows marked)."""
+        pairs = [
+            (r["ttft_ms"], r.get("client_stall_ms") or 0.0)
+            for r in self.rows
+            if r["ok"] and r["ttft_ms"] is not None
+        ]
+        return skew(pairs)
+
+    @property
+    def resent(self) -> int:
+        """Requests sent twice (the server closed a kept-alive connection under them)."""
+        return sum(1 for r in self.rows if r.get("resent"))
+
+    @property
+    def usage_disbelieved(self) -> int:
+        """Replies whose usage.completion_tokens was more than their chunks could carry."""
+        return sum(1 for r in self.rows if r.get("usage_disbelieved"))
 
     @property
     def cut_streams(self) -> int:
@@ -90,6 +121,7 @@ class LoadResult:
             requests_per_s=round(len(good) / duration, 3) if duration > 0 else None,
             output_tokens_per_s=round(tokens / duration, 3) if duration > 0 else None,
             load_test=load_test,
+            client=self.client,
         )
 
 
@@ -125,9 +157,14 @@ async def run_load(
     if workload is not None:
         run.connect = workload.connect
     try:
-        await run.run(concurrency)
+        async with LoopLag() as lag:  # the client checks itself while it measures
+            await run.run(concurrency)
     finally:
         bar.close()
+    result.client = client = lag.result()
+    for row, (t_start, t_first, t_end) in zip(result.rows, run.spans, strict=True):
+        row["client_stall_ms"] = round(client.stalled_ms(t_start, t_first or t_end), 3)
+        row["client_stalled"] = client.overlaps(t_start, t_end)
     _soft_cuts(result.rows)
     ends = [r["end_s"] for r in result.rows]
     result.duration_s = max(ends) if ends else time.perf_counter() - run.start
@@ -147,6 +184,8 @@ class _LoadRun:
     max_duration: float
     start: float = field(default_factory=time.perf_counter)
     connect: Callable[[Target, bytes], ChatConnection] = ChatConnection
+    #: (sent, first token, end) of each row, in the rows' order (perf_counter seconds).
+    spans: list[tuple[float, float | None, float]] = field(default_factory=list)
 
     async def run(self, concurrency: int) -> None:
         """``concurrency`` workers until the requests are sent or the time is up."""
@@ -164,10 +203,12 @@ class _LoadRun:
                 try:
                     ex = await conn.send()
                 except asyncio.CancelledError:
-                    end_s = time.perf_counter() - self.start
-                    self.result.rows.append(_deadline_row(index, t0 - self.start, end_s))
+                    now = time.perf_counter()
+                    self.result.rows.append(_deadline_row(index, t0 - self.start, now - self.start))
+                    self.spans.append((t0, None, now))
                     raise
                 self.result.rows.append(_row(ex, index, self.start))
+                self.spans.append((ex.t_start, ex.times[0] if ex.times else None, ex.t_end))
                 if ex.ok:
                     self.result.gaps_ms.extend(g * 1000 for g in ex.gaps)
                 self.bar.update(1)
@@ -181,7 +222,11 @@ def _row(ex: Exchange, index: int, start: float) -> dict[str, Any]:
     row["cut"] = cut_kind(ex)
     if row["cut"] == "closed" or (row["cut"] == "done" and not ex.ok):
         row["ok"], row["error"] = False, CUT
+    elif ex.failure == TOO_LONG:
+        row["error"] = TOO_LONG
     row["finish"] = ex.finish is not None
+    row["resent"] = ex.resent
+    row["usage_disbelieved"] = ex.usage_disbelieved
     row["request"] = index
     row["start_s"] = round(ex.t_start - start, 6)
     row["end_s"] = round(ex.t_end - start, 6)
@@ -223,12 +268,15 @@ def _deadline_row(index: int, start_s: float, end_s: float) -> dict[str, Any]:
         "itl_mean_ms": None,
         "itl_p50_ms": None,
         "itl_p90_ms": None,
+        "longest_pause_ms": None,
         "output_tokens": 0,
         "tokens_source": "chunks",
         "chunks": 0,
         "tokens_per_s": None,
         "cut": None,
         "finish": False,
+        "resent": False,
+        "usage_disbelieved": False,
         "request": index,
         "start_s": round(start_s, 6),
         "end_s": round(end_s, 6),

@@ -5,8 +5,9 @@ ends a level is :mod:`lmreg_nb.probe.load.settle`'s. Here: the workers (one chat
 each, sending its next request when the previous one ends), a look at the
 requests every ``TICK_S`` to end the level as soon as its verdict is settled
 (or at its ceiling or time cap), and the requests still running then, cut and
-counted by what is known of them: their first token, or that they had waited
-past the SLO without one.
+judged on what they streamed so far (:func:`~lmreg_nb.probe.load.samples.cut_sample`):
+their first token, their pace and longest pause so far, or that they had waited
+past the SLO without one, or stalled after their first token.
 """
 
 from __future__ import annotations
@@ -23,10 +24,22 @@ from ..target import Target
 from ..wire.exchange import Exchange
 from ..wire.reasons import LOCAL_LIMIT
 from ..wire.stream_client import ChatConnection
-from .levels import CUT, SLO, Level, LevelPlan, Sample, judge, to_sample
-from .settle import Tally, settled
+from .levels import CUT, SLO, Level, LevelPlan, Sample, cut_sample, judge, to_sample
+from .samples import PACE_SEEN_S
+from .settle import Measure, Tally, settled
 
 __all__ = ["PROGRESS_EVERY_S", "TICK_S", "Connection", "run_level"]
+
+
+def _classify(counts: list[int], slow: bool, *, certain: bool) -> None:
+    """Count one request in flight in a figure (``[fast, slow, unknown, certain]``): slow
+    when its figure so far is over the limit, else unknown (only a whole reply is fast)."""
+    if slow:
+        counts[1] += 1
+        counts[3] += certain
+    else:
+        counts[2] += 1
+
 
 #: How often a running level looks at its requests (to end it), and reports its progress.
 TICK_S = 0.02
@@ -57,6 +70,7 @@ async def run_level(
     _cut_soft(run.samples, finish_seen)
     duration = now - run.start
     level = Level.measured(concurrency, run.samples, duration, duration)
+    level.started = run.start
     judge(level, slo)
     return level
 
@@ -74,7 +88,15 @@ def _cut_soft(samples: list[Sample], finish_seen: bool) -> None:
         for i, sample in enumerate(samples):
             if sample.soft_cut:
                 detail = _("[DONE] with no finish_reason")
-                samples[i] = Sample(False, CUT, detail, end_s=sample.end_s, turn_s=sample.turn_s)
+                samples[i] = Sample(
+                    False,
+                    CUT,
+                    detail,
+                    end_s=sample.end_s,
+                    turn_s=sample.turn_s,
+                    due_s=sample.due_s,
+                    resent=sample.resent,
+                )
 
 
 class Connection(Protocol):
@@ -87,9 +109,19 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-def _first_token(conn: Connection) -> float | None:
-    ex = conn.current
-    return ex.times[0] if ex is not None and ex.times else None
+class _Counts:
+    """One figure's finished requests: fast, slow (all certain: a finished one is final)."""
+
+    def __init__(self) -> None:
+        self.fast = self.slow = 0
+
+    def add(self, value: float | None, limit: float) -> None:
+        if value is None:
+            return  # not measured on this request (one token): not in this figure's p90
+        if value > limit:
+            self.slow += 1
+        else:
+            self.fast += 1
 
 
 class _LevelRun:
@@ -109,45 +141,82 @@ class _LevelRun:
         self.start = time.perf_counter()
         self.samples: list[Sample] = []
         self.live: dict[int, tuple[float, Connection]] = {}  # worker -> (due, conn)
-        self.fast = self.slow = self.errors = 0  # finished requests, classified
-        self.late = 0  # of the slow, those with a first token past the SLO
+        self.errors = 0  # finished requests that failed
+        self.first = _Counts()  # finished requests by their first token (all slow are late)
+        self.pace, self.pause = _Counts(), _Counts()
+        self.finished_by: set[int] = set()  # workers with a finished request (pace shown)
+        #: Running replies' closed gaps scanned so far: worker -> (exchange, times seen, widest).
+        self.gaps: dict[int, tuple[Exchange | None, int, float]] = {}
         self.wake = asyncio.Event()  # set by a worker at the ceiling
 
-    def _add(self, sample: Sample) -> None:
+    def _add(self, index: int, sample: Sample) -> None:
         self.samples.append(sample)
+        self.finished_by.add(index)
         if not sample.ok:
             self.errors += 1
-        elif self._fast(sample.ttft_ms, sample.itl_ms):
-            self.fast += 1
-        else:
-            self.slow += 1
-            self.late += sample.ttft_ms is not None and sample.ttft_ms > self.slo.ttft_ms
-
-    def _fast(self, ttft_ms: float | None, itl_ms: float | None) -> bool:
+            return
         slo = self.slo
-        if ttft_ms is not None and ttft_ms > slo.ttft_ms:
-            return False
-        return slo.itl_ms is None or itl_ms is None or itl_ms <= slo.itl_ms
+        self.first.add(sample.ttft_ms or 0.0, slo.ttft_ms)
+        if slo.itl_ms is not None:
+            self.pace.add(sample.itl_ms, slo.itl_ms)
+        if slo.pause_ms is not None:
+            self.pause.add(sample.pause_ms, slo.pause_ms)
 
     def tally(self, now: float) -> Tally:
         """The requests so far, those in flight classified by what is known of them."""
-        fast, slow, unknown, late = self.fast, self.slow, 0, self.late
-        limit = self.slo.ttft_ms / 1000
-        for due, conn in self.live.values():
-            first = _first_token(conn)
-            if first is not None:
-                if first - due > limit:
+        slo = self.slo
+        limit = slo.ttft_ms / 1000
+        fast, slow, unknown, late = self.first.fast, self.first.slow, 0, self.first.slow
+        pace = [self.pace.fast, self.pace.slow, 0, self.pace.slow]  # fast, slow, unknown, certain
+        pause = [self.pause.fast, self.pause.slow, 0, self.pause.slow]
+        shown = len(self.finished_by)
+        for index, (due, conn) in self.live.items():
+            ex = conn.current
+            times = ex.times if ex is not None else []  # read in place: it only grows
+            if times:
+                if times[0] - due > limit:
                     slow, late = slow + 1, late + 1
-                elif self.slo.itl_ms is None:
-                    fast += 1
                 else:
-                    unknown += 1  # its ITL is known only at its end
-            elif conn is not None and now - due > limit:
+                    fast += 1
+            elif now - due > limit:
                 slow, late = slow + 1, late + 1  # no first token yet, already past the SLO
             else:
                 unknown += 1
-        finished = len(self.samples)
-        return Tally(fast, slow, unknown, self.errors, finished, late)
+            streaming = bool(times) and now - times[0] >= PACE_SEEN_S
+            pace_slow = pause_slow = False
+            if slo.itl_ms is not None and streaming and len(times) >= 2:
+                pace_slow = (times[-1] - times[0]) / (len(times) - 1) * 1000 > slo.itl_ms
+            if slo.pause_ms is not None and times:
+                pause_slow = self._pause_so_far(index, ex, times, now) > slo.pause_ms
+            if streaming or pause_slow:  # younger: not counted (cut, its first token only)
+                _classify(pace, pace_slow, certain=False)
+                _classify(pause, pause_slow, certain=True)
+                shown += index not in self.finished_by
+        return Tally(
+            fast,
+            slow,
+            unknown,
+            self.errors,
+            len(self.samples),
+            late,
+            pace=Measure(*pace) if slo.itl_ms is not None else None,
+            pause=Measure(*pause) if slo.pause_ms is not None else None,
+            shown=shown,
+        )
+
+    def _pause_so_far(
+        self, index: int, ex: Exchange | None, times: list[float], now: float
+    ) -> float:
+        """A running reply's longest pause so far (ms), the wait since its last token
+        included; its closed gaps are scanned once each (``self.gaps``, by worker), not at
+        every look: a long reply at 128 chats would cost the loop its own lag."""
+        held, seen, widest = self.gaps.get(index, (None, 1, 0.0))
+        if held is not ex:  # a new request of this worker
+            seen, widest = 1, 0.0
+        for i in range(seen, len(times)):
+            widest = max(widest, times[i] - times[i - 1])
+        self.gaps[index] = (ex, len(times), widest)
+        return max(widest, now - times[-1]) * 1000
 
     def done(self, now: float) -> bool:
         """Whether the level ends now: its cap, its ceiling, or a settled verdict."""
@@ -161,21 +230,26 @@ class _LevelRun:
             floor=plan.floor(c),
             most=plan.ceiling(c) + c,
             max_error_rate=self.slo.max_error_rate,
+            chats=c,
         )
         return verdict is not None
 
     def _cut(self, now: float) -> list[Sample]:
-        """The requests in flight at the end, as partial samples (first token, or waiting)."""
+        """The requests in flight at the end, judged on what they streamed so far."""
         cut: list[Sample] = []
-        end_s = now - self.start
+        ttft_s, stall_s = self.slo.ttft_ms / 1000, self.slo.stall_s
         for due, conn in self.live.values():
-            first = _first_token(conn)
-            if first is not None:
-                cut.append(Sample(True, ttft_ms=(first - due) * 1000, end_s=end_s, partial=True))
-            elif conn is not None and (now - due) * 1000 > self.slo.ttft_ms:
-                waited = (now - due) * 1000
-                cut.append(Sample(True, ttft_ms=waited, end_s=end_s, partial=True, waiting=True))
-            # else: not known yet, and not counted (a settled verdict held either way)
+            found = cut_sample(
+                conn.current,
+                due,
+                now,
+                self.start,
+                ttft_s=ttft_s,
+                stall_s=stall_s,
+                pause_ms=self.slo.pause_ms,
+            )
+            if found is not None:  # else: not known yet, and not counted (a settled verdict
+                cut.append(found)  # held either way)
         return cut
 
     async def worker(self, index: int) -> None:
@@ -192,7 +266,7 @@ class _LevelRun:
                     # Out of file descriptors here: the server never saw the request, and
                     # a level judged on it would be a verdict about the model. None is given.
                     raise LmregError(_no_verdict(ex.failure_detail))
-                self._add(to_sample(ex, due, self.start))
+                self._add(index, to_sample(ex, due, self.start))
                 due = ex.t_end  # closed loop: the next request is due when this one ends
             self.wake.set()  # the ceiling: the level ends now
         finally:

@@ -8,20 +8,19 @@ the level's start): time spent in our own queue (a busy event loop, waiting
 for a pooled connection, connecting) counts, as it does for a student
 (vLLM issue #54101 is about benchmarks that hide it).
 
-Per request: TTFT from due to the first content; ITL from the request's own
-decode time, (last content - first content) / (tokens - 1), which stays exact
-when several chunks arrive in one network read (gaps between read times would
-count those as 0 ms apart). Tokens are ``usage.completion_tokens`` when the
-server reports it, else content chunks (``tokens_from_chunks`` says so).
+Per request (:mod:`lmreg_nb.probe.load.samples`): TTFT from due to the first
+content; ITL from the request's own decode time, (last content - first content)
+/ (tokens - 1), which stays exact when several chunks arrive in one network read
+(gaps between read times would count those as 0 ms apart); and its longest pause
+between two content tokens. Tokens are a believable ``usage.completion_tokens``
+when the server reports it, else content chunks (``tokens_from_chunks`` says so).
 
-A level ends as soon as its verdict is settled (:mod:`lmreg_nb.probe.load.settle`:
-enough requests for a p90 clearly inside or outside the SLO, between a floor
-and a ceiling of requests, within a time cap), not after a fixed time; it is
-run by :func:`lmreg_nb.probe.load.level_run.run_level`.
-
-A *cut stream* is one that ended early the way llama.cpp's ``interrupt_requests``
-does it: ``data: [DONE]`` with no ``finish_reason`` (once the server has shown
-it sends one), or the connection closed in the middle of the reply.
+A level is judged on whole replies at reading pace (:func:`judge`): within the
+SLO only when its error rate, first-token p90, time-between-tokens p90 and
+longest-pause p90 are within it, and the time between tokens was measured at
+all; a level with no pace measured is outside ("not measured"), never within.
+It ends as soon as its verdict is settled (:mod:`lmreg_nb.probe.load.settle`),
+not after a fixed time; it is run by :func:`lmreg_nb.probe.load.level_run.run_level`.
 """
 
 from __future__ import annotations
@@ -33,41 +32,57 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...i18n import ngettext
 from ...summary.capacity import CapacityLevel, CapacitySLO, Percentiles
-from ..wire.exchange import Exchange
-from .metrics import decode_itl_ms, percentiles
+from .busy import Skew
+from .metrics import percentile, percentiles
+from .samples import CUT, STALLED, TOO_LONG, Sample, cut_kind, cut_sample, to_sample
 
 __all__ = [
     "CUT",
+    "DEFAULT_PAUSE_MS",
     "SLO",
+    "STALLED",
+    "TOO_LONG",
     "Level",
     "LevelPlan",
     "Sample",
     "cut_kind",
+    "cut_sample",
     "judge",
     "run_workers",
     "to_sample",
 ]
 
-#: The error kind of a cut stream.
-CUT = "cut stream"
+#: The longest pause in the middle of an answer a student waits through (ms).
+DEFAULT_PAUSE_MS = 2000.0
 
 
 @dataclass(frozen=True)
 class SLO:
-    """What "served" means: first token p90 (ms), optionally inter-token p90, error rate."""
+    """What "served" means: first token p90 (ms), optionally time between tokens p90 and
+    longest pause p90 (ms; None: not held to it), and the error rate."""
 
     ttft_ms: float = 2000.0
     itl_ms: float | None = None
     max_error_rate: float = 0.01
+    pause_ms: float | None = DEFAULT_PAUSE_MS
+
+    @property
+    def paced(self) -> bool:
+        """Whether the SLO judges the replies' pace (time between tokens or pauses)."""
+        return self.itl_ms is not None or self.pause_ms is not None
+
+    @property
+    def stall_s(self) -> float:
+        """A reply with one token and no second for longer than this is stalled (s)."""
+        return (self.pause_ms or DEFAULT_PAUSE_MS) / 1000
 
     def recorded(self) -> CapacitySLO:
         """The SLO as the summary records it."""
-        return CapacitySLO(self.ttft_ms, self.itl_ms, self.max_error_rate)
+        return CapacitySLO(self.ttft_ms, self.itl_ms, self.max_error_rate, self.pause_ms)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"ttft_ms", "itl_ms", "max_error_rate"}``."""
+        """``{"ttft_ms", "itl_ms", "pause_ms", "max_error_rate"}``."""
         return self.recorded().to_json()
 
 
@@ -98,26 +113,6 @@ class LevelPlan:
         return max(most, self.floor(concurrency))
 
 
-@dataclass(slots=True)
-class Sample:
-    """One request of a level."""
-
-    ok: bool
-    error: str | None = None
-    detail: str = ""
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    latency_ms: float | None = None
-    tokens: int = 0
-    from_chunks: bool = False
-    end_s: float = 0.0  # seconds since the level's start
-    finish: bool = False  # the server sent a finish_reason
-    soft_cut: bool = False  # [DONE] with no finish_reason: cut, if the server sends them
-    partial: bool = False  # still running when the level ended: only its first token counts
-    turn_s: float = 0.0  # a finished request: seconds from when it was due to its end
-    waiting: bool = False  # partial, with no first token yet: ttft_ms is how long it had waited
-
-
 @dataclass
 class Level:
     """The figures of one concurrency level and whether they meet the SLO."""
@@ -131,19 +126,47 @@ class Level:
     requests_per_s: float | None = None
     output_tokens_per_s: float | None = None
     meets_slo: bool = False
-    failed: str | None = None  # what broke the SLO: "ttft", "itl", "errors", "cut-streams"
+    #: What broke the SLO: "errors", "cut-streams", "ttft", "itl", "pause" (None: met).
+    failed: str | None = None
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     first_error: str = ""  # "kind: detail" of the first failed request
     tokens_from_chunks: bool = False  # some token counts are chunk counts (no usage sent)
     finish_seen: bool = False  # some reply carried a finish_reason
     duration_s: float = 0.0
-    unfinished: int = 0  # requests cut when the level ended (their first token counted)
+    unfinished: int = 0  # requests cut when the level ended (judged on what they streamed)
     waiting: int = 0  # of those, requests still without a first token, past the SLO
+    #: p90 over the replies of each one's longest pause between two content tokens (ms).
+    longest_pause_ms: float | None = None
+    paced: int = 0  # replies whose time between tokens was measured (two tokens or more)
+    usage_disbelieved: int = 0  # replies whose usage.completion_tokens was not believed
+    resent: int = 0  # requests sent twice (the server closed a kept-alive connection)
+    #: The requests themselves (not recorded): to mark those the client's stalls overlap.
+    samples: list[Sample] = field(default_factory=list, repr=False, compare=False)
+    started: float = 0.0  # when the level started (perf_counter; not recorded)
+    #: What the client's own stalls could have done to its figures (None: not measured).
+    skew: Skew | None = None
+
+    def spans(self) -> list[tuple[float, float | None, float | None, float]]:
+        """(due, first token, longest pause in ms, end) of each successful request, in
+        perf_counter seconds: what the client's stalls are held against."""
+        found: list[tuple[float, float | None, float | None, float]] = []
+        for s in self.samples:
+            if not s.ok:
+                continue
+            due = self.started + s.due_s
+            first = None if s.ttft_ms is None or s.waiting else due + s.ttft_ms / 1000
+            found.append((due, first, s.pause_ms, self.started + s.end_s))
+        return found
 
     @property
     def cut_streams(self) -> int:
         """Requests whose stream was cut."""
         return self.errors_by_kind.get(CUT, 0)
+
+    @property
+    def stalled(self) -> int:
+        """Replies that sent one token and then none for longer than a student waits."""
+        return self.errors_by_kind.get(STALLED, 0)
 
     @classmethod
     def measured(
@@ -159,8 +182,9 @@ class Level:
         request ends before the first replies) and by the requests cut at the
         end. Without turns (samples made elsewhere): the requests that ended
         within ``window_s`` (or ``duration_s``) over it. A request cut when the
-        level ended (``partial``) counts in ``requests`` and its first token in
-        the TTFT figures, not in latency, ITL or the rates.
+        level ended (``partial``) counts in ``requests``, its first token in the
+        TTFT figures and its pace so far in the ITL and pause figures, not in
+        latency or the rates.
         """
         good = [s for s in samples if s.ok]
         whole = [s for s in good if not s.partial]
@@ -195,6 +219,11 @@ class Level:
             duration_s=round(duration_s, 3),
             unfinished=sum(1 for s in samples if s.partial),
             waiting=sum(1 for s in samples if s.waiting),
+            longest_pause_ms=_p90([s.pause_ms for s in good if s.pause_ms is not None]),
+            paced=sum(1 for s in good if s.paced),
+            usage_disbelieved=sum(1 for s in samples if s.usage_disbelieved),
+            resent=sum(1 for s in samples if s.resent),
+            samples=list(samples),
         )
 
     def recorded(self) -> CapacityLevel:
@@ -209,6 +238,7 @@ class Level:
             requests_per_s=self.requests_per_s,
             output_tokens_per_s=self.output_tokens_per_s,
             meets_slo=self.meets_slo,
+            longest_pause_ms=self.longest_pause_ms,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -228,77 +258,38 @@ class Level:
             requests_per_s=data.get("requests_per_s"),
             output_tokens_per_s=data.get("output_tokens_per_s"),
             meets_slo=bool(data.get("meets_slo")),
+            longest_pause_ms=data.get("longest_pause_ms"),
         )
+
+
+def _p90(values: list[float]) -> float | None:
+    found = percentile(values, 90)
+    return None if found is None else round(found, 3)
 
 
 def judge(level: Level, slo: SLO) -> None:
-    """Set ``meets_slo`` and ``failed``: errors first, then TTFT p90, then ITL p90."""
+    """Set ``meets_slo`` and ``failed``: errors, then first token, then the replies' pace.
+
+    Errors first (``"cut-streams"`` when most are cut streams with other chats in
+    flight: alone, nothing cut them but the server), then TTFT p90, then pace: with an
+    ITL or pause limit, a level whose time between tokens was not measured on any reply
+    is outside (``"itl"``, or ``"pause"`` without an ITL limit, with no figure), then
+    ITL p90, then the longest pause p90.
+    """
     failed: str | None = None
     if not level.requests or level.errors / level.requests > slo.max_error_rate:
-        cut = level.requests and level.cut_streams * 2 >= level.errors
+        cut = level.concurrency > 1 and level.requests and level.cut_streams * 2 >= level.errors
         failed = "cut-streams" if cut else "errors"
     elif (level.ttft_ms.get("p90") or 0.0) > slo.ttft_ms:
         failed = "ttft"
+    elif slo.paced and not level.paced:
+        failed = "itl" if slo.itl_ms is not None else "pause"  # not measured: never "met"
     elif slo.itl_ms is not None and (level.itl_ms.get("p90") or 0.0) > slo.itl_ms:
         failed = "itl"
+    elif slo.pause_ms is not None and (level.longest_pause_ms or 0.0) > slo.pause_ms:
+        failed = "pause"
     level.failed = failed
     level.meets_slo = failed is None
-
-
-def cut_kind(ex: Exchange) -> str | None:
-    """``"closed"``: the connection closed mid-reply; ``"done"``: [DONE] with no finish_reason.
-
-    ``"done"`` is a cut only for a server that sends finish_reason otherwise.
-    """
-    if not ex.streamed:
-        return None
-    if ex.failure == "transport" and ex.pieces:
-        return "closed"
-    if ex.done and ex.finish is None and not ex.error_events:
-        return "done"
-    return None
-
-
-def to_sample(ex: Exchange, due: float, start: float) -> Sample:
-    """One finished request as a sample; cut streams named (see the module docstring)."""
-    end_s, turn_s = ex.t_end - start, ex.t_end - due
-    cut = cut_kind(ex)
-    if cut == "closed" or (cut == "done" and not ex.ok):  # the latter: cut before any content
-        return Sample(False, CUT, _cut_detail(ex), end_s=end_s, turn_s=turn_s)
-    soft_cut = cut == "done"
-    if not ex.ok:
-        return Sample(False, ex.failure, ex.failure_detail, end_s=end_s, turn_s=turn_s)
-    times = ex.times
-    tokens, source = ex.output_tokens
-    return Sample(
-        True,
-        ttft_ms=(times[0] - due) * 1000 if times else None,
-        itl_ms=decode_itl_ms(ex),
-        latency_ms=(ex.t_end - due) * 1000,
-        tokens=tokens,
-        from_chunks=source == "chunks",
-        end_s=end_s,
-        finish=ex.finish is not None,
-        soft_cut=soft_cut,
-        turn_s=turn_s,
-    )
-
-
-def _cut_detail(ex: Exchange) -> str:
-    n = len(ex.pieces)
-    if ex.failure == "transport":
-        text = ngettext(
-            "the connection closed mid-reply after {n} chunk",
-            "the connection closed mid-reply after {n} chunks",
-            n,
-        )
-    else:
-        text = ngettext(
-            "[DONE] with no finish_reason after {n} chunk",
-            "[DONE] with no finish_reason after {n} chunks",
-            n,
-        )
-    return text.format(n=n)
 
 
 async def run_workers(workers: list[Coroutine[Any, Any, None]], timeout: float) -> float:

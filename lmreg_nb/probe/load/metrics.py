@@ -14,13 +14,18 @@ Definitions (all in milliseconds, from the client's side):
   when several chunks arrive in one network read (their gaps read as 0 ms,
   which made a pooled median of gaps fall to ~0 on a busy machine). A load
   test's ITL percentiles are over these per-request values;
-- output tokens: ``usage.completion_tokens`` when the server reports it,
-  otherwise the number of content chunks (``tokens_source`` says which);
+- longest pause: a reply's longest gap between two content tokens (what a
+  student waits in the middle of an answer); for a reply still running, the wait
+  since its last token counts as a gap too;
+- output tokens: ``usage.completion_tokens`` when the server reports a believable
+  one (at most four tokens per chunk received), otherwise the number of content
+  chunks (``tokens_source`` says which). SSE comments (``: ping``) are no tokens;
 - tokens/s: output tokens divided by the latency.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +34,7 @@ from ..wire.exchange import Exchange
 
 __all__ = [
     "decode_itl_ms",
+    "longest_pause_ms",
     "percentile",
     "percentiles",
     "request_metrics",
@@ -77,6 +83,7 @@ def request_metrics(ex: Exchange) -> dict[str, Any]:
         "itl_mean_ms": _round(decode_itl_ms(ex)),
         "itl_p50_ms": _round(percentile(gaps, 50)),
         "itl_p90_ms": _round(percentile(gaps, 90)),
+        "longest_pause_ms": _round(longest_pause_ms(ex.times)),
         "output_tokens": tokens,
         "tokens_source": source,
         "chunks": len(ex.pieces),
@@ -93,6 +100,15 @@ def decode_itl_ms(ex: Exchange) -> float | None:
     if len(times) < 2 or count < 2:
         return None
     return (times[-1] - times[0]) / (count - 1) * 1000
+
+
+def longest_pause_ms(times: Sequence[float], now: float | None = None) -> float | None:
+    """The longest gap between two content tokens (ms); ``now``: the reply still runs, and
+    the wait since its last token counts. None: fewer than two tokens and no ``now``."""
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    if now is not None and times:
+        gaps.append(max(0.0, now - times[-1]))
+    return max(gaps) * 1000 if gaps else None
 
 
 def _round(value: float | None) -> float | None:

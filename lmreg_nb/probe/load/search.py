@@ -25,7 +25,7 @@ from .workload import ClassWorkload, WorkloadSpec, prepare_workload
 if TYPE_CHECKING:
     from .capacity_result import CapacityFindings as CapacityResult
 
-__all__ = ["Progress", "Search", "margin_level", "run_search"]
+__all__ = ["Progress", "Search", "margin_level", "refusal", "run_search"]
 
 #: No level starts with less than this left of the budget (it could say nothing).
 _MIN_LEVEL_S = 1.0
@@ -36,19 +36,14 @@ class Progress:
     """Where the search is, for a display: the warm-up, a level running, or a level done.
 
     ``concurrency`` 0 is the warm-up; ``requests`` the level's requests finished
-    so far; ``level`` the measured level once it is done.
+    so far; ``level`` the measured level once it is done. Its words:
+    :func:`lmreg_nb.probe.text.capacity_text.progress_text`.
     """
 
     concurrency: int = 0
     requests: int = 0
     level: Level | None = None
     slo: SLO | None = None
-
-    def text(self) -> str:
-        """One line for a person (the warm-up, the level and its requests so far, or its end)."""
-        from ..text.capacity_text import progress_text
-
-        return progress_text(self)
 
 
 def margin_level(need: int, top: int) -> int:
@@ -101,6 +96,10 @@ async def run_search(
     # The warm-up (calibration included) waits no longer than a request may for its answer.
     bound = min(target.timeout, budget_s)
     work = await prepare_workload(target, spec, bound)
+    if work.refused:  # nothing to measure: the checks' one sentence says why
+        result.stopped, result.unreachable = "unreachable", work.refused
+        result.workload = work.info()
+        return
     if work.silent:
         result.stopped, result.no_reply_s = "time", bound
         result.workload = work.info()
@@ -130,6 +129,8 @@ async def _run(
 
     async def measure(c: int) -> Level | None:
         nonlocal finish_seen, last
+        if result.stopped == "unreachable":
+            return None
         if search.interrupted.is_set():  # Ctrl-C before the loop could be told
             result.stopped = "interrupted"
             return None
@@ -160,12 +161,25 @@ async def _run(
         finish_seen = finish_seen or level.finish_seen
         search.add(level)
         last = level
+        refused = refusal(level)
+        if refused:  # every request refused alike: more levels would only say it again
+            result.stopped, result.unreachable = "unreachable", refused
         return level
 
     if result.need is None:
         await _knee(measure, result.max_concurrency)
     else:
         await _need(measure, result.need, result.max_concurrency)
+
+
+def refusal(level: Level) -> str:
+    """Why every request of ``level`` was refused before reaching a server, when all were
+    refused for one reason ("": some got further)."""
+    seen = {(s.error, s.detail) for s in level.samples}
+    if len(seen) != 1 or level.errors != level.requests or not level.requests:
+        return ""
+    kind, detail = seen.pop()
+    return detail if kind in ("connect", "transport") else ""  # never an answer: refused
 
 
 async def _need(measure: Measure, need: int, top: int) -> None:

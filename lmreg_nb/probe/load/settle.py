@@ -1,44 +1,58 @@
 """When a capacity level may end: its verdict is settled, so more requests would not change it.
 
-The rule, for one level of C chats in a closed loop. Each request is
-classified as soon as that is known:
+The rule, for one level of C chats in a closed loop. The SLO holds several
+figures, each a p90 over the level's requests: the first token (TTFT), and when
+the SLO judges the replies' pace, the time between tokens (ITL) and the longest
+pause in a reply. For each figure, each request is classified as soon as that
+is known:
 
-- *fast*: its first token came within the SLO (and, when the SLO has an ITL
-  limit, it finished with its inter-token p90 within it);
-- *slow*: its first token came later, or it has waited longer than the SLO
-  and still has none (it can only be slow now), or its ITL was over the limit;
-- *unknown*: still waiting for its first token, not yet past the SLO (or
-  streaming, when the SLO has an ITL limit);
-- an *error* (failed, cut): judged apart, by its share against ``max_error_rate``.
+- *fast*: within the limit. For the pace and the pause only a whole reply is
+  ever fast: a class is served only on replies seen to the end;
+- *slow*: over the limit. *Certain* when nothing later can change it: a first
+  token past the SLO (or none yet and already past it), a finished reply's pace
+  or pause over the limit, a pause already longer than the limit in a reply still
+  running (a pause only grows). A running reply whose pace so far, after
+  ``PACE_SEEN_S`` of streaming, is over the limit is slow but not certain: that
+  is how it is judged if the level ends now (:mod:`lmreg_nb.probe.load.samples`);
+- *unknown*: not known yet (a running reply younger than ``PACE_SEEN_S`` is not
+  counted in the pace and the pause at all: cut then, it is judged on its first
+  token only);
+- an *error* (failed, cut, stalled): judged apart, by its share against
+  ``max_error_rate``.
 
-The level meets the SLO when its first-token p90 is within it, i.e. when
-fewer than 10 % of its requests are slow. With ``m`` requests, the number of
-them faster than the true p90 is Binomial(m, 0.9); so, whatever the
-distribution of the times, the k-th fastest request is an upper bound of the
-true p90 with probability ``P(B <= k - 1)``, and the j-th fastest a lower bound
-with probability ``P(B >= j)`` (distribution-free order-statistic bounds, as
-for a median's confidence interval). With ``confidence`` = 0.9:
+A figure is within the SLO when its p90 is, i.e. when fewer than 10 % of its
+requests are slow. With ``m`` requests, the number of them faster than the
+true p90 is Binomial(m, 0.9); so, whatever the distribution of the times, the
+k-th fastest request is an upper bound of the true p90 with probability
+``P(B <= k - 1)``, and the j-th fastest a lower bound with probability
+``P(B >= j)`` (distribution-free order-statistic bounds, as for a median's
+confidence interval). With ``confidence`` = 0.9:
 
-- **clearly inside**: the upper bound is fast even when every unknown request
-  is counted as slow (at least k fast requests). With no slow request at all
-  that takes 22 requests; it never happens by luck of a few;
-- **clearly outside**: the lower bound is slow even when every unknown request
-  is counted as fast (fewer than j fast-or-unknown), or the errors so far
-  already exceed ``max_error_rate`` of the most requests the level can count;
-- **certainly outside**, before the floor too: more requests late (a first token past
-  the SLO, or none yet and already past it) or failed than the most requests the
-  level can count could ever outweigh, ``(10 % + max_error_rate) x most + 2`` (the 2
-  for the interpolated p90). A lesson's first burst on a queue-bound server settles
-  there seconds after the SLO instead of after two requests per chat;
+- **clearly inside**: for every figure, the upper bound is fast even when every
+  unknown request is counted as slow (at least k fast requests). With no slow
+  request at all that takes 22 requests; it never happens by luck of a few;
+- **clearly outside**: for one figure, the lower bound is slow even when every
+  unknown request is counted as fast (fewer than j fast-or-unknown), or the
+  errors so far already exceed ``max_error_rate`` of the most requests the level
+  can count;
+- **certainly outside**, before the floor too: for one figure, more requests
+  certainly slow or failed than the most requests the level can count could ever
+  outweigh, ``(10 % + max_error_rate) x most + 2`` (the 2 for the interpolated
+  p90). A lesson's first burst on a queue-bound server settles there seconds
+  after the SLO instead of after two requests per chat;
 - never before the **floor** (``requests_per_worker`` finished per chat: each
   chat's second request was due when its first ended, so the level is seen
-  past its first burst), and the level always ends at the **ceiling** of
-  finished requests or its **time cap**, where the data decide as they are.
+  past its first burst); except that the pace and the pause may be judged
+  clearly outside once every chat has *shown* its pace (a reply finished, or
+  streaming for ``PACE_SEEN_S``, or already paused too long): a server that
+  decodes too slowly for reading shows it long before its first replies end.
+  The level always ends at the **ceiling** of finished requests or its **time
+  cap**, where the data decide as they are.
 
-A level that is settled "inside" cannot be judged outside by the requests
-that are then cut (they were counted as slow), nor one settled "outside" be
-judged inside. Between the two (a p90 near the SLO) the level runs to its
-ceiling: that is where more requests are worth their time.
+A level that is settled "inside" cannot be judged outside by the requests that
+are then cut (they were counted as slow), nor one settled "outside" be judged
+inside. Between the two (a p90 near the SLO) the level runs to its ceiling:
+that is where more requests are worth their time.
 """
 
 from __future__ import annotations
@@ -47,7 +61,9 @@ import functools
 import math
 from dataclasses import dataclass
 
-__all__ = ["CONFIDENCE", "QUANTILE", "Tally", "rank_bounds", "settled"]
+from .samples import PACE_SEEN_S
+
+__all__ = ["CONFIDENCE", "PACE_SEEN_S", "QUANTILE", "Measure", "Tally", "rank_bounds", "settled"]
 
 #: The percentile the SLO is about (p90) and the confidence of the bounds on it.
 QUANTILE = 0.9
@@ -57,8 +73,27 @@ _EXACT_UP_TO = 1000
 
 
 @dataclass(frozen=True)
+class Measure:
+    """The requests of one figure (the pace, the pause), classified."""
+
+    fast: int = 0
+    slow: int = 0
+    unknown: int = 0
+    certain: int = 0  # of the slow, those nothing later can make fast
+
+    @property
+    def counted(self) -> int:
+        """Requests whose outcome will count in this figure's p90."""
+        return self.fast + self.slow + self.unknown
+
+
+@dataclass(frozen=True)
 class Tally:
-    """A level's requests so far, classified (see the module docstring)."""
+    """A level's requests so far, classified (see the module docstring).
+
+    ``fast``, ``slow``, ``unknown`` and ``late`` (the certain slow) are the first
+    token's; ``pace`` and ``pause`` the replies' (None: the SLO does not judge them).
+    """
 
     fast: int = 0
     slow: int = 0
@@ -68,11 +103,25 @@ class Tally:
     #: Of the slow, those whose first token came past the SLO or that waited past it without
     #: one (slow by their time between tokens alone they are not).
     late: int = 0
+    pace: Measure | None = None
+    pause: Measure | None = None
+    shown: int = 0  # chats that have shown their pace (see the module docstring)
 
     @property
     def counted(self) -> int:
-        """Requests whose outcome will count (all but the errors are in the p90)."""
+        """Requests whose first token will count (all but the errors are in the p90)."""
         return self.fast + self.slow + self.unknown
+
+    @property
+    def ttft(self) -> Measure:
+        """The first token's classification as a :class:`Measure`."""
+        return Measure(self.fast, self.slow, self.unknown, self.late)
+
+    def measures(self) -> list[tuple[str, Measure]]:
+        """Each figure the SLO judges, by name."""
+        found = [("ttft", self.ttft)]
+        found += [(name, m) for name, m in (("pace", self.pace), ("pause", self.pause)) if m]
+        return found
 
 
 @functools.lru_cache(maxsize=2048)
@@ -132,28 +181,36 @@ def settled(
     most: int,
     max_error_rate: float,
     confidence: float = CONFIDENCE,
+    chats: int | None = None,
 ) -> bool | None:
     """True: clearly inside the SLO; False: clearly outside; None: not settled yet.
 
     ``floor``: finished requests before any verdict; ``most``: the most
     requests the level can count (its ceiling and the chats in flight), which
-    bounds how far more requests could dilute the errors so far.
+    bounds how far more requests could dilute the errors so far; ``chats``: the
+    level's concurrency, for the pace shown by every chat.
     """
     if tally.errors > max_error_rate * most:
         return False  # even a level run to its ceiling without another error stays over
-    if tally.late + tally.errors >= (1 - QUANTILE + max_error_rate) * most + 2:
-        # Late or failed beyond what the most requests the level can count could outweigh
-        # (a late request may still fail: either share is then over): certain, floor or not.
-        return False
-    if tally.finished < floor:
+    measures = tally.measures()
+    for _name, m in measures:
+        if m.certain + tally.errors >= (1 - QUANTILE + max_error_rate) * most + 2:
+            # Certainly slow or failed beyond what the most requests the level can count
+            # could outweigh (a slow request may still fail: either share is then over).
+            return False
+    floor_met = tally.finished >= floor
+    shown = chats is not None and tally.shown >= chats
+    for name, m in measures:
+        if not (floor_met or (shown and name != "ttft")) or m.counted == 0:
+            continue
+        j, _k = rank_bounds(m.counted, QUANTILE, confidence)
+        if j >= 1 and m.fast + m.unknown < j:
+            return False
+    if not floor_met or tally.counted == 0:
         return None
-    m = tally.counted
-    if m == 0:
-        return None
-    j, k = rank_bounds(m, QUANTILE, confidence)
-    if j >= 1 and tally.fast + tally.unknown < j:
-        return False
-    errors_within = tally.errors <= max_error_rate * (tally.errors + m)
-    if k <= m and tally.fast >= k and errors_within:
-        return True
-    return None
+    errors_within = tally.errors <= max_error_rate * (tally.errors + tally.counted)
+    for _name, m in measures:
+        k = rank_bounds(m.counted, QUANTILE, confidence)[1] if m.counted else 1
+        if not (k <= m.counted and m.fast >= k):
+            return None
+    return True if errors_within else None

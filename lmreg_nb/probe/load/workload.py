@@ -32,7 +32,7 @@ from ...errors import ValidationError
 from ...i18n import _
 from ...summary.workload import LESSON, SHORT, Workload, WorkloadName
 from ..checks.context_window import DEFAULT_CONTEXT_NEED, MAX_CONTEXT_NEED, ContextFinding
-from ..checks.token_counts import CJK_BOUNDS
+from ..checks.token_counts import CJK_BOUNDS, plausible_prompt_tokens, token_bounds
 from ..target import Target
 from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
@@ -126,6 +126,9 @@ class ClassWorkload:
     students: int = 0
     #: The calibration had no answer at all within its bound (the server is silent).
     silent: bool = False
+    #: Why every calibration request was refused before reaching a server (the checks'
+    #: one sentence: nothing listens there, a name that does not resolve); "" otherwise.
+    refused: str = ""
 
     @property
     def lesson_mode(self) -> bool:
@@ -281,12 +284,15 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
             conn.close()
         if ex.failure == "timeout":
             raise TimeoutError  # no answer within the request timeout: the server is silent
+        refused = ex.failure in ("connect", "transport") and ex.status is None
+        refusals.append(ex.failure_detail if refused else "")
         answered = ex.status is not None and 200 <= ex.status < 300  # one token, maybe thought
         tokens = (ex.usage or {}).get("prompt_tokens") if answered else None
         good = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
         return chars, tokens if good else None
 
     answered = False
+    refusals: list[str] = []
     try:
         async with asyncio.timeout(bound_s):  # one after the other: one slot is enough
             for size in _CALIBRATION:
@@ -294,6 +300,16 @@ async def _calibrate(work: ClassWorkload, target: Target, seed: int, bound_s: fl
                 answered = True
                 if tokens is not None:
                     work.scale.counts[chars] = tokens
+                    # A count no tokenizer gives for this text is not believed at all.
+                    said = SYSTEM_MESSAGE + text[:size]
+                    work.scale.unbelievable |= not plausible_prompt_tokens(tokens, said)
     except TimeoutError:
         pass  # what came back counts; nothing at all: the estimate, one token per character
+    if refusals and len(set(refusals)) == 1:  # each refused, for the same reason
+        work.refused = refusals[0]
+    if work.scale.counts and not work.scale.estimate:
+        # A believable slope with an absurd intercept (characters + 100,000) is no count
+        # either: the chat template's share is at most about the system prompt's size.
+        most = token_bounds(SYSTEM_MESSAGE)[1]
+        work.scale.unbelievable |= not -most <= work.scale.tokens(0) <= most
     return answered

@@ -20,6 +20,7 @@ __all__ = ["level_headers", "level_rows", "levels_text", "limited_by_label"]
 _LIMITS = {
     "ttft": N_("the wait for the first token"),
     "itl": N_("the time between tokens"),
+    "pause": N_("pauses in the middle of replies"),
     "errors": N_("failed requests"),
     "cut-streams": N_("replies cut off by new requests"),
     "saturation": N_("throughput that stops rising"),
@@ -27,6 +28,7 @@ _LIMITS = {
     "need-met": N_("the class size asked for, which it serves; the search stops there"),
     "time": N_("the time limit of the search"),
     "interrupted": N_("an interruption"),
+    "unreachable": N_("a model that cannot be reached"),
 }
 
 

@@ -9,6 +9,7 @@ from ...i18n import sentences as join_sentences
 from ...summary.workload import Workload
 from ..load.levels import SLO, Level
 from ..wire.reasons import kinds_text
+from .load_text import busy_sentence, resent_sentence, usage_sentence
 from .workload_text import prefix_sentence, students_phrase, workload_sentence
 
 if TYPE_CHECKING:
@@ -63,12 +64,22 @@ def _duration(ms: float) -> str:
 
 
 def slo_phrase(slo: SLO) -> str:
-    """``first token p90 under 2 s`` (and the ITL part when the SLO has one)."""
+    """``first token p90 under 2 s`` (and the pace's parts when the SLO has them)."""
+    ttft = _duration(slo.ttft_ms)
+    if slo.itl_ms is None and slo.pause_ms is None:
+        return _("first token p90 under {ttft}").format(ttft=ttft)
+    if slo.pause_ms is None:
+        return _("first token p90 under {ttft} and time between tokens p90 under {itl}").format(
+            ttft=ttft, itl=_duration(slo.itl_ms or 0.0)
+        )
     if slo.itl_ms is None:
-        return _("first token p90 under {ttft}").format(ttft=_duration(slo.ttft_ms))
-    return _("first token p90 under {ttft} and time between tokens p90 under {itl}").format(
-        ttft=_duration(slo.ttft_ms), itl=_duration(slo.itl_ms)
-    )
+        return _("first token p90 under {ttft} and no pause in a reply over {pause}").format(
+            ttft=ttft, pause=_duration(slo.pause_ms)
+        )
+    return _(
+        "first token p90 under {ttft}, time between tokens p90 under {itl} and no pause in a"
+        " reply over {pause}"
+    ).format(ttft=ttft, itl=_duration(slo.itl_ms), pause=_duration(slo.pause_ms))
 
 
 def _got(level: Level, slo: SLO) -> str:
@@ -81,6 +92,17 @@ def _got(level: Level, slo: SLO) -> str:
     return _("first token p90 {got}, time between tokens p90 {itl}").format(
         got=_duration(ttft or 0.0), itl=_duration(itl)
     )
+
+
+def _pace_missed(level: Level) -> str:
+    """Why a level missed the SLO on its replies' pace, in a few words."""
+    if not level.paced:
+        return _("the time between tokens could not be measured: no reply streamed two tokens")
+    if level.failed == "pause":
+        return _("the longest pause in a reply p90 {pause}").format(
+            pause=_duration(level.longest_pause_ms or 0.0)
+        )
+    return _("time between tokens p90 {itl}").format(itl=_duration(level.itl_ms.get("p90") or 0.0))
 
 
 def _figures(level: Level, slo: SLO) -> str:
@@ -106,6 +128,8 @@ def _why(level: Level, slo: SLO) -> str:
     if failed is None:  # read back from a record, which keeps only the first failure's kind
         over = level.requests and level.errors / level.requests > slo.max_error_rate
         failed = "errors" if over or level.ttft_ms.get("p90") is None else "ttft"
+    if failed in ("itl", "pause") and (failed == "pause" or not level.paced):
+        return _pace_missed(level)
     if failed in ("ttft", "itl"):
         return _got(level, slo)
     if failed == "cut-streams":
@@ -242,6 +266,8 @@ def _cut_sentence(result: CapacityResult) -> str | None:
 def _none_served(result: CapacityResult) -> str:
     first = min(result.levels, key=lambda lv: lv.concurrency, default=None)
     slo = slo_phrase(result.slo)
+    if result.stopped == "unreachable":  # the checks' own sentence, nothing else to say
+        return _("The model cannot be reached: {reason}").format(reason=result.unreachable)
     if first is None and result.no_reply_s is not None:
         return _(
             "Nothing was measured: the model did not answer a first request within {seconds} s."
@@ -262,10 +288,10 @@ def _none_served(result: CapacityResult) -> str:
         return _(
             "The model serves no chat with {slo}: even alone, first token p90 was {got}."
         ).format(slo=slo, got=_duration(first.ttft_ms.get("p90") or 0.0))
-    if first.failed == "itl":
-        return _(
-            "The model serves no chat with {slo}: even alone, time between tokens p90 was {got}."
-        ).format(slo=slo, got=_duration(first.itl_ms.get("p90") or 0.0))
+    if first.failed in ("itl", "pause"):
+        return _("The model serves no chat with {slo}: even alone, {why}.").format(
+            slo=slo, why=_pace_missed(first)
+        )
     return ngettext(
         "The model serves no chat: {errors} of {n} request failed, even alone ({error}).",
         "The model serves no chat: {errors} of {n} requests failed, even alone ({error}).",
@@ -295,6 +321,8 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         close = _closeness(top, result.slo)
         if close:
             sentences.append(close)
+    if result.stopped == "unreachable":
+        return join_sentences(sentences)
     if class_size is not None and (cap.concurrency or result.levels):
         sentences.append(_for_class(cap.concurrency, class_size, result.workload))
     elif result.workload is not None and result.levels:
@@ -311,8 +339,13 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
                 knee,
             ).format(n=knee)
         )
-    if result.tokens_from_chunks:
+    disbelieved = usage_sentence(sum(lv.usage_disbelieved for lv in result.levels))
+    if disbelieved:
+        sentences.append(disbelieved)
+    elif result.tokens_from_chunks:
         sentences.append(_("The server sent no usage, so token figures are counted from chunks."))
+    resent = resent_sentence(sum(lv.resent for lv in result.levels))
+    sentences += [note for note in (resent, busy_sentence(result.skew)) if note]
     if result.stopped == "time":
         sentences.append(_("The search reached its time limit before it finished."))
     elif result.stopped == "interrupted":
@@ -396,6 +429,8 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     """Plain text for the CLI: the levels table, the capacity and the verdict."""
     from .capacity_table import levels_text, limited_by_label
 
+    if result.stopped == "unreachable":  # one line, as the checks say it: no table
+        return _("verdict: {text}").format(text=verdict(result, class_size))
     lines = levels_text(result.levels).splitlines()  # the record's columns, in words
     for level in result.levels:
         if level.errors_by_kind:

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ...i18n import _, clauses, ngettext
+from ...i18n import _, clauses, ngettext, sentences
 from ...summary import Check, Fact
 from ..checks.catalog import declared
 from ..checks.declare import COMMON, Declared, Seen, Stage, Words
 from ..target import Target
 
-__all__ = ["detail_of", "judged", "worded"]
+__all__ = ["detail_of", "judged", "note", "worded"]
 
 _FORMATTER = string.Formatter()
 
@@ -60,7 +60,29 @@ def detail_of(check: Check) -> str:
         words = COMMON.get(check.cause)
     if words is None:
         return check.detail
-    return _render(words, found, check.facts, "")
+    detail = _render(words, found, check.facts, "")
+    notes = [
+        _render(note, found, check.facts, "")
+        for fact, note in (found.notes.items() if found is not None else ())
+        if _positive(check.facts.get(fact))
+    ]
+    if not notes:
+        return detail
+    return sentences([_("{text}.").format(text=detail.rstrip(".")), *notes])
+
+
+def note(check: str, fact: str, value: int) -> str | None:
+    """The note ``check`` declares for ``fact`` at ``value`` (None when it is 0, or none is
+    declared): the load test's notes are said of a capacity search too, in the same words."""
+    found = declared(check)
+    words = found.notes.get(fact) if found is not None else None
+    if words is None or not _positive(value):
+        return None
+    return _render(words, found, {fact: value}, "")
+
+
+def _positive(value: Fact) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _message(words: Words, facts: Mapping[str, Fact], scope: str) -> str:

@@ -122,6 +122,7 @@ class Exchange(Reply):
     reads: int = 0  # network reads of the body
     size: int = 0  # bytes of the body read (decoded)
     split_chars: int = 0  # network reads that ended inside a multi-byte UTF-8 character
+    resent: bool = False  # sent twice: the server closed the kept-alive connection under it
 
     @property
     def ok(self) -> bool:

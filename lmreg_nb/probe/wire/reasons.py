@@ -17,10 +17,13 @@ from ...i18n import N_, _, listing
 from ...open_files import open_files_reason
 from ...terminal import snippet
 
-__all__ = ["LOCAL_LIMIT", "kinds_text", "transport_reason"]
+__all__ = ["LOCAL_LIMIT", "TOO_LONG", "kinds_text", "transport_reason"]
 
 #: The error kind of a request this computer could not even send (out of file descriptors).
 LOCAL_LIMIT = "local limit"
+#: The error kind of a reply longer than the client reads (its 4 MiB cap): the client
+#: stopped it, the server did not cut it.
+TOO_LONG = "too long"
 
 #: Error kinds (stable identifiers, kept as they are in JSON) as people read them.
 _KIND_LABELS = {
@@ -31,6 +34,8 @@ _KIND_LABELS = {
     "bad stream": N_("malformed stream"),
     "bad body": N_("malformed reply"),
     "cut stream": N_("cut stream"),
+    "stalled": N_("stalled after the first token"),
+    TOO_LONG: N_("reply over 4 MiB, not read to its end"),
 }
 
 

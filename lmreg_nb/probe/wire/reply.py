@@ -30,10 +30,13 @@ from .shapes import (
     usage_of,
 )
 
-__all__ = ["MAX_TEXT_CHARS", "Reply"]
+__all__ = ["MAX_TEXT_CHARS", "USAGE_PER_CHUNK", "Reply"]
 
 #: The most reply text kept (of the answer, and of the thinking).
 MAX_TEXT_CHARS = 256 * 1024
+#: A streamed ``usage.completion_tokens`` over this many tokens per chunk received is not
+#: believed (a chunk may carry a few tokens; 5 chunks are never 100,000 tokens).
+USAGE_PER_CHUNK = 4
 #: The fields of llama.cpp's ``timings`` that are kept.
 TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
 
@@ -60,6 +63,7 @@ class Reply:
     reasoning_chars: int = 0
     truncated: bool = False  # the answer's text reached MAX_TEXT_CHARS
     chunks_seen: int = 0  # chunks with choices (the first one may be role-only)
+    whole: bool = False  # one body, not a stream: its usage cannot be checked against chunks
     #: When the first chunk came that carried a token but no text yet: ``content: ""``
     #: after the role chunk (vLLM holds back the bytes of a partial character so), or
     #: finish_reason "length" (None: no such chunk).
@@ -100,13 +104,31 @@ class Reply:
 
     @property
     def output_tokens(self) -> tuple[int, str]:
-        """Output tokens and where the number comes from: ``"usage"`` or ``"chunks"``."""
-        usage = self.usage
-        if usage is not None:
-            tokens = usage.get("completion_tokens")
-            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
-                return tokens, "usage"
+        """Output tokens and where the number comes from: ``"usage"`` or ``"chunks"``.
+
+        A streamed usage count over :data:`USAGE_PER_CHUNK` tokens per chunk received
+        (answer and thinking) is not believed (:attr:`usage_disbelieved`): the chunks
+        are counted instead.
+        """
+        tokens = self._usage_tokens()
+        if tokens is not None and not self.usage_disbelieved:
+            return tokens, "usage"
         return len(self.pieces), "chunks"
+
+    @property
+    def usage_disbelieved(self) -> bool:
+        """The stream's ``usage.completion_tokens`` is more than the chunks could carry."""
+        tokens = self._usage_tokens()
+        if tokens is None or self.whole or self.truncated:
+            return False
+        chunks = len(self.times) + len(self.reasoning_times)
+        return tokens > USAGE_PER_CHUNK * max(chunks, 1)
+
+    def _usage_tokens(self) -> int | None:
+        tokens = self.usage.get("completion_tokens") if self.usage is not None else None
+        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+            return tokens
+        return None
 
     def take_data(self, data: str | bytes, now: float) -> str:
         """One ``data:`` payload of a stream ([DONE] or a JSON chunk); the answer text it added."""
@@ -165,6 +187,7 @@ class Reply:
 
     def take_whole(self, obj: Any, now: float) -> str:
         """A whole (non-streamed) reply arriving at once; its answer text."""
+        self.whole = True
         thought = reply_reasoning(obj)
         if thought:
             self._think(thought, now)

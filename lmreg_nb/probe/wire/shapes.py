@@ -27,6 +27,7 @@ from typing import Any
 from ...i18n import _
 
 __all__ = [
+    "MAX_USAGE_COUNT",
     "chunk_delta",
     "chunk_reasoning",
     "chunk_text",
@@ -111,10 +112,29 @@ def finish_reason(obj: Any) -> str | None:
     return reason if isinstance(reason, str) else None
 
 
+#: The largest token count believed in a usage object (a hundred million: ten times the
+#: longest context any model has); a larger or non-finite one reads as missing, so no
+#: figure built on it overflows (a 401-digit count once raised OverflowError).
+MAX_USAGE_COUNT = 100_000_000
+
+
 def usage_of(obj: Any) -> dict[str, Any] | None:
-    """The ``usage`` object of a reply or chunk, when there is a non-empty one."""
+    """The ``usage`` object of a reply or chunk, when there is a non-empty one.
+
+    Its counts are sanitised before anyone does arithmetic with them: a number that is
+    negative, not finite or over :data:`MAX_USAGE_COUNT` is left out, as if not sent.
+    """
     usage = obj.get("usage") if isinstance(obj, dict) else None
-    return usage if isinstance(usage, dict) and usage else None
+    if not isinstance(usage, dict) or not usage:
+        return None
+    return {key: value for key, value in usage.items() if _sane(value)}
+
+
+def _sane(value: Any) -> bool:
+    """A usage field worth keeping: anything but an absurd number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True  # not a number: the readers check the type they need
+    return 0 <= value <= MAX_USAGE_COUNT  # NaN compares false: left out too
 
 
 def completion_tokens(obj: Any) -> int | None:

@@ -1,0 +1,115 @@
+"""Whole replies at reading pace: a class is served only on measured time between tokens.
+
+Four servers whose first token comes at once (20 ms) but whose replies do not come at
+reading pace (tests/pace_peers.py): one decoding a token every 300 ms, one sending a
+token and then only ``: ping`` comments, one sending 5 tokens 1.5 s apart and claiming
+100,000 in usage, one freezing 8 s after its first token. Each once got "serves 60" for
+a class of 40; none serves it, each for its own reason, and each level ends as soon as
+that is certain, not at its time cap. The four run at once, in one loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+from pace_peers import LIMITED_BY, PEERS, pace_server, url
+
+from lmreg_nb.cli import main
+from lmreg_nb.probe import Target
+from lmreg_nb.probe.load.capacity import CapacityResult, find_capacity_async
+from lmreg_nb.probe.text.capacity_text import verdict
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+KEY = "sk-pace-test-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def searched() -> dict[str, tuple[CapacityResult, float]]:
+    """The class's search (--need 40) against each of the four, all at once."""
+
+    async def one(base: str, peer: str) -> tuple[CapacityResult, float]:
+        started = time.perf_counter()
+        found = await find_capacity_async(Target(url(base, peer), KEY, "m", timeout=10), need=40)
+        return found, time.perf_counter() - started
+
+    async def all_four(base: str) -> list[tuple[CapacityResult, float]]:
+        return await asyncio.gather(*(one(base, peer) for peer in PEERS))
+
+    with pace_server() as base:
+        return dict(zip(PEERS, asyncio.run(all_four(base)), strict=True))
+
+
+@pytest.mark.parametrize("peer", PEERS)
+def test_a_server_too_slow_to_read_serves_no_class_and_says_why(
+    searched: dict[str, tuple[CapacityResult, float]], peer: str
+) -> None:
+    result, _seconds = searched[peer]
+    found = result.to_json()
+    assert found["capacity"]["concurrency"] < 40
+    assert found["capacity"]["limited_by"] == LIMITED_BY[peer]
+    assert found["slo"] == {
+        "ttft_ms": 2000.0,
+        "itl_ms": 150.0,
+        "pause_ms": 2000.0,
+        "max_error_rate": 0.01,
+    }
+    assert found["levels"] and not any(lv["meets_slo"] for lv in found["levels"])
+    for level in result.levels:
+        # Settled once certain, a few seconds in; not at the 15 s time cap.
+        assert level.duration_s < 10, (peer, level.concurrency, level.duration_s)
+        # Every first token came at once (a level of stalled replies has none that counts).
+        assert level.ttft_ms["p90"] is None or level.ttft_ms["p90"] < 2000
+        assert "longest_pause_ms" in level.to_json()
+
+
+def test_the_pace_is_measured_on_content_as_it_arrives(
+    searched: dict[str, tuple[CapacityResult, float]],
+) -> None:
+    slow, _ = searched["slow-decode"]
+    lying, _ = searched["usage-lie"]
+    for level in slow.levels:  # judged on the replies still streaming: 300 ms a token
+        assert 250 <= level.itl_ms["p90"] <= 1000 and level.failed == "itl"
+        assert level.longest_pause_ms is not None and level.longest_pause_ms < 2000
+    for level in lying.levels:  # 1.5 s a token, judged before any reply ended
+        assert level.itl_ms["p90"] >= 1000 and level.failed == "itl"
+
+
+@pytest.mark.parametrize("peer", ["ping-stall", "freeze"])
+def test_a_reply_with_no_second_token_is_a_stalled_reply(
+    searched: dict[str, tuple[CapacityResult, float]], peer: str
+) -> None:
+    result, _ = searched[peer]
+    for level in result.levels:
+        assert level.stalled == level.errors > 0, level.errors_by_kind
+        assert level.first_error.startswith("stalled: no second token ")
+        assert level.paced == 0 and level.itl_ms["p90"] is None  # no pace measured
+    assert "stalled after the first token" in verdict(result, 40) or "failed" in verdict(result, 40)
+
+
+def test_the_four_searches_end_long_before_their_budget(
+    searched: dict[str, tuple[CapacityResult, float]],
+) -> None:
+    for peer, (result, seconds) in searched.items():
+        assert result.stopped is None, peer  # not the time limit: every level settled
+        assert seconds < 90, (peer, seconds)
+
+
+def test_the_cli_holds_the_class_to_pauses_and_drops_them_with_0() -> None:
+    env = {"LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_NAME": "m", "LMREG_LANG": "en"}
+    args = ["capacity", "--json", "--need", "2", "--max-concurrency", "2", "--workload", "short"]
+    with pace_server() as base:
+        env["LMREG_MODEL_URL"] = url(base, "usage-lie")
+        held = CliRunner().invoke(main, args, env=env)
+        # Without a pace limit at all the lying server's first tokens serve the class.
+        unpaced = [*args, "--slo-itl-ms", "0", "--slo-pause-ms", "0"]
+        free = CliRunner().invoke(main, unpaced, env=env)
+    assert held.exit_code == 1, held.output
+    out = json.loads(held.stdout)
+    assert out["slo"]["pause_ms"] == 2000.0 and out["capacity"]["limited_by"] == "itl"
+    assert free.exit_code == 0, free.output
+    assert json.loads(free.stdout)["slo"]["pause_ms"] is None
