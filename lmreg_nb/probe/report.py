@@ -1,6 +1,7 @@
 """The probe's public face: check an endpoint (conformance + figures + load test), stream a chat.
 
-``summary`` has the contract's shape (``lmreg-nb check --json``: lmreg_nb/schemas/check.schema.json).
+``summary`` has the contract's shape (``lmreg-nb check --json``:
+lmreg_nb/schemas/check.schema.json).
 With ``requests=0``, or when the load test is skipped because the streamed
 check request failed, it describes that single streamed check request
 (``requests`` 1; its TTFT, ITL and latency as every percentile; the rates are
