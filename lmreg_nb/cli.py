@@ -20,6 +20,15 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+class _Context(click.Context):
+    """Click's context, its help written in the language's punctuation."""
+
+    def make_formatter(self) -> click.HelpFormatter:
+        from .commands._i18n import HelpFormatter
+
+        return HelpFormatter(width=self.terminal_width, max_width=self.max_content_width)
+
+
 class _Group(click.Group):
     """Turns toolkit errors into one line on stderr and the contract's exit code.
 
@@ -27,6 +36,8 @@ class _Group(click.Group):
     text from a platform or a chat endpoint never steers the terminal, and a
     character the terminal's encoding lacks is escaped, not a traceback.
     """
+
+    context_class = _Context
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from .terminal import terminal_streams
@@ -218,6 +229,12 @@ def _register() -> None:
     for module in (sandbox, registry, check, capacity, runs, batch, notebooks, watch):
         for command in module.COMMANDS:
             main.add_command(command)
+    commands = list(main.commands.values())
+    while commands:
+        command = commands.pop()
+        command.context_class = _Context
+        if isinstance(command, click.Group):
+            commands.extend(command.commands.values())
 
 
 _register()

@@ -329,7 +329,9 @@ def _distrust(path: Path) -> str | None:
         return None  # Windows: ACLs, not modes; the search still stops at the home folder
     reason = others_can_write(path)
     if reason:
-        log.info("%s is not only this user's: %s", path, reason)
+        log.info(
+            "%s", _("{path} is not only this user's: {reason}").format(path=path, reason=reason)
+        )
     return reason
 
 

@@ -118,6 +118,18 @@ def _clean_environment(
     monkeypatch.chdir(home)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _written_records_follow_their_schemas(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """Every record and summary.csv the tests wrote follows its shipped schema (issue 43)."""
+    yield
+    from contract_schemas import written_problems
+
+    found = written_problems(tmp_path_factory.getbasetemp())
+    assert not found, "outputs that break lmreg_nb/schemas/:\n" + "\n".join(found[:40])
+
+
 @pytest.fixture(params=["en", "zh-CN"])
 def lang(request: pytest.FixtureRequest) -> Iterator[str]:
     """Each language in turn (a test asking for ``lang`` runs in both); English after."""

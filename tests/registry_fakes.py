@@ -1,6 +1,7 @@
 """An in-memory registration platform behind httpx.MockTransport, for the client's unit tests.
 
-It follows DESIGN.md's contract (envelope, codes, both error styles) and lets a
+It follows the platform's contract (envelope, codes, both error styles: the sandbox's
+lmreg_nb/sandbox/platform/errors.py and docs/reference.md) and lets a
 test queue faults per path: a response to return, an exception to raise, or
 either of those *after* the request was applied (a lost answer).
 

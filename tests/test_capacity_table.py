@@ -17,6 +17,7 @@ LEVELS = [
      "ttft_ms": {"p50": 900.5, "p90": 1932.977 if c == 4 else 411.2, "p99": 2100.0},
      "itl_ms": {"p50": 20.0, "p90": 31.4, "p99": 40.0},
      "latency_ms": {"p50": 1.0, "p90": 2.0, "p99": 3.0},
+     "longest_pause_ms": 812.6 if c == 4 else None,
      "requests_per_s": 3.14159, "output_tokens_per_s": 55.5, "meets_slo": c == 2}
     for c in (1, 2, 4)
 ]  # fmt: skip
@@ -60,3 +61,24 @@ def test_the_capacity_form_shows_the_same_table(lang: str) -> None:
     for raw in RAW:
         assert raw not in shown, raw
     assert "1933" in shown
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_every_view_shows_the_longest_pause_beside_the_pace(lang: str) -> None:
+    """The pause a student sees is judged (--slo-pause-ms): the CLI, the form and the
+    record's HTML show it in the same column, from the same cells."""
+    from lmreg_nb.records.html import render_summary_html
+    from lmreg_nb.summary import CapacityRecord, Summary
+    from lmreg_nb.ui.capacity import capacity_levels
+
+    i18n.set_language(lang)
+    result = CapacityResult.from_json(RESULT)
+    heading = level_headers()[5]
+    assert heading == ("longest pause p90 (ms)" if lang == "en" else "最长停顿 p90（毫秒）")
+    text = format_capacity(result, 4)
+    assert heading in text.splitlines()[0] and "813" in text
+    form = capacity_levels(result.levels)
+    assert [row[5] for row in form.rows] == ["-", "-", "813"]
+    record = CapacityRecord.from_json({**RESULT, "verdict": "v", "class_size": 4})
+    page = render_summary_html(Summary("S", None, None, None, [], [], [], capacity=record))
+    assert heading in page and "<td>813</td>" in page

@@ -1,4 +1,4 @@
-"""The import directions of DESIGN.md "Layout and layers", enforced on every module.
+"""The import directions of the layers (README, "How the code is laid out"), on every module.
 
 core <- probe <- notebook layer <- ui; the run layer uses core and the
 notebook layer's records, never ui or the probe; the sandbox uses core's field

@@ -81,6 +81,7 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     assert "lmreg_nb/notebooks/.env.example" in names
     assert "lmreg_nb/notebooks/zh-CN/.env.example" in names  # its comments in Chinese
     assert any(n.startswith("lmreg_nb/locale/") and n.endswith(".mo") for n in names)
+    assert {f"lmreg_nb/schemas/{n}.schema.json" for n in ("check", "capacity", "summary")} <= names
 
     venv = tmp_path / "venv"
     # No pip inside the venv (ensurepip is slow): this pip installs into it (--python).

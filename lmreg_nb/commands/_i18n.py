@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import click
 
-from lmreg_nb.i18n import N_, _, current_language, ngettext
+from lmreg_nb.i18n import N_, _, current_language, ngettext, pgettext
 
-__all__ = ["CLICK_TEXTS", "help_texts", "translate_click", "translate_help"]
+__all__ = ["CLICK_TEXTS", "HelpFormatter", "help_texts", "translate_click", "translate_help"]
 
 #: Click's messages that a person of the CLI can meet (extracted from click 8).
 CLICK_TEXTS = (
@@ -64,6 +64,24 @@ CLICK_TEXTS = (
     N_("Repeat for confirmation"),
     N_("Error: The two entered values do not match."),
 )
+
+
+class HelpFormatter(click.HelpFormatter):
+    """Click's help and usage lines in the language's punctuation ("用法：", "选项：").
+
+    Click appends an ASCII colon to each heading and a space after "Usage:"; a
+    full-width colon carries its own space.
+    """
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        if prefix is None:
+            usage = _("Usage:")
+            prefix = usage if usage.endswith("\uff1a") else usage + " "
+        super().write_usage(prog, args, prefix)
+
+    def write_heading(self, heading: str) -> None:
+        line = pgettext("help heading", "{heading}:").format(heading=heading)
+        self.write(f"{'':>{self.current_indent}}{line}\n")
 
 
 def _click_plural_texts() -> None:

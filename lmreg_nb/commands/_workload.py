@@ -1,4 +1,4 @@
-"""The workload options that `capacity` and `check` share (DESIGN.md "the class workload")."""
+"""The workload options that `capacity` and `check` share (docs/reference.md: the workload)."""
 
 from __future__ import annotations
 

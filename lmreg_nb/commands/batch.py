@@ -16,7 +16,8 @@ __all__ = ["COMMANDS"]
 @click.option(
     "--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
     default=Path("runs/batch"), show_default=True,
-    help="Folder for <run_id>/ records, summary.csv and index.html.",
+    help="Folder for <run_id>/ records, summary.csv (a row's schema: "
+    "lmreg_nb/schemas/summary-csv-row.schema.json) and index.html.",
 )  # fmt: skip
 @click.option(
     "--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,

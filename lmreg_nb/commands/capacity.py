@@ -76,7 +76,12 @@ __all__ = ["COMMANDS", "capacity"]
     "two requests per chat).",
 )
 @workload_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object, schema: lmreg_nb/schemas/capacity.schema.json.",
+)
 @click.option(
     "--plot",
     "--figure",

@@ -48,7 +48,12 @@ def workload_options_no_context(command: F) -> F:
     show_default=True,
     help="Stop the load test after this many seconds.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (DESIGN.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object, schema: lmreg_nb/schemas/check.schema.json.",
+)
 @click.option(
     "--registered",
     "registered",

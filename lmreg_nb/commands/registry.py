@@ -72,7 +72,12 @@ def _shown_models(client: RegistryClient, models: list[RegisteredModel]) -> list
 
 
 @click.command("token")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object, schema: lmreg_nb/schemas/token.schema.json.",
+)
 def token_command(as_json: bool) -> None:
     """Get a token (cached or exchanged) and show its env and expiry; the token is masked."""
     from datetime import UTC, datetime
@@ -133,7 +138,12 @@ def _echo_fields(fields: list[tuple[str, str]]) -> None:
 
 
 @click.command("models")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (apiKey masked).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON list (apiKey masked), schema: lmreg_nb/schemas/models.schema.json.",
+)
 def models_command(as_json: bool) -> None:
     """List the account's registered models (apiKey masked)."""
     from ..i18n import _, ngettext
@@ -186,7 +196,13 @@ def models_command(as_json: bool) -> None:
 @click.command("register")
 @click.option("--name", "name", required=True, help="modelName (unique in the account).")
 @click.option("--url", "url", help="registryUrl: the chat endpoint [default: LMREG_MODEL_URL].")
-@click.option("--json", "as_json", is_flag=True, help="Print the model as JSON (apiKey masked).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the model as one JSON object (apiKey masked), schema: "
+    "lmreg_nb/schemas/model.schema.json.",
+)
 def register_command(name: str, url: str | None, as_json: bool) -> None:
     """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
     from ..errors import ConfigurationError
@@ -243,7 +259,13 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     is_flag=True,
     help="Replace apiKey with LMREG_MODEL_API_KEY (or a hidden prompt) [default: unchanged].",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the model as JSON (apiKey masked).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the model as one JSON object (apiKey masked), schema: "
+    "lmreg_nb/schemas/model.schema.json.",
+)
 def modify_command(
     model_id: str | None,
     name: str | None,

@@ -255,7 +255,8 @@ def _run(out: Path, parameters: dict[str, Any], env: dict[str, str], timeout: fl
 @click.option(
     "--out", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/demo"),
     show_default=True,
-    help="Folder for onboarding.ipynb, onboarding.html and onboarding-short.html.",
+    help="Folder for onboarding.ipynb (its summary record's schema: "
+    "lmreg_nb/schemas/summary.schema.json), onboarding.html and onboarding-short.html.",
 )  # fmt: skip
 @click.option(
     "--timeout",
@@ -307,7 +308,8 @@ def _class_size(value: int) -> int:
 @click.option(
     "--out", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/onboard"),
     show_default=True,
-    help="Folder for onboarding.ipynb, onboarding.html and onboarding-short.html.",
+    help="Folder for onboarding.ipynb (its summary record's schema: "
+    "lmreg_nb/schemas/summary.schema.json), onboarding.html and onboarding-short.html.",
 )  # fmt: skip
 @click.option(
     "-p", "--parameter", "pairs", type=(str, str), multiple=True, metavar="NAME VALUE",

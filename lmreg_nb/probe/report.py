@@ -1,6 +1,7 @@
 """The probe's public face: check an endpoint (conformance + figures + load test), stream a chat.
 
-``summary`` has the contract's shape (DESIGN.md, ``lmreg-nb check --json``).
+``summary`` has the contract's shape (``lmreg-nb check --json``:
+lmreg_nb/schemas/check.schema.json).
 With ``requests=0``, or when the load test is skipped because the streamed
 check request failed, it describes that single streamed check request
 (``requests`` 1; its TTFT, ITL and latency as every percentile; the rates are
@@ -88,7 +89,7 @@ class EndpointReport:
 
     def to_json(self) -> dict[str, Any]:
         """``{"checks": [...], "summary": {...}, "workload": {...} | None, "client": {...}
-        | None, "server": {...} | None}`` (DESIGN.md)."""
+        | None, "server": {...} | None}`` (``check.schema.json``)."""
         return {
             "checks": [c.to_json() for c in self.checks],
             "summary": self.summary.to_json(),

@@ -11,11 +11,11 @@ import html
 from typing import Any
 
 from ..i18n import _, pgettext
-from ..probe.text.capacity_table import level_headers
+from ..probe.text.capacity_table import level_cells, level_headers, ordered_levels
 from ..probe.text.client_text import client_sentence, server_lines
 from ..probe.text.performance import ms
 from ..probe.text.workload_text import prefix_sentence, workload_sentence
-from ..summary import CapacityRecord, Percentiles, StepName, Summary, step_label
+from ..summary import CapacityRecord, StepName, Summary, step_label
 from ..terminal import terminal_text
 from .text import (
     answer_sentence,
@@ -192,10 +192,6 @@ def _checks(s: Summary) -> list[str]:
     return [_h3(_("Checks")), _table(header, rows, "lmreg-checks")]
 
 
-def _p90(value: Percentiles) -> str:
-    return html.escape(ms(value.p90))
-
-
 def _capacity(capacity: CapacityRecord | None) -> list[str]:
     if capacity is None:
         return []
@@ -214,20 +210,8 @@ def _capacity(capacity: CapacityRecord | None) -> list[str]:
         )
     levels = capacity.levels
     if levels:
-        header = level_headers()
-        rows = [
-            [
-                _e(lv.concurrency),
-                _e(lv.requests),
-                _e(lv.errors),
-                _p90(lv.ttft_ms),
-                _p90(lv.itl_ms),
-                _e(lv.requests_per_s),
-                _mark(lv.meets_slo),
-            ]
-            for lv in levels
-        ]
-        parts.append(_table(header, rows))
+        rows = [[*map(_e, level_cells(lv)), _mark(lv.meets_slo)] for lv in ordered_levels(levels)]
+        parts.append(_table(level_headers(), rows))
     return parts
 
 

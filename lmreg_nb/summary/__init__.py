@@ -7,8 +7,8 @@
 - :mod:`.performance`: the probe's figures, a load test's or one request's (:class:`Performance`);
 - :mod:`.client`: the client's own event-loop stalls while it measured (:class:`ClientLag`);
 - :mod:`.server`: what the server measured itself meanwhile (:class:`ServerFigures`);
-- :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (DESIGN.md,
-  "Contract: records"); it imports the parts, never the reverse;
+- :mod:`.rules`: the one rule deciding ``status`` and ``go_live`` (docs/reference.md,
+  "The record"); it imports the parts, never the reverse;
 - :mod:`.summary`: :class:`Summary` and :func:`build_summary`; :meth:`Summary.from_json`
   reads records written by any version, including older ones without ``status``/``go_live``.
 """

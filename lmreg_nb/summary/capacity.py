@@ -1,4 +1,4 @@
-"""The summary's ``capacity``: the capacity search as recorded (DESIGN.md "Contract: capacity").
+"""The summary's ``capacity``: the capacity search as recorded (``capacity.schema.json``).
 
 The JSON is the capacity command's object (``slo``, ``levels``, ``capacity``,
 ``need``, ``workload``, ``prefix_cache``) plus the verdict sentence and the class

@@ -1,7 +1,8 @@
 """The parts of the onboarding ``summary``: steps, checks, the contact, the models, go-live.
 
-Every part is a frozen value with ``to_json`` (its record form, DESIGN.md
-"Contract: records") and a tolerant ``from_json`` (records of any version).
+Every part is a frozen value with ``to_json`` (its record form, as
+lmreg_nb/schemas/summary.schema.json names it) and a tolerant ``from_json`` (records of any
+version).
 Step names are :class:`StepName` members: a ``str`` enum, so the JSON keeps the
 same strings. The :class:`~lmreg_nb.summary.Summary` holding them and the rules
 deciding its verdicts import this module; it imports neither.

@@ -1,6 +1,6 @@
 """The probe's figures as one value: a load test's, or the checks' one streamed request's.
 
-The JSON is ``check --json``'s ``summary`` object (DESIGN.md "Contract: commands":
+The JSON is ``check --json``'s ``summary`` object (check.schema.json, ``$defs/performance``:
 ``requests``, ``errors``, ``ttft_ms``, ``first_answer_ms``, ``itl_ms``, ``latency_ms``
 (each ``{"p50", "p90", "p99"}``), ``requests_per_s``, ``output_tokens_per_s``) . The
 record's ``performance`` is the same object plus ``load_test``: whether the figures come

@@ -1,4 +1,4 @@
-"""The one place that decides ``status`` and ``go_live`` (DESIGN.md, "Contract: records").
+"""The one place that decides ``status`` and ``go_live`` (docs/reference.md, "The record").
 
 It reads the parts of :mod:`.model` and :mod:`.capacity`; neither imports it.
 """
@@ -37,7 +37,7 @@ def decide(
     capacity: CapacityRecord | None = None,
     class_size: int | None = None,
 ) -> tuple[Status, GoLive]:
-    """The one rule for ``status`` and ``go_live`` (DESIGN.md, records contract)."""
+    """The one rule for ``status`` and ``go_live`` (summary.schema.json names both)."""
     expected = list(EXPECTED_STEPS) + ([CAPACITY_STEP] if class_size else [])
     ran = {s.name for s in steps}
     missing = [name for name in expected if name not in ran]

@@ -94,7 +94,7 @@ class Summary:
 
     # -- JSON ----------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        """The record's JSON form (DESIGN.md, records contract)."""
+        """The record's JSON form (lmreg_nb/schemas/summary.schema.json)."""
         when = self.generated_at
         return {
             "school": self.school,

@@ -1,4 +1,4 @@
-"""What a load test or a capacity search sent (DESIGN.md "Contract: the class workload").
+"""What a load test or a capacity search sent (the class workload: docs/reference.md).
 
 One typed value from the probe that measured it to the Summary, the record,
 the CLI's JSON and the batch's summary.csv: :class:`Workload` (JSON

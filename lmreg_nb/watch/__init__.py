@@ -1,6 +1,7 @@
 """Monitoring after go-live: `lmreg-nb watch` calls every registered model, alerts, recovers.
 
-See DESIGN.md "Contract: monitoring after go-live". The pieces, each with one job:
+What it does for whom: the README ("After go-live"); its exit codes and settings:
+docs/reference.md. The pieces, each with one job:
 ``call`` (one call of a model, the adapter over the probe package), ``rounds``
 (every model at once, one pool), ``alerts`` (when to alert: pure functions),
 ``messages`` (what an alert says), ``notify`` (Apprise targets), ``state``

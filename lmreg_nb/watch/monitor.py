@@ -208,7 +208,7 @@ class Monitor:
         from ..registry.client import RegistryClient
 
         targets = self.targets()
-        store = StateStore(self.state_path)
+        store = StateStore(self.state_path, setting="state_path")
         try:
             store.acquire()
         except ConfigurationError as exc:
@@ -246,7 +246,7 @@ class Monitor:
     def _states(self) -> tuple[list[ModelState], list[SchoolState]]:
         if not self.state_path.is_file():
             return [], []
-        with StateStore(self.state_path) as store:
+        with StateStore(self.state_path, setting="state_path") as store:
             models = sorted(store.models().values(), key=lambda s: (s.school, s.model_name))
             return models, list(store.schools().values())
 
@@ -305,7 +305,7 @@ class Monitor:
         if not states:
             return Outcome(_("no round has run yet: run one above"), [], pending=True)
         states = sorted(states, key=lambda s: -(s.latency_s or 0))[:CHART_MODELS]
-        with StateStore(self.state_path) as store:
+        with StateStore(self.state_path, setting="state_path") as store:
             history = {s.key: store.history(s.key) for s in states}
         t = plot_gettext()
         zone = local_zone()

@@ -150,19 +150,29 @@ def run_watch(
 def start_line(watcher: Watcher) -> str:
     """What the watch does and who gets its mail, in one line."""
     config = watcher.config
-    schools = len(watcher.units) if watcher.fleet else 0
-    platform = (
-        ngettext("{n} school", "{n} schools", schools).format(n=schools)
-        if watcher.fleet
-        else watcher.settings.base_url or ""
-    )
-    head = ngettext(
-        "watching the models of {platform} every {interval} s; alert after {n} failed round in "
-        "a row",
-        "watching the models of {platform} every {interval} s; alert after {n} failed rounds in "
-        "a row",
-        config.fail_after,
-    ).format(platform=platform, interval=f"{config.interval:g}", n=config.fail_after)
+    interval, n = f"{config.interval:g}", config.fail_after
+    if watcher.fleet:
+        # A sentence of its own: "4 所学校" is Chinese words, with no space after them.
+        schools = len(watcher.units)
+        head = ngettext(
+            "watching the models of {schools} every {interval} s; alert after {n} failed round "
+            "in a row",
+            "watching the models of {schools} every {interval} s; alert after {n} failed rounds "
+            "in a row",
+            n,
+        ).format(
+            schools=ngettext("{n} school", "{n} schools", schools).format(n=schools),
+            interval=interval,
+            n=n,
+        )
+    else:
+        head = ngettext(
+            "watching the models of {platform} every {interval} s; alert after {n} failed round "
+            "in a row",
+            "watching the models of {platform} every {interval} s; alert after {n} failed rounds "
+            "in a row",
+            n,
+        ).format(platform=watcher.settings.base_url or "", interval=interval, n=n)
     return _("{head}; {who}; state in {state}").format(
         head=head, who=recipients(watcher), state=config.state_path
     )

@@ -88,19 +88,27 @@ class OutboxRow:
 class StateStore:
     """SQLite access for the watch; one connection behind a lock (rounds are sequential)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_ms: int = 10_000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_ms: int = 10_000, setting: str = "--state"
+    ) -> None:
         self.path = Path(path).expanduser()
+        #: How the user named the file (the CLI's --state, notebook 06's state_path).
+        self.setting = setting
         if not self.path.parent.is_dir():
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.path.is_symlink():
             # Making it private would change another file's mode; a dangling link would
             # create the state wherever it points.
             raise ConfigurationError(
-                _("--state {path} is a symbolic link; give the file itself").format(path=self.path)
+                _("{setting} {path} is a symbolic link; give the file itself").format(
+                    setting=setting, path=self.path
+                )
             )
         if self.path.is_dir():
             raise ConfigurationError(
-                _("--state {path} is a folder; give a file name").format(path=self.path)
+                _("{setting} {path} is a folder; give a file name").format(
+                    setting=setting, path=self.path
+                )
             )
         try:
             private_database(self.path)
@@ -122,7 +130,7 @@ class StateStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-            check_schema(self._conn, self.path)
+            check_schema(self._conn, self.path, setting)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigurationError(
                 _("cannot use the state file {path}: {why}").format(path=self.path, why=exc)
@@ -144,8 +152,8 @@ class StateStore:
             raise ConfigurationError(
                 _(
                     "another lmreg-nb watch uses the state file {path}; stop it, or give this "
-                    "one its own --state"
-                ).format(path=self.path)
+                    "one its own {setting}"
+                ).format(path=self.path, setting=self.setting)
             ) from None
         self._file_lock = lock
 
@@ -180,14 +188,14 @@ class StateStore:
         """Every model's stored state, by key (school and modelId)."""
         with self._lock:
             rows = self._conn.execute(f"SELECT {', '.join(MODEL_COLUMNS)} FROM models").fetchall()
-        states = (typed_row(self.path, ModelState, "models", row) for row in rows)
+        states = (typed_row(self.path, ModelState, "models", row, self.setting) for row in rows)
         return {s.key: s for s in states}
 
     def schools(self) -> dict[str, SchoolState]:
         """Every school's reading state, by key."""
         with self._lock:
             rows = self._conn.execute(f"SELECT {', '.join(SCHOOL_COLUMNS)} FROM schools").fetchall()
-        states = (typed_row(self.path, SchoolState, "schools", row) for row in rows)
+        states = (typed_row(self.path, SchoolState, "schools", row, self.setting) for row in rows)
         return {s.key: s for s in states}
 
     def waiting_targets(self) -> set[str]:
@@ -202,7 +210,7 @@ class StateStore:
         """The number of the last round written (0: none yet)."""
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key = 'round'").fetchone()
-        return round_number(self.path, row[0]) if row else 0
+        return round_number(self.path, row[0], self.setting) if row else 0
 
     def save_round(
         self,

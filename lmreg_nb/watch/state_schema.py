@@ -67,22 +67,24 @@ assert MODEL_COLUMNS[-1] == "key"
 _T = TypeVar("_T", ModelState, SchoolState)
 
 
-def damaged(path: Path, what: str) -> ConfigurationError:
-    """The one line for a state file whose content cannot be trusted."""
+def damaged(path: Path, what: str, setting: str = "--state") -> ConfigurationError:
+    """The one line for a state file whose content cannot be trusted. ``setting``: what the
+    user set it with (the CLI's ``--state``, notebook 06's ``state_path``)."""
     return ConfigurationError(
         _(
-            "--state {path} is damaged ({what}); give another file, or move this one away "
+            "{setting} {path} is damaged ({what}); give another file, or move this one away "
             "to start afresh"
-        ).format(path=path, what=what)
+        ).format(setting=setting, path=path, what=what)
     )
 
 
-def round_number(path: Path, raw: object) -> int:
+def round_number(path: Path, raw: object, setting: str = "--state") -> int:
     """``meta.round`` as a count of rounds: a decimal integer from 0 to MAX_ROUND."""
     text = str(raw).strip()
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_ROUND:
         shown = text if len(text) <= 20 else text[:20] + "…"
-        raise damaged(path, _("its round counter reads {value!r}").format(value=shown))
+        what = _("its round counter reads {value!r}").format(value=shown)
+        raise damaged(path, what, setting)
     return int(text)
 
 
@@ -97,7 +99,9 @@ def _fits(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
-def typed_row(path: Path, cls: type[_T], table: str, row: tuple[Any, ...]) -> _T:
+def typed_row(
+    path: Path, cls: type[_T], table: str, row: tuple[Any, ...], setting: str = "--state"
+) -> _T:
     """A row as ``cls``; a value of the wrong type is a damaged file, said in one line."""
     for f, value in zip(fields(cls), row, strict=True):
         if not _fits(value, str(f.type)):
@@ -106,6 +110,7 @@ def typed_row(path: Path, cls: type[_T], table: str, row: tuple[Any, ...]) -> _T
                 _("table {table}, column {column}: {value!r}").format(
                     table=table, column=f.name, value=str(value)[:20]
                 ),
+                setting,
             )
     return cls(*row)
 
@@ -160,7 +165,7 @@ def copy_older(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
 
 
-def check_schema(conn: sqlite3.Connection, path: Path) -> None:
+def check_schema(conn: sqlite3.Connection, path: Path, setting: str = "--state") -> None:
     """A file of another program, or one damaged: one line (the connection is closed)."""
     for table, wanted in (("models", MODEL_COLUMNS), ("schools", SCHOOL_COLUMNS)):
         missing = [c for c in wanted if c not in _columns(conn, table)]
@@ -168,13 +173,13 @@ def check_schema(conn: sqlite3.Connection, path: Path) -> None:
             conn.close()
             raise ConfigurationError(
                 _(
-                    "--state {path} is not a state file of lmreg-nb watch (table {table} "
+                    "{setting} {path} is not a state file of lmreg-nb watch (table {table} "
                     "has no {columns}); give another file"
-                ).format(path=path, table=table, columns=", ".join(missing))
+                ).format(setting=setting, path=path, table=table, columns=", ".join(missing))
             )
     row = conn.execute("SELECT value FROM meta WHERE key = 'round'").fetchone()
     try:
-        round_number(path, row[0] if row else "0")
+        round_number(path, row[0] if row else "0", setting)
     except ConfigurationError:
         conn.close()
         raise

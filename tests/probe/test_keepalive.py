@@ -154,13 +154,14 @@ def test_a_chat_dropped_on_a_reused_connection_is_resent_once_and_keeps_its_star
 
 def test_the_load_test_says_how_many_chats_were_sent_twice() -> None:
     from lmreg_nb.probe.report import _load_row
+    from lmreg_nb.probe.text.checks import worded
 
     with keepalive_peer("drop-reused") as peer:
         result = asyncio.run(run_load(Target(peer.url, KEY, "m"), 8, 1, max_duration=30))
     assert len(result.rows) == 8 and not any(r["error"] for r in result.rows)
     assert result.resent == 1 and peer.received == 9
     assert max(r["ttft_ms"] for r in result.rows) >= DROP_DELAY_S * 1000
-    row = _load_row(result, 8, 30)
+    row = worded(_load_row(result, 8, 30))
     assert "1 request was sent twice" in row.detail
 
 

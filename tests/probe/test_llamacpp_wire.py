@@ -70,7 +70,7 @@ def test_a_reply_made_in_77_ms_in_one_lump_is_no_buffering_proxy() -> None:
     # Seen on llama-server: "all 49 chunks arrived within 1.0 ms, 54 ms after the request
     # (twice): something buffers the stream ... nginx: proxy_buffering off". Nothing did.
     row = _rows()["stream-not-buffered"]
-    assert row.passed, row.detail
+    assert row.passed is None, row.detail  # could not tell: not judged, not blamed
     assert "77 ms" in row.detail and "proxy_buffering" not in row.detail
 
 

@@ -88,3 +88,17 @@ def test_the_stalled_sentence_in_chinese(lang: str) -> None:
     chinese = bool(re.search(r"[\u4e00-\u9fff]", prefix_sentence(found)))
     assert chinese is (lang == "zh-CN")
     assert "0.9" in prefix_sentence(found)
+
+
+@pytest.mark.parametrize(
+    "found",
+    [PrefixCache(None, 380.0, 16.0, stalls=1, worst_stall_ms=364.0),
+     PrefixCache(None, 920.0, 391.0, noise_ms=600.0)],
+)  # fmt: skip
+def test_could_not_tell_is_not_judged_neither_passed_nor_failed(found: PrefixCache) -> None:
+    """Contract: a check that cannot be judged on what it got has ``"passed": null``."""
+    from lmreg_nb.probe.checks.measured import judge_prefix_cache
+    from lmreg_nb.probe.text.checks import worded
+
+    row = worded(judge_prefix_cache(found))
+    assert row.passed is None and row.detail.startswith(("could not tell", "Could not tell"))

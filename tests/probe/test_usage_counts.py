@@ -76,7 +76,7 @@ def test_absurd_counts_leave_the_lesson_sized_by_the_estimate(base: str, variant
 def test_a_401_digit_count_gives_no_traceback_in_the_checks_and_load_test(base: str) -> None:
     target = Target(f"{base}/counts/huge/v1/chat/completions", KEY, "m", timeout=10)
     report = check_endpoint(target, requests=4, concurrency=2)
-    assert report.summary["requests"] == 4
+    assert report.summary.requests == 4
     assert report.workload is not None and report.workload.shared_prefix_tokens > 1000
 
 
@@ -86,11 +86,12 @@ def test_a_reply_our_own_4_mib_cap_ended_is_not_blamed_on_the_server(base: str) 
     # "cut stream" and no llama.cpp interrupt_requests advice (issue 42, item 13).
     from lmreg_nb.probe.load.fixed import run_load
     from lmreg_nb.probe.report import _load_row
+    from lmreg_nb.probe.text.checks import worded
 
     target = Target(f"{base}/endless/v1/chat/completions", KEY, "m", timeout=10)
     result = asyncio.run(run_load(target, 2, 2, max_duration=60))
     assert [r["error"] for r in result.rows] == ["too long", "too long"]
     assert result.cut_streams == 0
-    detail = _load_row(result, 2, 60).detail
+    detail = worded(_load_row(result, 2, 60)).detail
     assert "reply over 4 MiB, not read to its end" in detail
     assert "interrupt_requests" not in detail and "cut stream" not in detail

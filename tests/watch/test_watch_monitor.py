@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from watch_helpers import Account, SchoolModel, Webhook
 
+from lmreg_nb.errors import ConfigurationError
+from lmreg_nb.settings import Settings
 from lmreg_nb.watch import Monitor
 
 
@@ -146,3 +148,14 @@ def _refused() -> list[object]:
     from lmreg_nb.errors import CredentialsError
 
     raise CredentialsError("the platform refused the appId or appSecret", status=401, code=40102)
+
+
+def test_a_state_file_it_cannot_use_is_named_by_the_notebooks_setting(tmp_path: Path) -> None:
+    """Notebook 06 sets ``state_path``, not the CLI's ``--state`` (issue 40, item 13)."""
+    folder = tmp_path / "state-is-a-folder"
+    folder.mkdir()
+    monitor = Monitor("S", state_path=folder, settings=Settings(), rehearsal=False)
+    with pytest.raises(ConfigurationError) as caught:
+        monitor.run_round()
+    assert str(caught.value).startswith(f"state_path {folder} is a folder")
+    assert "--state" not in str(caught.value)

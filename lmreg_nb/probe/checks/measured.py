@@ -168,14 +168,15 @@ def judge_prefix_cache(found: PrefixCache) -> Check:
         return PREFIX_CACHE.passed("reused", **facts)
     if found.reused is False:
         return PREFIX_CACHE.failed("not-reused", **facts)
+    # Could not tell (this machine stalled, or the times wandered): not judged, passed null.
     if found.stalls:
         seconds = f"{found.worst_stall_ms / 1000:.1f}"
-        return PREFIX_CACHE.passed("stalled", n=found.stalls, seconds=seconds, **facts)
+        return PREFIX_CACHE.not_judged("stalled", n=found.stalls, seconds=seconds, **facts)
     if found.quick:
         slowest = max(found.first_ms or 0.0, found.next_ms or 0.0)
         return PREFIX_CACHE.passed("quick", slowest=f"{slowest:.0f}")
     if found.noise_ms is not None:
-        return PREFIX_CACHE.passed("wandered", noise=f"{found.noise_ms:.0f}", **facts)
+        return PREFIX_CACHE.not_judged("wandered", noise=f"{found.noise_ms:.0f}", **facts)
     return PREFIX_CACHE.passed("unclear", **facts)
 
 

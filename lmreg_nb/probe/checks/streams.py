@@ -313,14 +313,15 @@ def _not_buffered(seen: Seen, target: Target) -> Check | None:
         return STREAM_NOT_BUFFERED.passed("stall", spread="chunks", **_spread(again, "spread"))
     made_ms = _made_in_ms(ex)
     if made_ms is not None and made_ms < TOO_FAST_MS:
-        return STREAM_NOT_BUFFERED.passed("too-fast", ms=f"{made_ms:.0f}")
+        # Could not tell: neither passed nor failed (contract: "passed": null).
+        return STREAM_NOT_BUFFERED.not_judged("too-fast", ms=f"{made_ms:.0f}")
     client = seen.get("client-lag")
     lag = client if isinstance(client, ClientLag) else None
     lumps = [ex] + ([again] if again is not None and again.streamed and again.times else [])
     if all(stalls_during(lag, [lump]) for lump in lumps):
         stalls = stalls_during(lag, lumps)
         worst = f"{max(s.ms for s in stalls) / 1000:.1f}"
-        return STREAM_NOT_BUFFERED.passed("client-stalled", n=len(stalls), seconds=worst)
+        return STREAM_NOT_BUFFERED.not_judged("client-stalled", n=len(stalls), seconds=worst)
     spread = times[-1] - times[0]
     waited = times[0] - ex.t_start
     return STREAM_NOT_BUFFERED.failed(

@@ -52,7 +52,7 @@ class CapacityFindings:
     unreachable: str = ""
     #: Seconds the warm-up request waited without a reply (then no level was measured).
     no_reply_s: float | None = None
-    #: What each chat sent (DESIGN.md "the class workload"); None: not known (an old record).
+    #: What each chat sent (the class workload: docs/reference.md); None: not known (an old record).
     workload: Workload | None = None
     #: Whether the server reused the shared lesson (lesson workload only).
     prefix_cache: PrefixCache | None = None

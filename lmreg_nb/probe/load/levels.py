@@ -242,7 +242,7 @@ class Level:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's level object (DESIGN.md "Contract: capacity")."""
+        """The contract's level object (``capacity.schema.json``, ``$defs/level``)."""
         return self.recorded().to_json()
 
     @classmethod

@@ -1,4 +1,4 @@
-"""The class workload: what the load test and the capacity search send (DESIGN.md contract).
+"""The class workload: what the load test and the capacity search send (docs/reference.md).
 
 ``lesson`` (the default): every request begins with the app's system message
 (:data:`~lmreg_nb.probe.load.lesson_text.SYSTEM_MESSAGE`), then a Chinese lesson

@@ -1,7 +1,8 @@
 """The capacity levels as people read them: the columns the record shows, in words.
 
-The notebook's capacity form, ``lmreg-nb capacity`` and the record show the same
-table: chats at once, requests, errors, first-token and inter-token p90 in whole
+The notebook's capacity form, ``lmreg-nb capacity`` and the record (text and HTML) show
+the same table, made here: chats at once, requests, errors, first-token and inter-token
+p90 and the longest pause in the middle of a reply (p90 over the replies) in
 milliseconds, requests per second, and a mark for "within the target" (the SLO).
 The JSON (``--json``, the record's data) keeps its identifiers.
 """
@@ -14,7 +15,14 @@ from typing import Any
 
 from ...i18n import N_, _
 
-__all__ = ["level_headers", "level_rows", "levels_text", "limited_by_label"]
+__all__ = [
+    "level_cells",
+    "level_headers",
+    "level_rows",
+    "levels_text",
+    "limited_by_label",
+    "ordered_levels",
+]
 
 #: What stops the server from serving more (``limited_by``, an identifier) -> words.
 _LIMITS = {
@@ -41,13 +49,14 @@ def limited_by_label(limited_by: str | None, translate: Callable[[str], str] = _
 
 
 def level_headers() -> list[str]:
-    """The table's column headings, translated."""
+    """The table's column headings, translated (the last: within the SLO)."""
     return [
         _("chats at once"),
         _("requests"),
         _("errors"),
         _("first token p90 (ms)"),
         _("inter-token p90 (ms)"),
+        _("longest pause p90 (ms)"),
         _("requests/s"),
         _("within the SLO"),
     ]
@@ -59,7 +68,12 @@ def _get(level: Any, key: str) -> Any:
 
 def _p90(level: Any, key: str) -> str:
     found = _get(level, key)
-    value = found.get("p90") if isinstance(found, Mapping) else None
+    value = found.get("p90") if isinstance(found, Mapping) else getattr(found, "p90", None)
+    return _ms(value)
+
+
+def _ms(value: Any) -> str:
+    # Whole milliseconds: a level's p90 is not exact to a fraction of one.
     return "-" if value is None else f"{float(value):.0f}"
 
 
@@ -67,20 +81,29 @@ def _rate(value: Any) -> str:
     return "-" if value is None else f"{float(value):.1f}"
 
 
-def level_rows(levels: Iterable[Any]) -> list[list[str]]:
-    """One row per level (a probe Level or its JSON), by concurrency."""
-    ordered = sorted(levels, key=lambda lv: _get(lv, "concurrency") or 0)
+def ordered_levels(levels: Iterable[Any]) -> list[Any]:
+    """The levels by concurrency, as every view lists them."""
+    return sorted(levels, key=lambda lv: _get(lv, "concurrency") or 0)
+
+
+def level_cells(level: Any) -> list[str]:
+    """A level's cells but the last (its mark: each view draws its own ✔/✘), for a probe
+    Level, a recorded CapacityLevel or its JSON."""
     return [
-        [
-            str(_get(lv, "concurrency")),
-            str(_get(lv, "requests")),
-            str(_get(lv, "errors")),
-            _p90(lv, "ttft_ms"),
-            _p90(lv, "itl_ms"),
-            _rate(_get(lv, "requests_per_s")),
-            "✔" if _get(lv, "meets_slo") else "✘",
-        ]
-        for lv in ordered
+        str(_get(level, "concurrency")),
+        str(_get(level, "requests")),
+        str(_get(level, "errors")),
+        _p90(level, "ttft_ms"),
+        _p90(level, "itl_ms"),
+        _ms(_get(level, "longest_pause_ms")),
+        _rate(_get(level, "requests_per_s")),
+    ]
+
+
+def level_rows(levels: Iterable[Any]) -> list[list[str]]:
+    """One row per level, by concurrency, the mark last."""
+    return [
+        [*level_cells(lv), "✔" if _get(lv, "meets_slo") else "✘"] for lv in ordered_levels(levels)
     ]
 
 
