@@ -17,7 +17,7 @@ from .i18n import DOMAIN, LOCALE_DIR
 
 __all__ = ["CHECK_NAMES", "is_own_piece", "own_text"]
 
-#: Every check name (stable identifiers, never translated); tests/test_own_words.py
+#: Every check name (stable identifiers, never translated); tests/core/test_own_words.py
 #: finds each name the code builds a check with in this list.
 CHECK_NAMES: tuple[str, ...] = (
     "url-https", "url-path", "url-public-host", "reachable", "key-accepted",

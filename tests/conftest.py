@@ -23,9 +23,9 @@ _SLOW_MARKERS = ("browser", "notebooks")
 #: they held many slow tests, so none of them starts last and ends the run alone.
 _LONG_FILES = {
     "tests/probe/test_capacity_lesson.py": 100,
-    "tests/test_batch.py": 60,
+    "tests/batch/test_batch.py": 60,
     "tests/test_wheel.py": 50,
-    "tests/test_i18n_pseudo_run.py": 40,
+    "tests/i18n/test_i18n_pseudo_run.py": 40,
 }
 
 

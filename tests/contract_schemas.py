@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import stat
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,14 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
     return [dict(zip(header, row, strict=True)) for row in rows[1:]]
 
 
+def _regular(path: Path) -> bool:
+    """Whether ``path`` itself (not a link's target) is a regular file."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def written_problems(folder: Path) -> list[str]:
     """What breaks the schemas in the records of the notebooks papermill ran and in the
     summary.csv files under ``folder``."""
@@ -77,6 +86,8 @@ def written_problems(folder: Path) -> list[str]:
 
     found: list[str] = []
     for notebook in sorted(folder.rglob("*.ipynb")):
+        if not _regular(notebook):
+            continue  # a test's FIFO, device or link (reading a FIFO would wait forever)
         try:
             if "papermill" not in json.loads(notebook.read_text("utf-8")).get("metadata", {}):
                 continue  # made by a test, not run: its records are the test's own doubles
@@ -86,6 +97,8 @@ def written_problems(folder: Path) -> list[str]:
         if summary is not None:
             found += [f"{notebook}: summary: {p}" for p in problems("summary", summary)]
     for table in sorted(folder.rglob("summary.csv")):
+        if not _regular(table):
+            continue
         for n, row in enumerate(csv_rows(table), start=2):
             found += [f"{table} line {n}: {p}" for p in problems("summary-csv-row", row)]
     return found

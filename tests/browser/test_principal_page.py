@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from test_principal import CAPACITY, demo_summary  # tests/ is on the path (its conftest)
+from fakes.summaries import CAPACITY, demo_summary  # tests/ is on the path (its conftest)
 
 from lmreg_nb import i18n
 from lmreg_nb.records.principal import obstacles, render_principal_html

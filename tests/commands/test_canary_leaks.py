@@ -1,6 +1,6 @@
 """Canary: endpoints that echo the apiKey everywhere they can; no secret may come out.
 
-A small hostile school model (tests/hostile.py's ``/canary/`` paths) puts the
+A small hostile school model (tests/fakes/hostile.py's ``/canary/`` paths) puts the
 Authorization header it receives into a 500 JSON error body, an HTML error
 page and the reply itself, in raw, JSON-escaped, URL-encoded and base64 forms
 and in pieces. `lmreg-nb check` runs against it in this process (CliRunner: what it
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hostile import echoes, hostile_server
+from fakes.hostile import echoes, hostile_server
 from leaks import CANARY_KEY, leaks_in
 
 from lmreg_nb.cli import main

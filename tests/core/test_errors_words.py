@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from registry_fakes import FakePlatform
+from fakes.registry_fakes import FakePlatform
 
 from lmreg_nb import i18n
 from lmreg_nb.errors import (

@@ -3,7 +3,7 @@
 Cyrillic ``сafé`` and fullwidth ``ｃafé`` registered next to ``café`` before:
 the platform compares exact strings. The toolkit compares TR39 confusable
 skeletons first: against the sandbox platform (its app in this process,
-tests/app_platform.py), in the client and in the CLI (CliRunner).
+tests/fakes/app_platform.py), in the client and in the CLI (CliRunner).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_platform import AppPlatform, app_platform
 from click.testing import CliRunner
-from registry_fakes import route_clients
+from fakes.app_platform import AppPlatform, app_platform
+from fakes.registry_fakes import route_clients
 
 from lmreg_nb.cli import main
 from lmreg_nb.confusables import confusable_with, skeleton

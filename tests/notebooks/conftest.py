@@ -107,7 +107,7 @@ def leaks() -> Callable[..., list[str]]:
 @pytest.fixture
 def failing_endpoint() -> Iterator[str]:
     """A loopback chat endpoint answering every request with HTTP 500."""
-    from hostile import hostile_server
+    from fakes.hostile import hostile_server
 
     with hostile_server() as base:
         yield f"{base}/e500all/v1/chat/completions"

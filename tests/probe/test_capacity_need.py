@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main

@@ -1,7 +1,7 @@
 """Whole replies at reading pace: a class is served only on measured time between tokens.
 
 Four servers whose first token comes at once (20 ms) but whose replies do not come at
-reading pace (tests/pace_peers.py): one decoding a token every 300 ms, one sending a
+reading pace (tests/fakes/pace_peers.py): one decoding a token every 300 ms, one sending a
 token and then only ``: ping`` comments, one sending 5 tokens 1.5 s apart and claiming
 100,000 in usage, one freezing 8 s after its first token. Each once got "serves 60" for
 a class of 40; none serves it, each for its own reason, and each level ends as soon as
@@ -16,7 +16,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from pace_peers import LIMITED_BY, PEERS, pace_server, url
+from fakes.pace_peers import LIMITED_BY, PEERS, pace_server, url
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, find_capacity

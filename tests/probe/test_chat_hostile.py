@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.errors import LmregError, RequestTimeout
 from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from hostile import COUNTS_WINDOW, hostile_server
+from fakes.hostile import COUNTS_WINDOW, hostile_server
 
 from lmreg_nb.probe import CheckResult, Target, check_endpoint
 from lmreg_nb.probe.checks.context_window import (

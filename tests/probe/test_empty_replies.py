@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.probe import Target, check_endpoint
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trustme
-from hostile import closing_server, hostile_server
+from fakes.hostile import closing_server, hostile_server
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint

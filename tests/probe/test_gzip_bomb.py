@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile import gzip_bomb, hostile_server
+from fakes.hostile import gzip_bomb, hostile_server
 
 pytestmark = pytest.mark.timeout(300)
 

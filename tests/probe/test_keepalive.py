@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from keepalive_peers import DROP_DELAY_S, PIECES, keepalive_peer
+from fakes.keepalive_peers import DROP_DELAY_S, PIECES, keepalive_peer
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity

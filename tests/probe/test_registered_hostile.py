@@ -1,7 +1,7 @@
 """`--registered NAME` with what a hostile or careless platform returns (issue 20, 3 and 6).
 
 A tiny platform on loopback answers query-models with a crafted list; a model
-server on loopback (the ``/record/`` path of tests/hostile.py) records every
+server on loopback (the ``/record/`` path of tests/fakes/hostile.py) records every
 request it receives, raw. The apiKey the platform returns is checked before it
 is used: a key with CR LF would have been written raw by the capacity search's
 lean client (an injected header arrived 492 times), a non-ASCII key was a
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hostile import hostile_server
-from loopback_platform import loopback_platform
+from fakes.hostile import hostile_server
+from fakes.loopback_platform import loopback_platform
 
 from lmreg_nb.cli import main
 from lmreg_nb.errors import ValidationError

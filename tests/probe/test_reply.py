@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.probe import Reply, Target
 from lmreg_nb.probe.wire.chat import ChatReader, StreamMasker

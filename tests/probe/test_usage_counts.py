@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.workload import WorkloadSpec, prepare_workload

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from registry_fakes import (
+from fakes.registry_fakes import (
     API_KEY,
     APP_SECRET,
     BASE_URL,

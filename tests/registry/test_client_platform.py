@@ -1,7 +1,7 @@
 """RegistryClient against the sandbox platform, SQLite behind it, in this process.
 
 The tests reach the platform app (the routes, errors and SQLite file a sandbox
-process serves) through an httpx transport (tests/app_platform.py): the client's
+process serves) through an httpx transport (tests/fakes/app_platform.py): the client's
 behaviour is what they check, and many need a platform of their own options (error
 style, faults, token lifetime), which a process would take seconds to start. The
 sandbox process itself is tested in tests/sandbox/test_process.py, and the client
@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from app_platform import AppPlatform, app_platform
+from fakes.app_platform import AppPlatform, app_platform
 
 from lmreg_nb.errors import (
     ConflictError,

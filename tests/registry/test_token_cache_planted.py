@@ -1,7 +1,7 @@
 """A planted or corrupted token cache never hangs or crashes a command (issue 20, item 5).
 
 Each case plants something at LMREG_TOKEN_CACHE and runs `lmreg-nb token`
-(in-process, CliRunner) against the in-memory platform of tests/registry_fakes.py:
+(in-process, CliRunner) against the in-memory platform of tests/fakes/registry_fakes.py:
 the cache is ignored (one warning line), a token is exchanged, and the cache is
 written again as a regular file.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from registry_fakes import TOKEN_PATH, FakePlatform, platform_env, route_clients
+from fakes.registry_fakes import TOKEN_PATH, FakePlatform, platform_env, route_clients
 
 from lmreg_nb.cli import main
 from lmreg_nb.registry import token_cache

@@ -4,7 +4,7 @@ Before: a non-ASCII env crashed ``models`` with a UnicodeEncodeError traceback, 
 env with CR LF gave a wrong "could not connect", and both stayed cached for 72 h.
 Now: one line naming the platform's answer, exit 1, nothing cached, and a token
 or env cached by an older release is not used. The commands run in-process (CliRunner)
-against the in-memory platform of tests/registry_fakes.py.
+against the in-memory platform of tests/fakes/registry_fakes.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from registry_fakes import APP_ID, TOKEN_PATH, FakePlatform, platform_env, route_clients
+from fakes.registry_fakes import APP_ID, TOKEN_PATH, FakePlatform, platform_env, route_clients
 
 from lmreg_nb.cli import main
 from lmreg_nb.errors import ConfigurationError, MalformedResponseError

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from registry_fakes import APP_ID, APP_SECRET, BASE_URL, TOKEN_PATH, FakePlatform
+from fakes.registry_fakes import APP_ID, APP_SECRET, BASE_URL, TOKEN_PATH, FakePlatform
 
 from lmreg_nb.errors import CredentialsError, MalformedResponseError
 from lmreg_nb.models import Token, now_ms

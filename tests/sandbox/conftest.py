@@ -4,7 +4,7 @@ The platform's HTTP behaviour is what these tests check, so they talk to
 ``create_app(...)`` through Starlette's TestClient (an httpx.Client): no
 process, no port. The process contract itself (start, announce, restart,
 stop, bad options) is tested with real processes in test_process.py; the mock
-school model in-process too (Starlette's TestClient, tests/asgi_stream.py).
+school model in-process too (Starlette's TestClient, tests/fakes/asgi_stream.py).
 
 ``platform`` is parametrised over both error styles, so every test that takes
 it runs once against ``error_style="http"`` and once against ``"envelope"``.

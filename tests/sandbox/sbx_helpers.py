@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from app_platform import AppPlatform, app_platform
+from fakes.app_platform import AppPlatform, app_platform
 from starlette.testclient import TestClient
 
 from lmreg_nb.sandbox.platform.app import PlatformConfig
@@ -21,7 +21,7 @@ STYLES: tuple[Style, ...] = ("http", "envelope")
 
 @dataclass
 class Platform:
-    """The platform app in this process (tests/app_platform.py) plus helpers that know its
+    """The platform app in this process (tests/fakes/app_platform.py) plus helpers that know its
     error style."""
 
     local: AppPlatform

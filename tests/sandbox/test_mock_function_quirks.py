@@ -3,7 +3,7 @@
 no-system-role, a context window refusing (vLLM) or cutting silently
 (truncate-prompt, Ollama), think-in-content, reasoning-content, and interrupt
 (llama.cpp's interrupt_requests: any new request cuts the running stream). In this
-process: Starlette's TestClient for the answers, tests/asgi_stream.py for a request
+process: Starlette's TestClient for the answers, tests/fakes/asgi_stream.py for a request
 sent while a stream runs.
 """
 
@@ -14,7 +14,7 @@ import asyncio
 import httpx
 import openai
 import pytest
-from asgi_stream import StreamingASGITransport
+from fakes.asgi_stream import StreamingASGITransport
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 

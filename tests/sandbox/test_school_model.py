@@ -1,7 +1,7 @@
 """The mock school model, driven by the official `openai` client, in this process.
 
 The app is reached through Starlette's TestClient (an httpx.Client: no socket) for
-what it answers, and through tests/asgi_stream.py (the app in the test's own event
+what it answers, and through tests/fakes/asgi_stream.py (the app in the test's own event
 loop, streamed) for when each chunk arrives and for a timeout.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from asgi_stream import StreamingASGITransport
+from fakes.asgi_stream import StreamingASGITransport
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 

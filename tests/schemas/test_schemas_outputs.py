@@ -1,7 +1,7 @@
 """Issue 43 item 1: every `--json` output and the record follow the schemas shipped with them.
 
 Each test makes the real output in this process: the CLI through CliRunner, the platform
-as its ASGI app (tests/app_platform.py), the school's chat endpoint as an httpx
+as its ASGI app (tests/fakes/app_platform.py), the school's chat endpoint as an httpx
 MockTransport the checks' client is given; the record's summary from an onboarding run
 against both; summary.csv as the batch writes it, in both languages. A capacity search
 needs sockets (the lean client): its output is made here from the search's own result
@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
-from app_platform import AppPlatform, app_platform
 from click.testing import CliRunner
 from contract_schemas import assert_valid, csv_rows, problems, sample_capacity
+from fakes.app_platform import AppPlatform, app_platform
 
 from lmreg_nb.cli import main
 

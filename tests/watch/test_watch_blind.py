@@ -1,6 +1,6 @@
 """Red-team pass 3, the watch: blind without telling anyone (item 3), calling any address the
 platform lists (item 4), one malformed entry hiding every model (item 5), a locked state file
-(item 7). A scripted platform (tests/loopback_platform.py), the mock school model, a
+(item 7). A scripted platform (tests/fakes/loopback_platform.py), the mock school model, a
 catching server standing for the provider's internal service and a webhook target, all
 served in this process (tests/fakes/hosts.py).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from fakes import hosts
-from loopback_platform import cli_env, envelope_error, loopback_platform
+from fakes.loopback_platform import cli_env, envelope_error, loopback_platform
 from watch_helpers import MODEL_KEY, SchoolModel, Webhook, run_round
 
 from lmreg_nb.registry.client import RegistryClient
@@ -213,7 +213,7 @@ def test_a_locked_state_file_is_logged_and_the_round_kept_for_the_next(
 def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
     webhook: Webhook, tmp_path: Path
 ) -> None:
-    from hostile import closing_server
+    from fakes.hostile import closing_server
 
     # 40 models behind one host whose TLS handshake never completes, 4 call slots and a
     # 1 s timeout: called one by one they would take 10 waves (20 s before: handshake,

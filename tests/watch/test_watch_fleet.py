@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from app_platform import AppPlatform
 from click.testing import CliRunner
+from fakes.app_platform import AppPlatform
 from leaks import leaks_in
 from watch_helpers import (
     MODEL_KEY,

@@ -14,9 +14,9 @@ pytest.importorskip("ipywidgets")
 
 
 def _texts(form: object) -> str:
-    from test_i18n_pseudo import _widget_texts
+    from fakes.pseudo import widget_texts
 
-    return "\n".join(_widget_texts(form.container))  # type: ignore[attr-defined]
+    return "\n".join(widget_texts(form.container))  # type: ignore[attr-defined]
 
 
 def test_add_a_target_then_send_a_test_alert(webhook: Webhook, tmp_path: Path) -> None:

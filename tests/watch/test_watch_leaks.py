@@ -1,7 +1,7 @@
 """No form of the apiKey or of a notification URL's secret in anything the watch writes.
 
 The school model echoes the Authorization header everywhere it can (the
-``/canary/`` paths of tests/hostile.py, as in tests/commands/test_canary_leaks.py); the
+``/canary/`` paths of tests/fakes/hostile.py, as in tests/commands/test_canary_leaks.py); the
 targets' URLs carry a token and a password. Alerts (webhook, e-mail), log
 lines, the state file (and its WAL), the page and the metrics (what /metrics serves:
 test_watch_e2e.py) are searched with the canary test's own detector (tests/leaks.py).
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 from leaks import CANARY_KEY, leaks_in
 from watch_helpers import SMTP_PASSWORD, WEBHOOK_TOKEN, Account, Smtp, Webhook
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_i18n_pseudo import _widget_texts, pseudo, pseudo_mo, unmarked
+from fakes.pseudo import pseudo, pseudo_mo, unmarked, widget_texts
 
 from lmreg_nb import i18n
 from lmreg_nb.models import ms_to_datetime
@@ -90,7 +90,7 @@ def test_the_form_comes_from_the_catalog(pseudo: None, tmp_path: Path) -> None:
 
     monitor = Monitor("Schoolname", state_path=tmp_path / "s.sqlite3", settings=Settings())
     form = MonitorForm(monitor, contact_email="li@school.example")
-    texts = list(_widget_texts(form.container))
+    texts = list(widget_texts(form.container))
     assert any("li@school.example" in t for t in texts)
     assert unmarked("\n".join(texts), {"Schoolname", "mailtos", "dingtalk"}) == []
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from app_platform import AppPlatform, served_platform
 from fakes import hosts
+from fakes.app_platform import AppPlatform, served_platform
 from fakes.notify import Mailbox, Webhook
 
 from lmreg_nb.models import ModelDraft
@@ -91,7 +91,7 @@ class Account:
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppPlatform]:
-    """The sandbox platform served in this process (tests/app_platform.py), for the module."""
+    """The sandbox platform served in this process (tests/fakes/app_platform.py), for the module."""
     with served_platform(tmp_path_factory.mktemp("watch") / "platform.sqlite3") as plat:
         yield plat
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import nbformat
 import pytest
-from hostile import DISGUISES, hostile_server
+from fakes.hostile import DISGUISES, hostile_server
 
 from lmreg_nb.probe import Target, stream_chat
 from lmreg_nb.runner.scrub import scrub_notebook

@@ -8,7 +8,7 @@ terminal. Real right-to-left text (Arabic, Hebrew) and the joiners that shape it
 from __future__ import annotations
 
 import pytest
-from test_principal import demo_summary
+from fakes.summaries import demo_summary
 
 from lmreg_nb.records.principal import render_principal_html
 
@@ -26,7 +26,7 @@ def test_bidi_and_zero_width_marks_in_the_school_name_do_not_reach_the_page(mark
 
 def test_real_right_to_left_text_and_joiners_stay() -> None:
     # A joiner stays where it shapes a script (a Persian non-joiner between two letters);
-    # after a space it only hides (issue 42 item 10: tests/test_shown_names.py).
+    # after a space it only hides (issue 42 item 10: tests/records/test_shown_names.py).
     school = "مدرسة النور دبیرستان می\u200cخواهم"
     page = render_principal_html(demo_summary("en", school=school))
     assert school in page

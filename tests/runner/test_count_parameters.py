@@ -22,7 +22,7 @@ from lmreg_nb.cli import main
 from lmreg_nb.onboarding import Onboarding
 from lmreg_nb.runner.scrub import looks_secret
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CARD = ("Count School", "Li Hua", "13812345678", "ops@school.edu.cn")
 ONBOARD = ["onboard", "-p", "school", "S", "-p", "contact_name", "Li Hua",
            "-p", "contact_mobile", "13812345678", "-p", "contact_email", "a@b.example",

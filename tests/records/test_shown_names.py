@@ -17,7 +17,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from test_principal import demo_summary
+from fakes.summaries import demo_summary
 
 from lmreg_nb import i18n
 from lmreg_nb.batch import write_index_html
@@ -202,7 +202,7 @@ def test_the_batch_index_and_summary_csv_show_the_school_by_the_same_rule(tmp_pa
 
 def test_the_models_command_shows_names_by_the_same_rule() -> None:
     from click.testing import CliRunner
-    from loopback_platform import loopback_platform
+    from fakes.loopback_platform import loopback_platform
 
     from lmreg_nb.cli import main
 

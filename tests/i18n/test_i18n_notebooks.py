@@ -16,7 +16,7 @@ import pytest
 
 from lmreg_nb import i18n
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def _build() -> ModuleType:

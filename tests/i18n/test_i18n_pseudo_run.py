@@ -19,7 +19,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from test_i18n_pseudo import unmarked, write_pseudo_catalog
+from fakes.pseudo import unmarked, write_pseudo_catalog
 
 pytestmark = pytest.mark.notebooks
 pytest.importorskip("babel", reason="the test extra installs Babel")

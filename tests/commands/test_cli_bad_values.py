@@ -16,7 +16,7 @@ import pytest
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = b"APPSECRET-bad-values-7f3e"
 NOT_UTF8 = b"\xff\xfe"
 

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile import ESCAPES, hostile_server
-from loopback_platform import (
+from fakes.hostile import ESCAPES, hostile_server
+from fakes.loopback_platform import (
     APP_SECRET,
     TOKEN,
     Ran,

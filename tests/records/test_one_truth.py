@@ -1,7 +1,7 @@
 """Issue 40: one truth on every screen. Every view renders one typed result.
 
 Each test names the item of the issue it covers and fails on the code before it.
-In-process: the platform (tests/app_platform.py) and a school model that answers its
+In-process: the platform (tests/fakes/app_platform.py) and a school model that answers its
 chat path and 404s elsewhere (an httpx MockTransport the checks' client is given); a
 model that is down is an address where nothing listens (127.0.0.1:9). Every view in
 both languages.
@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from app_platform import AppPlatform, app_platform
+from fakes.app_platform import AppPlatform, app_platform
 
 from lmreg_nb import i18n
 from lmreg_nb.onboarding import Onboarding

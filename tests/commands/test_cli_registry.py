@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from registry_fakes import API_KEY, APP_SECRET, FakePlatform
+from fakes.registry_fakes import API_KEY, APP_SECRET, FakePlatform
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.display import Outcome, Table
 from lmreg_nb.errors import LmregError, ValidationError

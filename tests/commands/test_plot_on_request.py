@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from lmreg_nb.cli import main
 from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-plot-on-request-0123456789"
 RUNS = {
     "check": ["check", "--requests", "2"],

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import papermill
 
-ROOT = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[2] / "notebooks"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 

@@ -35,7 +35,7 @@ from lmreg_nb.records import read_records
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.summary import Summary
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CANARY = "CanaryAppSecret-7f3Q9x2LmZ81"
 CANARY_KEY = "sk-canary-model-key-44Rt0pW"
 ONBOARDING_COLUMNS = "school,contact_name,contact_mobile,contact_email,model_name,check_requests"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from hostile import RENDERED_DISGUISES, hostile_server
+from fakes.hostile import RENDERED_DISGUISES, hostile_server
 from nbconvert.filters.ansi import ansi2html
 
 from lmreg_nb.errors import SecretLeakError

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from test_principal import CAPACITY, demo_summary
+from fakes.summaries import CAPACITY, demo_summary
 
 from lmreg_nb import i18n
 from lmreg_nb.records.html import render_summary_html

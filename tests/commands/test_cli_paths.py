@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from hostile import hostile_server
+from fakes.hostile import hostile_server
 
 from lmreg_nb.cli import main
 from lmreg_nb.runner.shipped import NOTEBOOKS
@@ -103,7 +103,7 @@ def test_notebooks_folder_that_cannot_be_made_is_one_line(tmp_path: Path, where:
 
 def _plan(tmp_path: Path) -> Path:
     plan = tmp_path / "plan.csv"
-    empty = Path(__file__).parent / "data" / "empty.ipynb"
+    empty = Path(__file__).resolve().parents[1] / "data" / "empty.ipynb"
     plan.write_text(f"run_id,notebook\nr1,{empty}\n")
     return plan
 
@@ -194,7 +194,7 @@ def test_output_on_dev_full_is_one_line(tmp_path: Path, args: list[str]) -> None
     import subprocess
     import sys
 
-    from loopback_platform import ROOT
+    from fakes.loopback_platform import ROOT
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LMREG_LANG": "en", "HOME": str(tmp_path)}
     with open("/dev/full", "w") as full:
@@ -208,7 +208,7 @@ def test_output_on_dev_full_is_one_line(tmp_path: Path, args: list[str]) -> None
 
 
 def test_a_token_cache_under_a_file_does_not_stop_the_command(tmp_path: Path) -> None:
-    from loopback_platform import cli_env, loopback_platform, run_cli
+    from fakes.loopback_platform import cli_env, loopback_platform, run_cli
 
     (tmp_path / "afile").write_text("x")
     with loopback_platform() as (base, _script):

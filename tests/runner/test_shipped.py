@@ -13,7 +13,7 @@ from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.runner import shipped
 from lmreg_nb.runner.shipped import NOTEBOOKS, copy_notebooks, notebook_path
 
-REPO_NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+REPO_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def test_the_checkout_holds_the_six_notebooks() -> None:

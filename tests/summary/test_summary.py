@@ -185,7 +185,7 @@ def test_rules_import_the_parts_and_no_part_imports_the_rules() -> None:
     import ast
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parents[1] / "lmreg_nb" / "summary"
+    folder = Path(__file__).resolve().parents[2] / "lmreg_nb" / "summary"
     for part in ("model", "capacity", "fields"):
         tree = ast.parse((folder / f"{part}.py").read_text(encoding="utf-8"))
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

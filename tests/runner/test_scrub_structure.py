@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_principal import demo_summary
+from fakes.summaries import demo_summary
 
 from lmreg_nb.errors import SecretLeakError
 from lmreg_nb.records import RECORD_MIME

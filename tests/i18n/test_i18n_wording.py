@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from lmreg_nb import i18n
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PO = ROOT / "lmreg_nb/locale/zh_CN/LC_MESSAGES/lmreg_nb.po"
 HAN = "\u3400-\u9fff"
 #: Full-width punctuation: a space beside one is a stray (the mark carries its own space);

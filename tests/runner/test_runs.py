@@ -25,7 +25,7 @@ from lmreg_nb.batch import RunTask, execute_run, run_batch
 from lmreg_nb.cli import main
 from lmreg_nb.runner.runs import RUN_PREFIX, remove_stale_runs
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _processes_under(folder: Path) -> list[psutil.Process]:

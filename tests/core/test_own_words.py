@@ -19,7 +19,7 @@ from lmreg_nb.records import RECORD_MIME
 from lmreg_nb.runner.scrub import scrub_notebook
 from lmreg_nb.secret import Masker, find_leaks
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lmreg_nb"
+PACKAGE = Path(__file__).resolve().parents[2] / "lmreg_nb"
 
 #: Keys a school might choose, made of the toolkit's own words.
 WORDY_KEYS = [

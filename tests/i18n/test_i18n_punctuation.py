@@ -15,7 +15,7 @@ from babel.messages.pofile import read_po
 
 from lmreg_nb.summary.performance import Performance
 
-PO = Path(__file__).resolve().parents[1] / "lmreg_nb/locale/zh_CN/LC_MESSAGES/lmreg_nb.po"
+PO = Path(__file__).resolve().parents[2] / "lmreg_nb/locale/zh_CN/LC_MESSAGES/lmreg_nb.po"
 CJK = "\u3400-\u9fff\u3000-\u303f\uff00-\uffef"
 ASCII_MARK_BY_CHINESE = re.compile(rf"[{CJK}][ \t]*[,;]|[,;][ \t]*[{CJK}]")
 SPACE_BEFORE_PAREN = re.compile(r"[ \t]（")

@@ -24,7 +24,7 @@ from lmreg_nb.settings import Settings
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CARD = ("Parameter School", "Li Hua", "13812345678", "ops@school.edu.cn")
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP_ID = "app-loopback"
 APP_SECRET = "APPSECRET-loopback-4b8d2f6a1c"
 TOKEN = "TOKEN-loopback-9c7e5a3b1d"
