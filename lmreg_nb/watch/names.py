@@ -10,6 +10,7 @@ from ..terminal import shown_name as _one_rule
 
 __all__ = ["MAX_NAME", "shown_address", "shown_name"]
 
+
 def shown_name(name: str, mask: Masker | None = None) -> str:
     """``name`` made safe for every view: known secrets masked, one line, capped.
 
