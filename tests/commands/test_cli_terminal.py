@@ -1,6 +1,7 @@
 """What a platform sends never steers the terminal (issue 20, items 4, 5 and 6).
 
-``lmreg-nb`` runs as a real process against a scripted platform on loopback.
+``lmreg-nb`` runs as a real process (on a pseudo-terminal where the terminal is the
+point) against a scripted platform on a loopback port.
 Model fields, an env and error bodies hold escape sequences (clear screen,
 window title, OSC 52 clipboard writes), C1 controls and bidi overrides: the
 terminal shows a visible placeholder instead, JSON carries them escaped (the
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.hostile import ESCAPES, hostile_server
+from fakes.hostile import ESCAPES, hostile_tcp_server
 from fakes.loopback_platform import (
     APP_SECRET,
     TOKEN,
@@ -23,10 +24,14 @@ from fakes.loopback_platform import (
     Script,
     cli_env,
     envelope_error,
-    loopback_platform,
     run_cli,
     run_cli_on_tty,
+    tcp_platform,
 )
+
+#: Real `lmreg-nb` processes (on a pseudo-terminal: the terminal is the point) against
+#: a platform and a chat endpoint on loopback ports.
+pytestmark = pytest.mark.slow
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes the clipboard on some terminals
 TITLE = "\x1b]0;pwned\x07"  # sets the window title
@@ -58,7 +63,7 @@ HOSTILE_MODELS = [
 
 @pytest.fixture
 def platform() -> Iterator[tuple[str, Script]]:
-    with loopback_platform() as running:
+    with tcp_platform() as running:
         yield running
 
 
@@ -213,7 +218,7 @@ def test_a_short_retry_after_is_honoured(platform: tuple[str, Script], tmp_path:
 def test_check_details_quoting_the_server_are_safe(tmp_path: Path) -> None:
     # Every answer is an error quoting escape sequences: these.
     assert ESCAPES == TITLE + CLEAR + BIDI + C1
-    with hostile_server() as base:
+    with hostile_tcp_server() as base:
         env = cli_env(
             "http://127.0.0.1:9",
             tmp_path,

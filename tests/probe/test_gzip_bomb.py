@@ -17,9 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.hostile import gzip_bomb, hostile_server
+from fakes.hostile import gzip_bomb, hostile_tcp_server
 
-pytestmark = pytest.mark.timeout(300)
+#: A real `lmreg-nb` process under an address-space limit (the limit is the point) against
+#: a chat endpoint on a loopback port.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 KEY = "sk-gzip-bomb-Qw3Er5Ty7Ui9Op1As"
 CHAT = "/v1/chat/completions"
@@ -47,7 +49,7 @@ main()
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[str]:
     gzip_bomb()  # built once, before any timing
-    with hostile_server() as base:
+    with hostile_tcp_server() as base:
         yield base
 
 

@@ -103,7 +103,8 @@ def test_the_load_test_uses_the_capacity_search_s_lean_client(
     monkeypatch.setattr(ChatConnection, "send", counted)
     result = asyncio.run(run_load(Target(mock.url(), mock.key, mock.model), 6, 3))
     assert len(sent) == 6 and result.summary().errors == 0
-    assert all(r["ttft_ms"] and r["itl_mean_ms"] for r in result.rows)
+    # Timed per chunk (an ITL of 0 when a busy machine read the reply in one go).
+    assert all(r["ttft_ms"] and r["itl_mean_ms"] is not None for r in result.rows)
 
 
 def test_the_deadline_bounds_the_load_test(mock: Mock) -> None:
