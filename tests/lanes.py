@@ -11,10 +11,9 @@ refused connection starts nothing).
 A fixture of a wider scope that started something (the session's ``sandbox``) counts for
 every fast test that uses it, also when a slow test set it up first.
 
-:data:`UNGUARDED` lists the files whose fast tests still start a server or a process
-(issue 44's later round moves each in-process or into the slow lane, then removes it
-here); `pytest --guard-all-lanes` guards them too, to see what is left. An empty list
-guards every file.
+:data:`UNGUARDED` lists the files whose fast tests still start a server or a process;
+`pytest --guard-all-lanes` guards them too, to see what is left. It is empty (issue 44):
+every file is guarded.
 
 `pytest --lanes-report FILE` notes, for every test file and in every lane, whether its
 tests started a process or bound a socket (through a fixture too), and appends it to FILE
@@ -37,47 +36,9 @@ from typing import Any
 import pytest
 
 #: Files not guarded yet (paths from the repository's root; matched by file name, so a file
-#: moved into its room stays listed): the later round of issue 44 empties it.
-UNGUARDED: frozenset[str] = frozenset(
-    {
-        "tests/probe/test_capacity.py",
-        "tests/probe/test_capacity_client.py",
-        "tests/probe/test_capacity_itl.py",
-        "tests/probe/test_capacity_need.py",
-        "tests/probe/test_capacity_sandbox.py",
-        "tests/probe/test_capacity_unserved.py",
-        "tests/probe/test_chat_hostile.py",
-        "tests/probe/test_checks.py",
-        "tests/probe/test_context_counts.py",
-        "tests/probe/test_empty_replies.py",
-        "tests/probe/test_failures.py",
-        "tests/probe/test_function_checks.py",
-        "tests/probe/test_golive.py",
-        "tests/probe/test_load_row_window.py",
-        "tests/probe/test_gzip_bomb.py",
-        "tests/probe/test_keepalive.py",
-        "tests/probe/test_load.py",
-        "tests/probe/test_one_at_a_time.py",
-        "tests/probe/test_reference.py",
-        "tests/probe/test_registered.py",
-        "tests/probe/test_registered_hostile.py",
-        "tests/probe/test_reply.py",
-        "tests/probe/test_sandbox_e2e.py",
-        "tests/probe/test_workload.py",
-        "tests/commands/test_cli_bad_hosts.py",
-        "tests/commands/test_cli_bad_values.py",
-        "tests/commands/test_cli_paths.py",
-        "tests/commands/test_cli_registry.py",
-        "tests/commands/test_cli_terminal.py",
-        "tests/core/test_env_trust.py",
-        "tests/test_lint.py",
-        "tests/records/test_principal_causes.py",
-        "tests/runner/test_secret_disguised.py",
-        "tests/runner/test_secret_escapes.py",
-        "tests/commands/test_plot_on_request.py",
-        "tests/records/test_shown_names.py",
-    }
-)
+#: moved into its room stays listed). Empty since issue 44: every fast test is guarded; a
+#: file may be listed here only for a while, with an issue that empties the list again.
+UNGUARDED: frozenset[str] = frozenset()
 
 _NAMES = frozenset(path.rsplit("/", 1)[-1] for path in UNGUARDED)
 

@@ -56,6 +56,7 @@ def _fake_tools(tmp_path: Path, failing: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
+@pytest.mark.slow  # runs scripts/lint, as CI does
 @pytest.mark.parametrize(("failing", "code"), [("nothing", 0), ("format", 1), ("mypy", 1)])
 def test_the_lint_lane_fails_when_a_tool_fails(tmp_path: Path, failing: str, code: int) -> None:
     env = _fake_tools(tmp_path, failing)

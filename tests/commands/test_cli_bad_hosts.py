@@ -40,6 +40,7 @@ def _one_line(done: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a real lmreg-nb process, as a person runs it
 @pytest.mark.parametrize("host", ["0177.0.0.1", "256.1.1.1", "127.1"])
 def test_check_refuses_a_numeric_host_that_is_no_dotted_quad(tmp_path: Path, host: str) -> None:
     done = _lmreg(
@@ -52,6 +53,7 @@ def test_check_refuses_a_numeric_host_that_is_no_dotted_quad(tmp_path: Path, hos
     assert host in line and "four numbers from 0 to 255" in line
 
 
+@pytest.mark.slow  # a real lmreg-nb process, as a person runs it
 @pytest.mark.parametrize("host", ["0177.0.0.1", "256.1.1.1"])
 def test_models_refuses_such_a_host_in_the_base_url(tmp_path: Path, host: str) -> None:
     done = _lmreg(
@@ -62,6 +64,7 @@ def test_models_refuses_such_a_host_in_the_base_url(tmp_path: Path, host: str) -
     assert done.returncode == 2 and "LMREG_BASE_URL" in line and host in line
 
 
+@pytest.mark.slow  # a real lmreg-nb process, as a person runs it
 def test_any_invalid_url_left_is_one_line(tmp_path: Path) -> None:
     # Fullwidth letters: a valid name per IDNA's UTS46 mapping, refused by httpx itself.
     done = _lmreg(

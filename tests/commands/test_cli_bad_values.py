@@ -78,6 +78,7 @@ NAMED = {
 }
 
 
+@pytest.mark.slow  # a real lmreg-nb process: values no str holds (bytes in the environment)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_bad_value_is_one_line_naming_it_and_exit_2(tmp_path: Path, case: str) -> None:
     args, env = CASES[case]
@@ -89,6 +90,7 @@ def test_each_bad_value_is_one_line_naming_it_and_exit_2(tmp_path: Path, case: s
     assert SECRET not in done.stdout + done.stderr and b"pw" not in err
 
 
+@pytest.mark.slow  # a real lmreg-nb process: values no str holds (bytes in the environment)
 def test_the_line_follows_the_language(tmp_path: Path) -> None:
     done = _run([b"--lang", b"zh-CN", b"check", b"--registered", NOT_UTF8], {}, tmp_path)
     assert done.returncode == 2

@@ -256,6 +256,7 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # the sandbox and the CLI as processes, as a person runs them
 def test_cli_against_the_sandbox_leaks_no_secret(
     sandbox_process: SandboxInfo, tmp_path: Path
 ) -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-plot-on-request-0123456789"
@@ -32,7 +33,7 @@ GENERATED = (".png", ".jpg", ".jpeg", ".svg", ".gif", ".html", ".sqlite", ".sqli
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with serving(MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=4)) as base:
+    with mock_served(MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=4)) as base:
         yield f"{base}/v1/chat/completions"
 
 
@@ -81,6 +82,7 @@ def _root_files() -> list[str]:
     return [name for name in listed if "/" not in name]
 
 
+@pytest.mark.slow  # asks git which files are committed
 def test_the_repository_root_holds_no_generated_file() -> None:
     files = _root_files()
     assert "README.md" in files  # the listing sees the root

@@ -122,6 +122,7 @@ def _work_with_env(monkeypatch: pytest.MonkeyPatch) -> Path:
     return work
 
 
+@pytest.mark.slow  # a real group and ACLs on files (groupadd): file permissions are the point
 @needs_users
 @needs_setfacl
 def test_a_dotenv_another_user_may_write_through_an_acl_is_not_read(
@@ -134,6 +135,7 @@ def test_a_dotenv_another_user_may_write_through_an_acl_is_not_read(
     assert s.env_file is None and s.base_url is None
 
 
+@pytest.mark.slow  # a real group and ACLs on files (groupadd): file permissions are the point
 @needs_users
 @needs_setfacl
 def test_a_folder_another_user_may_write_through_an_acl_is_not_searched(
@@ -144,6 +146,7 @@ def test_a_folder_another_user_may_write_through_an_acl_is_not_searched(
     assert Settings.load().env_file is None
 
 
+@pytest.mark.slow  # a real group and ACLs on files (groupadd): file permissions are the point
 @needs_users
 def test_group_write_counts_only_for_a_group_without_other_members(
     monkeypatch: pytest.MonkeyPatch, stranger: tuple[str, str]
@@ -164,6 +167,7 @@ def test_group_write_counts_only_for_a_group_without_other_members(
         subprocess.run(["groupdel", alone], check=False, capture_output=True)
 
 
+@pytest.mark.slow  # a real group and ACLs on files (groupadd): file permissions are the point
 @needs_users
 def test_a_folder_above_a_stranger_can_write_in_stops_the_dotenv(
     monkeypatch: pytest.MonkeyPatch, stranger: tuple[str, str]

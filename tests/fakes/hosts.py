@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["HOST", "asgi_factory", "close", "serve", "serve_asgi", "served", "stop"]
+__all__ = ["HOST", "asgi_factory", "close", "mock_served", "serve", "serve_asgi", "served", "stop"]
 
 #: The host every served address names (a port on it is only a key here).
 HOST = "127.0.0.1"
@@ -281,3 +281,20 @@ def _sync_send(module: Any, transport: Any, request: Any) -> Any:
         extensions=answer.extensions,
         request=request,
     )
+
+
+@contextlib.contextmanager
+def mock_served(
+    config: Any, *, certfile: str | None = None, keyfile: str | None = None
+) -> Iterator[str]:
+    """The mock school model of ``config`` served in this process (as
+    ``lmreg_nb.sandbox.school_model.serving`` serves it on a port); ``certfile`` (and
+    ``keyfile``, PEM): https with that certificate. Yields its base URL."""
+    from lmreg_nb.sandbox.school_model import create_app
+
+    context = None
+    if certfile is not None:
+        context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(certfile, keyfile)
+    with served(create_app(config), ssl=context) as base:
+        yield base

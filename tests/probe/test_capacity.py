@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
+from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
@@ -28,7 +29,7 @@ from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_ca
 from lmreg_nb.probe.load.fixed import run_load
 from lmreg_nb.probe.text.capacity_text import format_capacity, verdict
 from lmreg_nb.probe.text.plots import capacity_figure
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -58,7 +59,7 @@ def _mock(**knobs: object) -> MockModelConfig:
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
     """A mock without a slot limit (quirks by path prefix)."""
-    with serving(_mock()) as base:
+    with mock_served(_mock()) as base:
         yield base
 
 
@@ -113,7 +114,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
 
 @pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> None:
-    with serving(_mock(slots=2)) as base:
+    with mock_served(_mock(slots=2)) as base:
         result = find_capacity(
             Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
         )
@@ -199,6 +200,7 @@ def _cutting_server(stop: threading.Event) -> tuple[str, threading.Thread]:
     return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", thread
 
 
+@pytest.mark.slow  # a raw socket cutting a reply is the point
 def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
     stop = threading.Event()
     url, thread = _cutting_server(stop)
@@ -248,6 +250,7 @@ def _refusing_server(accept: int, stop: threading.Event) -> tuple[str, threading
     return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", thread
 
 
+@pytest.mark.slow  # a raw listening socket that refuses is the point
 def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
     stop = threading.Event()
     url, thread = _refusing_server(0, stop)

@@ -7,10 +7,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from fakes.hosts import mock_served
 
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -25,7 +26,7 @@ def _mock() -> MockModelConfig:
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
-    with serving(_mock()) as base:
+    with mock_served(_mock()) as base:
         yield base
 
 
@@ -67,7 +68,7 @@ def test_capacity_over_https_and_an_untrusted_certificate(
     pem = tmp_path / "server.pem"
     ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(pem))
     bundle = tmp_path / "ca.pem"
-    with serving(_mock(), certfile=str(pem), keyfile=str(pem)) as base:
+    with mock_served(_mock(), certfile=str(pem), keyfile=str(pem)) as base:
         assert base.startswith("https://")
         tls_context.cache_clear()
         try:

@@ -56,6 +56,7 @@ def _of_the_truths_order(itl_p50: float | None) -> bool:
     return itl_p50 is not None and ITL_MS / 4 <= itl_p50 <= ITL_MS * 4
 
 
+@pytest.mark.slow  # the mock in a process of its own: no GIL shared with the load
 def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> None:
     target = Target(mock_process, KEY, "m", timeout=30)
     payload = json.dumps(chat_body("m", "hi", stream=True)).encode()

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from fakes.hostile import hostile_server
+from fakes.hosts import mock_served
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main
@@ -22,7 +23,7 @@ from lmreg_nb.probe.load.levels import Level
 from lmreg_nb.probe.target import Target
 from lmreg_nb.probe.text.capacity_text import verdict
 from lmreg_nb.probe.text.plots import capacity_figure
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving, serving_process
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -37,7 +38,7 @@ def _mock(**knobs: object) -> MockModelConfig:
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
-    with serving(_mock(ttft_ms=10.0, itl_ms=5.0, tokens=12)) as base:
+    with mock_served(_mock(ttft_ms=10.0, itl_ms=5.0, tokens=12)) as base:
         yield base + "/v1/chat/completions"
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
 from lmreg_nb.sandbox.process import running_sandbox
@@ -40,17 +41,18 @@ def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
     assert levels[4]["itl_ms"]["p50"] == pytest.approx(12, abs=2)  # 4 chats, 3 slots
 
 
+@pytest.mark.slow  # a signal to a real process is the point
 def test_ctrl_c_in_the_cli_prints_what_was_measured_so_far(tmp_path) -> None:
     import os
     import signal
     import subprocess
     import sys
 
-    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+    from lmreg_nb.sandbox.school_model import MockModelConfig
 
     key = "sk-ctrl-c-0123456789abcdef"
     config = MockModelConfig(api_key=key, ttft_ms=10, itl_ms=5, tokens=20)
-    with serving(config) as base:
+    with mock_served(config) as base:
         env = {
             **os.environ,
             "LMREG_MODEL_URL": base + "/v1/chat/completions",

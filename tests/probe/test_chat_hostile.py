@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from fakes.hostile import hostile_server
+from fakes.hosts import mock_served
 
 from lmreg_nb.errors import LmregError, RequestTimeout
 from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat
@@ -163,10 +164,10 @@ def test_stream_masker_holds_back_a_split_key() -> None:
 
 
 def test_chat_reply_runs_beside_the_checks() -> None:
-    from lmreg_nb.sandbox.school_model import MockModelConfig, reply_tokens, serving
+    from lmreg_nb.sandbox.school_model import MockModelConfig, reply_tokens
 
     config = MockModelConfig(api_key=KEY, ttft_ms=400, itl_ms=10, tokens=8)
-    with serving(config) as base:
+    with mock_served(config) as base:
         check_endpoint(Target(base + CHAT, KEY, "m", timeout=5))  # warm up imports and connections
         start = time.monotonic()
         report = check_endpoint(Target(base + CHAT, KEY, "m", timeout=5), chat_prompt="Hello there")

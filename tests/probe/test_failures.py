@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from typing import TYPE_CHECKING
@@ -26,10 +25,7 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture()
 def refused_url() -> str:
     """A loopback URL whose port nobody listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1/chat/completions"
+    return "http://127.0.0.1:9/v1/chat/completions"  # discard's port: refused at once
 
 
 def test_refused_connection_is_a_failed_check(refused_url: str) -> None:
@@ -125,6 +121,7 @@ def test_cli_failing_server_exit_1_and_one_line(mock: Mock, quirk: str, words: s
     assert set(json.loads(out)) == {"checks", "summary", "workload", "client", "server"}
 
 
+@pytest.mark.slow  # the CLI as a person runs it
 def test_cli_refused_connection_in_a_real_process(refused_url: str, tmp_path: object) -> None:
     env = {**os.environ, **_env(refused_url, "sk-secret-key-98765")}
     proc = subprocess.run(

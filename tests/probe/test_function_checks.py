@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
+from fakes import hosts
+from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint, format_report
 from lmreg_nb.probe.checks.context_window import MAX_CONTEXT_NEED, filler_prompt
-from lmreg_nb.sandbox.school_model import THINKING_TOKENS, MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import THINKING_TOKENS, MockModelConfig
 
 if TYPE_CHECKING:
     from tests.probe.conftest import Mock
@@ -47,7 +49,7 @@ CHINESE = re.compile(r"[\u4e00-\u9fff]")
 def window() -> Iterator[str]:
     """A mock with a context window of 4096 tokens (prompt and max_tokens)."""
     config = MockModelConfig(api_key=KEY, ttft_ms=10, itl_ms=5, tokens=8, context_window=WINDOW)
-    with serving(config) as base:
+    with mock_served(config) as base:
         yield base
 
 
@@ -144,7 +146,7 @@ def test_without_usage_the_length_is_an_estimate(window: str) -> None:
 def test_a_window_smaller_than_the_calibration_is_still_measured_on_one_scale() -> None:
     # 100 tokens: the longer calibration prompt (144) is refused; a middle one scales the rest.
     config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=4, context_window=100)
-    with serving(config) as base:
+    with mock_served(config) as base:
         fits = _row(_check(_url(base), KEY, "m", context_need=90), "context-window")
         cut = _check(_url(base, "truncate-prompt"), KEY, "m", context_need=300)
         refused = _row(_check(_url(base), KEY, "m", context_need=300), "context-window")
@@ -213,6 +215,7 @@ def _gatekeeper(upstream: str, mode: str, limit: int = 20_000) -> Iterator[str]:
         loop.close()
 
 
+@pytest.mark.slow  # a proxy on a loopback port, in a thread of its own
 @pytest.mark.parametrize("mode", ["slow", "close"])
 def test_a_server_that_hangs_or_hangs_up_on_a_long_prompt_gets_one_row(
     mock: Mock, mode: str, lang: str
@@ -237,8 +240,6 @@ def test_a_server_that_hangs_or_hangs_up_on_a_long_prompt_gets_one_row(
 @contextlib.contextmanager
 def _echoing(config: MockModelConfig) -> Iterator[str]:
     """The mock, but a system message or a long prompt gets a 400 that echoes the key."""
-    import uvicorn
-
     from lmreg_nb.sandbox.school_model import create_app
 
     inner = create_app(config)
@@ -274,19 +275,8 @@ def _echoing(config: MockModelConfig) -> Iterator[str]:
 
         return await inner(scope, again, send)
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with hosts.served(app) as base:
+        yield base
 
 
 def test_the_servers_words_are_quoted_with_the_key_masked() -> None:

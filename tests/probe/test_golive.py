@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 import pytest
 import trustme
 from fakes.hostile import closing_server, hostile_server
+from fakes.hosts import mock_served
 
 from lmreg_nb._tls import tls_context
 from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
 from lmreg_nb.probe.checks.conformance import URL_PUBLIC_HOST, private_only
 from lmreg_nb.probe.text.checks import judged
 from lmreg_nb.probe.wire.shapes import chunk_text, completion_tokens, error_message, model_ids
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 if TYPE_CHECKING:
     from tests.probe.conftest import Mock
@@ -107,7 +108,7 @@ def test_tolerated_framing_does_not_trip_the_go_live_checks(mock: Mock) -> None:
 def vllm_like() -> Iterator[str]:
     """A mock serving only "school-llm", as vLLM with --served-model-name school-llm."""
     config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8, served=("school-llm",))
-    with serving(config) as base:
+    with mock_served(config) as base:
         yield base + CHAT
 
 
@@ -169,7 +170,7 @@ def _https(ca: trustme.CA, tmp_path: Path, host: str = "127.0.0.1", **dates: dt.
 
 def _check_tls(pem: Path) -> EndpointReport:
     config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)
-    with serving(config, certfile=str(pem), keyfile=str(pem)) as base:
+    with mock_served(config, certfile=str(pem), keyfile=str(pem)) as base:
         assert base.startswith("https://")
         return check_endpoint(Target(base + CHAT, KEY, "m", timeout=3))
 
@@ -295,6 +296,7 @@ def test_reply_shapes() -> None:
     assert model_ids({"data": [{"id": "a"}, {"x": 1}]}) == ["a"]
 
 
+@pytest.mark.slow  # the sandbox command as a process, as a person runs it
 def test_the_sandbox_serves_only_the_names_it_is_given(tmp_path: Path) -> None:
     from lmreg_nb.sandbox.process import running_sandbox
 

@@ -22,7 +22,8 @@ from lmreg_nb.probe.load.fixed import run_load
 from lmreg_nb.probe.wire.exchange import chat_body
 from lmreg_nb.probe.wire.stream_client import ChatConnection
 
-pytestmark = pytest.mark.timeout(60)
+#: Real sockets are the point: connections a server reuses, closes or drops (plain and TLS).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
 KEY = "sk-keepalive-0123456789"
 MODES = ["close-after-each", "max-3", "connection-close"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from fakes.hosts import mock_served
 
 from lmreg_nb.probe import Target, check_endpoint
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,7 +23,7 @@ KEY = "sk-window-0123456789abcdef"
 
 def test_a_lesson_longer_than_the_window_is_not_called_a_load_problem(lang: str) -> None:
     config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=4, context_window=1200)
-    with serving(config) as base:
+    with mock_served(config) as base:
         report = check_endpoint(Target(base + "/v1/chat/completions", KEY, "m", timeout=5),
                                 requests=2, concurrency=1)  # fmt: skip
     rows = {c.name: c for c in report.checks}

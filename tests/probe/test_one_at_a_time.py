@@ -13,12 +13,13 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from fakes.hosts import mock_served
 
 from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.probe.checks.golive import judge_max_tokens
 from lmreg_nb.probe.text.checks import worded
 from lmreg_nb.probe.wire.exchange import Exchange, chat_body, send
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,7 +31,7 @@ def one_slot() -> Iterator[str]:
     # One slot: every request waits for the one before it (about 0.5 s each), so the
     # checks' burst of 20-odd requests queues for about 10 s, past a 1 s read timeout.
     config = MockModelConfig(api_key=KEY, ttft_ms=20, itl_ms=15, tokens=30, slots=1)
-    with serving(config) as base:
+    with mock_served(config) as base:
         yield base + "/v1/chat/completions"
 
 
@@ -58,7 +59,7 @@ def test_a_request_waits_as_long_as_its_target_says_not_the_clients_default() ->
     # The checks wait longer for a queue to empty with a copy of the target: the request
     # must take that timeout, whatever the shared client was made with.
     config = MockModelConfig(api_key=KEY, ttft_ms=600, itl_ms=1, tokens=2)
-    with serving(config) as base:
+    with mock_served(config) as base:
         target = Target(base + "/v1/chat/completions", KEY, "school-llm", timeout=5.0)
 
         async def go() -> Exchange:

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
+from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
 from lmreg_nb.errors import NotFoundError
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.probe import Target
 from lmreg_nb.registry.client import RegistryClient
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 from lmreg_nb.secret import Secret, find_leaks
 from lmreg_nb.settings import Settings
 
@@ -39,7 +40,7 @@ SERVED = "school-llm"
 @pytest.fixture(scope="module")
 def school_url() -> Iterator[str]:
     config = MockModelConfig(api_key=RIGHT_KEY, ttft_ms=5, itl_ms=2, tokens=8, served=(SERVED,))
-    with serving(config) as base:
+    with mock_served(config) as base:
         yield base + "/v1/chat/completions"
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from fakes.hosts import mock_served
 
 from lmreg_nb import i18n
 from lmreg_nb.cli import main
@@ -24,7 +25,7 @@ from lmreg_nb.probe.load.workload import (
 from lmreg_nb.probe.target import Target
 from lmreg_nb.probe.text.capacity_text import verdict
 from lmreg_nb.probe.text.workload_text import prefix_sentence
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 from lmreg_nb.summary import CapacityRecord, PrefixCache, Workload
 
 KEY = "sk-lesson-0123456789abcdef"
@@ -102,7 +103,7 @@ def test_the_cli_refuses_it_in_one_line_before_any_request(lang: str, words: str
 
 def test_a_lesson_longer_than_the_context_allows_is_shortened_to_fit() -> None:
     config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
-    with serving(config) as base:
+    with mock_served(config) as base:
         target = Target(base + "/v1/chat/completions", KEY, "m")
         spec = WorkloadSpec(lesson_tokens=1500, context_need=1200, max_tokens=300)
         work = asyncio.run(prepare_workload(target, spec))
@@ -112,7 +113,7 @@ def test_a_lesson_longer_than_the_context_allows_is_shortened_to_fit() -> None:
 
 def test_students_ask_three_turns_then_start_anew_and_the_server_count_is_kept() -> None:
     config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
-    with serving(config) as base:
+    with mock_served(config) as base:
         target = Target(base + "/v1/chat/completions", KEY, "m")
 
         async def run() -> tuple[ClassWorkload, list[int]]:
@@ -143,7 +144,7 @@ def test_the_prefix_probe_sees_whether_the_lesson_is_reused(cache: bool, reused:
     config = MockModelConfig(
         api_key=KEY, ttft_ms=5, itl_ms=1, tokens=3, prefill_tokens_per_s=5000, prefix_cache=cache
     )
-    with serving(config) as base:
+    with mock_served(config) as base:
         target = Target(base + "/v1/chat/completions", KEY, "m")
 
         async def run() -> PrefixCache | None:
@@ -232,7 +233,7 @@ def test_a_load_test_with_one_request_at_a_time_does_not_blame_the_interrupt() -
 
 def test_check_json_names_the_load_tests_workload_and_the_prefix_cache_row() -> None:
     config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
-    with serving(config) as base:
+    with mock_served(config) as base:
         env = {
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
             "LMREG_MODEL_API_KEY": KEY,
@@ -254,7 +255,7 @@ def test_check_json_names_the_load_tests_workload_and_the_prefix_cache_row() -> 
 def test_reading_pace_is_in_the_class_slo_by_default_and_0_drops_it() -> None:
     config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
     args = ["capacity", "--json", "--need", "1", "--workload", "short", "--level-seconds", "0.2"]
-    with serving(config) as base:
+    with mock_served(config) as base:
         env = {
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
             "LMREG_MODEL_API_KEY": KEY,

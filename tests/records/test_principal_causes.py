@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import html
 import re
-import socket
 from collections.abc import Iterator
 
 import pytest
+from fakes.hosts import mock_served
 
 from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.records.principal import obstacles, render_principal_html
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 from lmreg_nb.summary import Step, build_summary
 
 pytestmark = pytest.mark.timeout(120)
@@ -41,10 +41,8 @@ GENERIC = {
 def servers() -> Iterator[dict[str, str]]:
     window = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8, context_window=WINDOW)
     plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)
-    with socket.socket() as s:  # a port nothing listens on once closed
-        s.bind(("127.0.0.1", 0))
-        down = s.getsockname()[1]
-    with serving(window) as small, serving(plain) as base:
+    down = 9  # discard's port: nothing listens on it, the connection is refused
+    with mock_served(window) as small, mock_served(plain) as base:
         yield {
             "down": f"http://127.0.0.1:{down}/v1/chat/completions",
             "window": f"{small}/v1/chat/completions",

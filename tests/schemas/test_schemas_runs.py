@@ -12,9 +12,10 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from contract_schemas import assert_valid
+from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +24,7 @@ KEY = "sk-schemas-runs-0123456789"
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with serving(MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=6)) as base:
+    with mock_served(MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=6)) as base:
         yield f"{base}/v1/chat/completions"
 
 
