@@ -1,4 +1,4 @@
-"""Hosts httpx cannot use: one line and exit 2 from real `lmreg-nb` processes, never a traceback.
+"""Hosts httpx cannot use: one line and exit 2 from `lmreg-nb` (CliRunner), never a traceback.
 
 Issue 20 (6): ``0177.0.0.1`` and ``256.1.1.1`` passed validation and then crashed
 ``check`` with httpx.InvalidURL; any InvalidURL that still reaches a command is one line.
@@ -6,33 +6,34 @@ Issue 20 (6): ``0177.0.0.1`` and ``256.1.1.1`` passed validation and then crashe
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from lmreg_nb.cli import main
 
 KEY = "sk-bad-hosts-0123456789abcdef"
 
 
-def _lmreg(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
-    base.update(
-        HOME=str(tmp_path), LMREG_LANG="en", LMREG_TOKEN_CACHE=str(tmp_path / "tokens.json")
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", *args],
-        env={**base, **env},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def _one_line(done: subprocess.CompletedProcess[str]) -> str:
+def _lmreg(tmp_path: Path, *args: str, **env: str) -> Done:
+    """``lmreg-nb ARGS`` in this process (CliRunner), English, a private home and cache."""
+    base = {"HOME": str(tmp_path), "LMREG_LANG": "en",
+            "LMREG_TOKEN_CACHE": str(tmp_path / "tokens.json")}  # fmt: skip
+    # catch_exceptions=False: a traceback fails the test instead of hiding in the result.
+    result = CliRunner().invoke(main, list(args), env={**base, **env}, catch_exceptions=False)
+    return Done(result.exit_code, result.stdout, result.stderr)
+
+
+def _one_line(done: Done) -> str:
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -40,7 +41,6 @@ def _one_line(done: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-@pytest.mark.slow  # a real lmreg-nb process, as a person runs it
 @pytest.mark.parametrize("host", ["0177.0.0.1", "256.1.1.1", "127.1"])
 def test_check_refuses_a_numeric_host_that_is_no_dotted_quad(tmp_path: Path, host: str) -> None:
     done = _lmreg(
@@ -53,7 +53,6 @@ def test_check_refuses_a_numeric_host_that_is_no_dotted_quad(tmp_path: Path, hos
     assert host in line and "four numbers from 0 to 255" in line
 
 
-@pytest.mark.slow  # a real lmreg-nb process, as a person runs it
 @pytest.mark.parametrize("host", ["0177.0.0.1", "256.1.1.1"])
 def test_models_refuses_such_a_host_in_the_base_url(tmp_path: Path, host: str) -> None:
     done = _lmreg(
@@ -64,7 +63,6 @@ def test_models_refuses_such_a_host_in_the_base_url(tmp_path: Path, host: str) -
     assert done.returncode == 2 and "LMREG_BASE_URL" in line and host in line
 
 
-@pytest.mark.slow  # a real lmreg-nb process, as a person runs it
 def test_any_invalid_url_left_is_one_line(tmp_path: Path) -> None:
     # Fullwidth letters: a valid name per IDNA's UTS46 mapping, refused by httpx itself.
     done = _lmreg(
