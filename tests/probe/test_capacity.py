@@ -14,13 +14,14 @@ import asyncio
 import json
 import re
 import signal
-import socket
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
+from fakes import hosts
+from fakes.hostile import closing_server
 from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
@@ -171,44 +172,32 @@ def test_no_usage_says_tokens_are_counted_from_chunks(plain: str) -> None:
     )
 
 
-def _cutting_server(stop: threading.Event) -> tuple[str, threading.Thread]:
+class _Cutting(asyncio.Protocol):
     """A server whose stream closes the connection mid-reply (no [DONE], no last chunk)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    sock.settimeout(0.1)
-    chunk = 'data: {"choices":[{"index":0,"delta":{"content":"hi "},"finish_reason":null}]}\n\n'
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.recv(65536)
-                head = (
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                    "transfer-encoding: chunked\r\n\r\n"
-                )
-                body = chunk * 3
-                conn.sendall(head.encode() + f"{len(body):x}\r\n{body}\r\n".encode())
-        sock.close()
+    CHUNK = 'data: {"choices":[{"index":0,"delta":{"content":"hi "},"finish_reason":null}]}\n\n'
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", thread
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        head = (
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            "transfer-encoding: chunked\r\n\r\n"
+        )
+        body = self.CHUNK * 3
+        self.transport.write(head.encode() + f"{len(body):x}\r\n{body}\r\n".encode())
+        self.transport.close()
 
 
-@pytest.mark.slow  # a raw socket cutting a reply is the point
 def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
-    stop = threading.Event()
-    url, thread = _cutting_server(stop)
+    # Served in the client's event loop over a socketpair (tests/fakes/hosts.py).
+    port = hosts.serve(_Cutting)
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
     try:
         result = find_capacity(Target(url, KEY, "m", timeout=2), max_concurrency=2, plan=FAST)
     finally:
-        stop.set()
-        thread.join(5)
+        hosts.stop(port)
     level = result.levels[0]
     # Every request that ended was cut (one still running at the level's end is not counted).
     assert level.errors_by_kind == {"cut stream": level.requests - level.unfinished}
@@ -220,46 +209,11 @@ def test_a_connection_closed_mid_reply_is_a_cut_stream() -> None:
     assert "Replies ended early even with one chat at a time" in text
 
 
-def _refusing_server(accept: int, stop: threading.Event) -> tuple[str, threading.Thread]:
-    """Accepts ``accept`` connections (then hangs them) and resets every later one."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    sock.settimeout(0.1)
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except TimeoutError:
-                continue
-            if len(held) < accept:
-                held.append(conn)
-            else:
-                conn.setsockopt(
-                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
-                )
-                conn.close()  # a reset
-        for conn in held:
-            conn.close()
-        sock.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", thread
-
-
-@pytest.mark.slow  # a raw listening socket that refuses is the point
 def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
-    stop = threading.Event()
-    url, thread = _refusing_server(0, stop)
     started = time.monotonic()
-    try:
+    with closing_server() as port:  # every connection closed at once, in this process
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
         result = find_capacity(Target(url, KEY, "m", timeout=1), max_concurrency=8, plan=FAST)
-    finally:
-        stop.set()
-        thread.join(5)
     assert time.monotonic() - started < 15
     # A reset reads as refused ("closed the connection at once") or, when the reset comes
     # after the request was written, as a connection closed before answering: the search

@@ -8,7 +8,8 @@ usage chunk with empty ``choices`` before ``[DONE]``, U+FFFD the model wrote
 itself (the streamed and the unstreamed reply of the same seeded request carry
 the same ones), a JSON 400 for a too-long prompt also when streamed, 401
 ``{"error":"Unauthorized"}`` and 404 ``{"detail":"Not Found"}``. They are served
-in process (httpx.MockTransport), or by a loopback socket for the lean client.
+in process (httpx.MockTransport), or over a socketpair in the client's own event loop for
+the lean client (tests/fakes/hosts.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fakes import hosts
 
 from lmreg_nb.probe import Target, check_endpoint, format_report
 from lmreg_nb.probe.checks.conformance import CheckResult
@@ -154,7 +156,6 @@ def test_an_empty_first_token_is_not_a_bad_stream() -> None:
     assert ex.output_tokens == (1, "usage") and ex.finish == "length" and not ex.text
 
 
-@pytest.mark.slow  # the lean client speaks HTTP/1.1 on a real socket
 def test_the_lean_client_and_the_prefix_probe_take_an_empty_first_token() -> None:
     reply = _data("stream_one_empty.sse")
 
@@ -168,15 +169,17 @@ def test_the_lean_client_and_the_prefix_probe_take_an_empty_first_token() -> Non
         writer.close()
 
     async def go() -> tuple:
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
+        # Served in this loop over a socketpair (tests/fakes/hosts.py): HTTP/1.1 on a socket.
+        port = hosts.serve(lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(), serve))
         target = Target(f"http://127.0.0.1:{port}/v1/chat/completions", KEY, "m", timeout=5)
         body = json.dumps(chat_body("m", "hi", stream=True, max_tokens=1)).encode()
-        async with server:
+        try:
             conn = ChatConnection(target, body)
             ex = await conn.send()
             conn.close()
             timed = await first_token(ChatConnection(target, body), 5.0)
+        finally:
+            hosts.stop(port)
         return ex, timed
 
     ex, (answered, waited) = asyncio.run(go())
