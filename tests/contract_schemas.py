@@ -69,6 +69,13 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
     return [dict(zip(header, row, strict=True)) for row in rows[1:]]
 
 
+@cache
+def _shipped_names() -> frozenset[str]:
+    """The file names of the notebooks the project ships (both languages)."""
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    return frozenset(p.name for p in root.rglob("*.ipynb"))
+
+
 def written_problems(folder: Path) -> list[str]:
     """What breaks the schemas in the records of the notebooks papermill ran and in the
     summary.csv files under ``folder``."""
@@ -80,8 +87,9 @@ def written_problems(folder: Path) -> list[str]:
         if not notebook.is_file():
             continue  # a FIFO or a folder a test planted: reading it would wait forever
         try:
-            if "papermill" not in json.loads(notebook.read_text("utf-8")).get("metadata", {}):
-                continue  # made by a test, not run: its records are the test's own doubles
+            ran = json.loads(notebook.read_text("utf-8")).get("metadata", {}).get("papermill")
+            if Path(str((ran or {}).get("input_path") or "")).name not in _shipped_names():
+                continue  # not one of ours that papermill ran: its records are a test's doubles
             summary = read_records(notebook).get("summary")
         except (LmregError, OSError, ValueError, AttributeError):
             continue  # not a notebook (a test's broken file): no record to hold

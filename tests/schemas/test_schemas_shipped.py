@@ -197,23 +197,28 @@ def test_no_file_outside_the_repository_is_cited() -> None:
 
 
 def test_the_session_check_finds_a_run_record_that_breaks_its_schema(tmp_path: Path) -> None:
-    """The check every session ends with (tests/conftest.py): a notebook papermill ran
-    with a record that breaks the schema is named; a test's own double is not."""
+    """The check every session ends with (tests/conftest.py): one of our notebooks that
+    papermill ran with a record that breaks the schema is named; a test's own double is not,
+    nor a test's own notebook that papermill ran (tests/data/leaky.ipynb plants a summary)."""
     output = nbformat.v4.new_output(
         "display_data",
         data={"application/vnd.lmreg.record+json": {"name": "summary",
                                                      "value": {"school": "S"}}},
     )  # fmt: skip
     cell = nbformat.v4.new_code_cell("record()", outputs=[output])
-    run = nbformat.v4.new_notebook(cells=[cell], metadata={"papermill": {"duration": 1.0}})
-    nbformat.write(run, tmp_path / "run.ipynb")
+    ran = {"papermill": {"duration": 1.0, "input_path": "/x/onboarding.ipynb"}}
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell], metadata=ran), tmp_path / "run.ipynb")
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "double.ipynb")
+    leaky = {"papermill": {"duration": 1.0, "input_path": "/tests/data/leaky.ipynb"}}
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[cell], metadata=leaky), tmp_path / "theirs.ipynb"
+    )
     (tmp_path / "summary.csv").write_text("run_id,status\nbad id,ok\n", encoding="utf-8")
     found = written_problems(tmp_path)
     for made in tmp_path.iterdir():
         made.unlink()  # broken on purpose: not for the session's own check to find
     assert any("run.ipynb: summary: (top): 'status' is a required property" in p for p in found)
-    assert not any("double.ipynb" in p for p in found)
+    assert not any("double.ipynb" in p or "theirs.ipynb" in p for p in found)
     assert any("summary.csv line 2: run_id" in p for p in found), found
     assert json.dumps(found)  # plain lines
 
