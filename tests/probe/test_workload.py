@@ -14,6 +14,7 @@ from lmreg_nb.errors import ValidationError
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, Level
 from lmreg_nb.probe.load.fixed import LoadResult
 from lmreg_nb.probe.load.lesson_text import SYSTEM_MESSAGE, lesson_text, question
+from lmreg_nb.probe.load.metrics import failed_row
 from lmreg_nb.probe.load.prefix import judge_prefix, prefix_probe
 from lmreg_nb.probe.load.workload import (
     ClassWorkload,
@@ -225,7 +226,7 @@ def test_streams_cut_with_one_chat_are_not_blamed_on_interrupt_requests() -> Non
 
 
 def test_a_load_test_with_one_request_at_a_time_does_not_blame_the_interrupt() -> None:
-    rows = [{"error": "cut stream", "ok": False}]
+    rows = [failed_row("cut stream")]
     assert "interrupt_requests" not in LoadResult(rows=rows, concurrency=1).advice()
     assert "interrupt_requests" in LoadResult(rows=rows, concurrency=2).advice()
 
