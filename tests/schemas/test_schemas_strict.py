@@ -105,7 +105,9 @@ def test_every_cause_the_checks_declare_fits_the_records_schema() -> None:
     import lmreg_nb.probe.checks.suite  # noqa: F401  (declares every check)
     from lmreg_nb.probe.checks.declare import COMMON, DECLARED
 
-    pattern = re.compile(schema("summary")["$defs"]["recorded_check"]["properties"]["cause"]["pattern"])
+    pattern = re.compile(
+        schema("summary")["$defs"]["recorded_check"]["properties"]["cause"]["pattern"]
+    )
     causes = set(COMMON) | {cause for d in DECLARED.values() for cause in d.says}
     assert len(causes) > 20
     assert [c for c in sorted(causes) if not pattern.match(c)] == []

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...i18n import _
 from ...summary import Percentiles
 from ...summary.client import ClientLag
 from ...summary.performance import Performance
@@ -80,21 +79,6 @@ class LoadResult:
     def cut_streams(self) -> int:
         """Requests whose stream the server cut (llama.cpp ``interrupt_requests``)."""
         return sum(1 for r in self.rows if r.error == CUT)
-
-    def advice(self) -> str:
-        """What to do about what went wrong, in one sentence, or "" (cut streams)."""
-        if not self.cut_streams:
-            return ""
-        if self.concurrency == 1:  # nothing else arrived: no interrupt of a new request
-            return _(
-                "Replies ended early with one request at a time: the server cut them without"
-                " another request arriving; look at its log."
-            )
-        return _(
-            "The server cut streams when new requests arrived (llama.cpp interrupt_requests):"
-            " start llama-cpp-python with --interrupt_requests False, or for Ollama set"
-            " OLLAMA_NUM_PARALLEL to the number of chats at once."
-        )
 
     @property
     def errors_by_kind(self) -> dict[str, int]:
