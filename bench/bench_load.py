@@ -87,8 +87,8 @@ async def ours(url: str, concurrency: int, requests: int) -> tuple[float, float,
     wall, cpu = time.perf_counter(), time.process_time()
     result = await run_load(target, requests, concurrency, max_duration=300)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    assert all(r["output_tokens"] == TOKENS for r in result.rows if r["ok"])
-    return wall, cpu, sum(1 for r in result.rows if not r["ok"])
+    assert all(r.output_tokens == TOKENS for r in result.rows if r.ok)
+    return wall, cpu, sum(1 for r in result.rows if not r.ok)
 
 
 async def openai_loop(url: str, concurrency: int, requests: int) -> tuple[float, float, int]:
@@ -318,10 +318,10 @@ async def ours_load(url: str, concurrency: int, requests: int) -> dict[str, Any]
     target = Target(url + "/v1/chat/completions", KEY, "bench-model", timeout=60)
     await run_load(target, concurrency, concurrency)
     result = await run_load(target, requests, concurrency, max_duration=300)
-    good = [r for r in result.rows if r["ok"]]
+    good = [r for r in result.rows if r.ok]
     return {
-        "ttft": [r["ttft_ms"] for r in good],
-        "itl": [r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None],
+        "ttft": [r.ttft_ms for r in good],
+        "itl": [r.itl_mean_ms for r in good if r.itl_mean_ms is not None],
         "errors": len(result.rows) - len(good),
         "client": result.client.to_json() if result.client else None,
     }

@@ -46,7 +46,7 @@ async def ours(url: str, concurrency: int, requests: int) -> tuple[list[float], 
         await run_load(target, concurrency, concurrency, max_tokens=1, client=client)
         result = await run_load(target, requests, concurrency, max_duration=100, client=client)
     assert not result.errors_by_kind, result.errors_by_kind
-    return [r["ttft_ms"] for r in result.rows], result.gaps_ms
+    return [r.ttft_ms for r in result.rows], result.gaps_ms
 
 
 async def openai_reference(

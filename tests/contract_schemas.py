@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import stat
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -70,12 +69,11 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
     return [dict(zip(header, row, strict=True)) for row in rows[1:]]
 
 
-def _regular(path: Path) -> bool:
-    """Whether ``path`` itself (not a link's target) is a regular file."""
-    try:
-        return stat.S_ISREG(path.lstat().st_mode)
-    except OSError:
-        return False
+@cache
+def _shipped_names() -> frozenset[str]:
+    """The file names of the notebooks the project ships (both languages)."""
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    return frozenset(p.name for p in root.rglob("*.ipynb"))
 
 
 def written_problems(folder: Path) -> list[str]:
@@ -86,18 +84,19 @@ def written_problems(folder: Path) -> list[str]:
 
     found: list[str] = []
     for notebook in sorted(folder.rglob("*.ipynb")):
-        if not _regular(notebook):
-            continue  # a test's FIFO, device or link (reading a FIFO would wait forever)
+        if not notebook.is_file():
+            continue  # a FIFO or a folder a test planted: reading it would wait forever
         try:
-            if "papermill" not in json.loads(notebook.read_text("utf-8")).get("metadata", {}):
-                continue  # made by a test, not run: its records are the test's own doubles
+            ran = json.loads(notebook.read_text("utf-8")).get("metadata", {}).get("papermill")
+            if Path(str((ran or {}).get("input_path") or "")).name not in _shipped_names():
+                continue  # not one of ours that papermill ran: its records are a test's doubles
             summary = read_records(notebook).get("summary")
         except (LmregError, OSError, ValueError, AttributeError):
             continue  # not a notebook (a test's broken file): no record to hold
         if summary is not None:
             found += [f"{notebook}: summary: {p}" for p in problems("summary", summary)]
     for table in sorted(folder.rglob("summary.csv")):
-        if not _regular(table):
+        if not table.is_file():
             continue
         for n, row in enumerate(csv_rows(table), start=2):
             found += [f"{table} line {n}: {p}" for p in problems("summary-csv-row", row)]

@@ -29,7 +29,7 @@ from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
 from .checks.measured import judge_load, judge_prefix_cache, load_not_run
 from .checks.suite import ChatOutcome, make_client, run_checks
 from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
-from .load.metrics import request_metrics
+from .load.metrics import RequestRow, request_metrics
 from .load.prefix import prefix_probe
 from .load.workload import WorkloadSpec, check_workload, prepare_workload
 from .loop_lag import LoopLag
@@ -65,7 +65,7 @@ class EndpointReport:
     checks: list[CheckResult]
     summary: Performance
     rows: pd.DataFrame | None = None
-    metrics: dict[str, Any] | None = None  # the one streamed check request (a table row)
+    metrics: RequestRow | None = None  # the one streamed check request (a table row)
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     reply_text: str = ""  # the streamed check reply (untrusted: escape before showing)
     chat_reply: str | None = None  # the reply to ``chat_prompt`` (masked; untrusted)
@@ -281,7 +281,7 @@ def _report(
     if load is not None:
         import pandas as pd
 
-        rows = pd.DataFrame(load.rows).set_index("request")
+        rows = pd.DataFrame([r.to_json() for r in load.rows]).set_index("request")
     # Every text that came from the server is masked before anyone can print it.
     mask = Masker([target.api_key])
     return EndpointReport(

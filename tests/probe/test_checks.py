@@ -103,8 +103,8 @@ def test_a_conforming_endpoint_passes_every_check(mock: Mock) -> None:
     assert "role-only first chunk" in _row(report, "stream-framing").detail
     assert report.reply_text.startswith("The quick brown fox")
     assert report.metrics is not None
-    assert report.metrics["output_tokens"] == mock.tokens
-    assert report.metrics["tokens_source"] == "usage"
+    assert report.metrics.output_tokens == mock.tokens
+    assert report.metrics.tokens_source == "usage"
 
 
 @pytest.mark.parametrize("quirk", sorted(EXPECTED))
@@ -129,7 +129,7 @@ def test_tolerated_quirks_are_noted(mock: Mock, quirk: str) -> None:
     }
     report = check_endpoint(Target(mock.url(quirk), mock.key, mock.model, timeout=2))
     assert words[quirk] in _row(report, "stream-framing").detail
-    assert report.metrics is not None and report.metrics["output_tokens"] == mock.tokens
+    assert report.metrics is not None and report.metrics.output_tokens == mock.tokens
 
 
 def test_tolerated_quirks_together(mock: Mock) -> None:

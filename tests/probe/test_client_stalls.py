@@ -85,13 +85,13 @@ def test_a_cpu_hog_beside_the_load_test_shows_in_its_stalls_and_marked_samples(u
     assert lag.stalls >= 3 and lag.worst_stall_ms >= 0.8 * HOG_MS, lag
     assert lag.stalled_share > quiet.client.stalled_share
     assert hogged.summary().to_json()["client"] == lag.to_json()
-    marked = [r for r in hogged.rows if r["client_stalled"]]
+    marked = [r for r in hogged.rows if r.client_stalled]
     assert marked and len(marked) < len(hogged.rows)  # some requests, not all
-    assert max(r["client_stall_ms"] for r in hogged.rows) >= 0.5 * HOG_MS
+    assert max(r.client_stall_ms for r in hogged.rows) >= 0.5 * HOG_MS
     # The stalls lie inside the first-token times they marked: those read long.
-    assert all(r["ttft_ms"] >= r["client_stall_ms"] for r in hogged.rows)
-    late = [r["ttft_ms"] for r in hogged.rows if r["client_stall_ms"] >= 0.5 * HOG_MS]
-    clean = [r["ttft_ms"] for r in hogged.rows if not r["client_stalled"]]
+    assert all(r.ttft_ms >= r.client_stall_ms for r in hogged.rows)
+    late = [r.ttft_ms for r in hogged.rows if r.client_stall_ms >= 0.5 * HOG_MS]
+    clean = [r.ttft_ms for r in hogged.rows if not r.client_stalled]
     assert late and clean
     # (A stall adds only what is left of it once the token came: the mark is an upper bound.)
     assert statistics.median(late) >= statistics.median(clean) + 10, (late, clean)

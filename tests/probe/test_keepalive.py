@@ -94,7 +94,7 @@ def test_a_connection_closed_after_each_reply_is_resent_once_on_a_fresh_one() ->
 def test_the_load_test_counts_no_error_against_a_closing_server() -> None:
     with keepalive_peer("close-after-each") as peer:
         result = asyncio.run(run_load(Target(peer.url, KEY, "m"), 16, 4, max_duration=30))
-    errors = [r for r in result.rows if r["error"]]
+    errors = [r for r in result.rows if r.error]
     assert len(result.rows) == 16 and not errors, errors[:3]
 
 
@@ -120,7 +120,7 @@ def test_the_lesson_workload_keeps_its_conversations_against_a_closing_server() 
 
     with keepalive_peer("close-after-each") as peer:
         result, workload = asyncio.run(run())
-    errors = [r for r in result.rows if r["error"]]
+    errors = [r for r in result.rows if r.error]
     assert len(result.rows) == 12 and not errors, errors[:3]
     assert workload.turns_sent > 0  # follow-up turns went out on the fresh connections too
 
@@ -159,9 +159,9 @@ def test_the_load_test_says_how_many_chats_were_sent_twice() -> None:
 
     with keepalive_peer("drop-reused") as peer:
         result = asyncio.run(run_load(Target(peer.url, KEY, "m"), 8, 1, max_duration=30))
-    assert len(result.rows) == 8 and not any(r["error"] for r in result.rows)
+    assert len(result.rows) == 8 and not any(r.error for r in result.rows)
     assert result.resent == 1 and peer.received == 9
-    assert max(r["ttft_ms"] for r in result.rows) >= DROP_DELAY_S * 1000
+    assert max(r.ttft_ms for r in result.rows) >= DROP_DELAY_S * 1000
     row = worded(_load_row(result, 8, 30))
     assert "1 request was sent twice" in row.detail
 
@@ -170,5 +170,5 @@ def test_an_interim_100_continue_before_the_answer_is_skipped() -> None:
     with keepalive_peer("continue-100") as peer:
         result = asyncio.run(run_load(Target(peer.url, KEY, "m", timeout=2), 6, 2, max_duration=20))
         replies, _conn = _in_turn(peer.url, 3)
-    assert [r["error"] for r in result.rows] == [None] * 6
+    assert [r.error for r in result.rows] == [None] * 6
     assert all(ex.ok and ex.status == 200 for ex in replies)

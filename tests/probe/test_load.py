@@ -82,8 +82,8 @@ def test_without_a_load_test_the_summary_is_the_streamed_check_request(mock: Moc
     report = check_endpoint(Target(mock.url(), mock.key, mock.model))
     s = report.summary.to_json()
     assert s["requests"] == 1 and s["errors"] == 0 and not report.summary.load_test
-    assert s["ttft_ms"]["p50"] == s["ttft_ms"]["p99"] == report.metrics["ttft_ms"]  # type: ignore[index]
-    assert s["latency_ms"]["p50"] == report.metrics["latency_ms"]  # type: ignore[index]
+    assert s["ttft_ms"]["p50"] == s["ttft_ms"]["p99"] == report.metrics.ttft_ms  # type: ignore[union-attr]
+    assert s["latency_ms"]["p50"] == report.metrics.latency_ms  # type: ignore[union-attr]
     assert report.rows is None and report.figure() is None
 
 
@@ -104,7 +104,7 @@ def test_the_load_test_uses_the_capacity_search_s_lean_client(
     result = asyncio.run(run_load(Target(mock.url(), mock.key, mock.model), 6, 3))
     assert len(sent) == 6 and result.summary().errors == 0
     # Timed per chunk (an ITL of 0 when a busy machine read the reply in one go).
-    assert all(r["ttft_ms"] and r["itl_mean_ms"] is not None for r in result.rows)
+    assert all(r.ttft_ms and r.itl_mean_ms is not None for r in result.rows)
 
 
 def test_the_deadline_bounds_the_load_test(mock: Mock) -> None:

@@ -42,12 +42,12 @@ def test_llama_cpp_pythons_empty_stream_for_a_long_prompt_names_the_window_too()
     # llama-cpp-python answers a prompt over --n_ctx with HTTP 200 and a stream that closes
     # before any event (its generator raises "Requested tokens ... exceed context window").
     from lmreg_nb.probe.load.fixed import LoadResult
+    from lmreg_nb.probe.load.metrics import failed_row
     from lmreg_nb.probe.report import _load_row
     from lmreg_nb.probe.text.checks import worded
 
     load = LoadResult(concurrency=2, duration_s=0.1)
-    load.rows = [{"request": k, "ok": False, "error": "bad stream", "output_tokens": 0,
-                  "ttft_ms": None, "latency_ms": None} for k in range(8)]  # fmt: skip
+    load.rows = [failed_row("bad stream", request=k) for k in range(8)]
     row = worded(_load_row(load, 8, 300.0, window_refused=True))
     assert not row.passed and "context-window" in row.detail, row.detail
     alone = worded(_load_row(load, 8, 300.0, window_refused=False))  # no window refused: not said

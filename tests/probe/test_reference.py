@@ -47,10 +47,10 @@ def test_probe_reads_what_openai_reads(mock: Mock, quirks: str) -> None:
     report = check_endpoint(Target(mock.url(quirks), mock.key, mock.model, timeout=5))
     assert report.reply_text == text
     assert report.metrics is not None
-    assert report.metrics["chunks"] == chunks
+    assert report.metrics.chunks == chunks
     expected_source = "chunks" if usage is None else "usage"
-    assert report.metrics["tokens_source"] == expected_source
-    assert report.metrics["output_tokens"] == (chunks if usage is None else usage)
+    assert report.metrics.tokens_source == expected_source
+    assert report.metrics.output_tokens == (chunks if usage is None else usage)
 
 
 def test_completion_form_reads_like_openai(mock: Mock) -> None:

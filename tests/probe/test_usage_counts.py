@@ -90,7 +90,7 @@ def test_a_reply_our_own_4_mib_cap_ended_is_not_blamed_on_the_server(base: str) 
 
     target = Target(f"{base}/endless/v1/chat/completions", KEY, "m", timeout=10)
     result = asyncio.run(run_load(target, 2, 2, max_duration=60))
-    assert [r["error"] for r in result.rows] == ["too long", "too long"]
+    assert [r.error for r in result.rows] == ["too long", "too long"]
     assert result.cut_streams == 0
     detail = worded(_load_row(result, 2, 60)).detail
     assert "reply over 4 MiB, not read to its end" in detail

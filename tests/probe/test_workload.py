@@ -15,6 +15,7 @@ from lmreg_nb.errors import ValidationError
 from lmreg_nb.probe.load.capacity import SLO, CapacityResult, Level
 from lmreg_nb.probe.load.fixed import LoadResult
 from lmreg_nb.probe.load.lesson_text import SYSTEM_MESSAGE, lesson_text, question
+from lmreg_nb.probe.load.metrics import failed_row
 from lmreg_nb.probe.load.prefix import judge_prefix, prefix_probe
 from lmreg_nb.probe.load.workload import (
     ClassWorkload,
@@ -226,9 +227,15 @@ def test_streams_cut_with_one_chat_are_not_blamed_on_interrupt_requests() -> Non
 
 
 def test_a_load_test_with_one_request_at_a_time_does_not_blame_the_interrupt() -> None:
-    rows = [{"error": "cut stream", "ok": False}]
-    assert "interrupt_requests" not in LoadResult(rows=rows, concurrency=1).advice()
-    assert "interrupt_requests" in LoadResult(rows=rows, concurrency=2).advice()
+    from lmreg_nb.probe.report import _load_row
+    from lmreg_nb.probe.text.checks import worded
+
+    def said(concurrency: int) -> str:
+        load = LoadResult(rows=[failed_row("cut stream")], concurrency=concurrency)
+        return worded(_load_row(load, 1, 300.0)).detail
+
+    assert "interrupt_requests" not in said(1) and "one request at a time" in said(1)
+    assert "interrupt_requests" in said(2)
 
 
 def test_check_json_names_the_load_tests_workload_and_the_prefix_cache_row() -> None:

@@ -9,6 +9,7 @@ every schema; no file outside the repository is cited anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -196,22 +197,50 @@ def test_no_file_outside_the_repository_is_cited() -> None:
 
 
 def test_the_session_check_finds_a_run_record_that_breaks_its_schema(tmp_path: Path) -> None:
-    """The check every session ends with (tests/conftest.py): a notebook papermill ran
-    with a record that breaks the schema is named; a test's own double is not."""
+    """The check every session ends with (tests/conftest.py): one of our notebooks that
+    papermill ran with a record that breaks the schema is named; a test's own double is not,
+    nor a test's own notebook that papermill ran (tests/data/leaky.ipynb plants a summary)."""
     output = nbformat.v4.new_output(
         "display_data",
         data={"application/vnd.lmreg.record+json": {"name": "summary",
                                                      "value": {"school": "S"}}},
     )  # fmt: skip
     cell = nbformat.v4.new_code_cell("record()", outputs=[output])
-    run = nbformat.v4.new_notebook(cells=[cell], metadata={"papermill": {"duration": 1.0}})
-    nbformat.write(run, tmp_path / "run.ipynb")
+    ran = {"papermill": {"duration": 1.0, "input_path": "/x/onboarding.ipynb"}}
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell], metadata=ran), tmp_path / "run.ipynb")
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "double.ipynb")
+    leaky = {"papermill": {"duration": 1.0, "input_path": "/tests/data/leaky.ipynb"}}
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[cell], metadata=leaky), tmp_path / "theirs.ipynb"
+    )
     (tmp_path / "summary.csv").write_text("run_id,status\nbad id,ok\n", encoding="utf-8")
     found = written_problems(tmp_path)
     for made in tmp_path.iterdir():
         made.unlink()  # broken on purpose: not for the session's own check to find
     assert any("run.ipynb: summary: (top): 'status' is a required property" in p for p in found)
-    assert not any("double.ipynb" in p for p in found)
+    assert not any("double.ipynb" in p or "theirs.ipynb" in p for p in found)
     assert any("summary.csv line 2: run_id" in p for p in found), found
     assert json.dumps(found)  # plain lines
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_the_sessions_check_skips_what_is_not_a_file(tmp_path: Path) -> None:
+    """A FIFO a test planted under a record's name (tests/test_cli_paths.py makes one) is
+    not read: opening it waits for a writer forever, and the whole session with it."""
+    import threading
+
+    os.mkfifo(tmp_path / "01_get_token.ipynb")
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "summary.csv")
+    found: list[list[str]] = []
+    reader = threading.Thread(target=lambda: found.append(written_problems(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    stuck = reader.is_alive()
+    for fifo in (tmp_path / "01_get_token.ipynb", tmp_path / "run" / "summary.csv"):
+        if stuck:  # a writer that opens and closes lets the stuck reader go
+            with contextlib.suppress(OSError):  # ENXIO: nobody reads this one
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        fifo.unlink()
+    assert not stuck, "written_problems waited on a FIFO"
+    assert found == [[]]

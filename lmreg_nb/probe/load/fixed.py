@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...i18n import _
 from ...summary import Percentiles
 from ...summary.client import ClientLag
 from ...summary.performance import Performance
@@ -36,7 +35,7 @@ from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
 from ..wire.stream_client import ChatConnection
 from .busy import Skew, skew
 from .levels import CUT, TOO_LONG, cut_kind, run_workers
-from .metrics import percentiles, request_metrics
+from .metrics import RequestRow, failed_row, percentiles, request_metrics
 from .workload import ClassWorkload
 
 __all__ = ["MAX_CONCURRENCY", "MAX_REQUESTS", "LoadResult", "run_load"]
@@ -47,9 +46,9 @@ MAX_CONCURRENCY = 1024
 
 @dataclass
 class LoadResult:
-    """Rows (one dict per request), pooled inter-token gaps (ms), wall time (s)."""
+    """Rows (one per request), pooled inter-token gaps (ms), wall time (s)."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[RequestRow] = field(default_factory=list)
     gaps_ms: list[float] = field(default_factory=list)
     duration_s: float = 0.0
     concurrency: int = 1
@@ -60,64 +59,49 @@ class LoadResult:
     def skew(self) -> Skew:
         """Whether the client's stalls could have moved the first-token p90 (rows marked)."""
         pairs = [
-            (r["ttft_ms"], r.get("client_stall_ms") or 0.0)
+            (r.ttft_ms, r.client_stall_ms or 0.0)
             for r in self.rows
-            if r["ok"] and r["ttft_ms"] is not None
+            if r.ok and r.ttft_ms is not None
         ]
         return skew(pairs)
 
     @property
     def resent(self) -> int:
         """Requests sent twice (the server closed a kept-alive connection under them)."""
-        return sum(1 for r in self.rows if r.get("resent"))
+        return sum(1 for r in self.rows if r.resent)
 
     @property
     def usage_disbelieved(self) -> int:
         """Replies whose usage.completion_tokens was more than their chunks could carry."""
-        return sum(1 for r in self.rows if r.get("usage_disbelieved"))
+        return sum(1 for r in self.rows if r.usage_disbelieved)
 
     @property
     def cut_streams(self) -> int:
         """Requests whose stream the server cut (llama.cpp ``interrupt_requests``)."""
-        return sum(1 for r in self.rows if r["error"] == CUT)
-
-    def advice(self) -> str:
-        """What to do about what went wrong, in one sentence, or "" (cut streams)."""
-        if not self.cut_streams:
-            return ""
-        if self.concurrency == 1:  # nothing else arrived: no interrupt of a new request
-            return _(
-                "Replies ended early with one request at a time: the server cut them without"
-                " another request arriving; look at its log."
-            )
-        return _(
-            "The server cut streams when new requests arrived (llama.cpp interrupt_requests):"
-            " start llama-cpp-python with --interrupt_requests False, or for Ollama set"
-            " OLLAMA_NUM_PARALLEL to the number of chats at once."
-        )
+        return sum(1 for r in self.rows if r.error == CUT)
 
     @property
     def errors_by_kind(self) -> dict[str, int]:
         """Failed requests counted by kind (``status 500``, ``timeout``, ``bad stream``...)."""
-        return dict(Counter(r["error"] for r in self.rows if r["error"]).most_common())
+        return dict(Counter(r.error for r in self.rows if r.error).most_common())
 
     def summary(self, *, load_test: bool = True) -> Performance:
         """The contract's summary of this load test (``load_test`` False: of the checks'
         one request)."""
-        good = [r for r in self.rows if r["ok"]]
+        good = [r for r in self.rows if r.ok]
         duration = self.duration_s
-        tokens = sum(r["output_tokens"] for r in good)
+        tokens = sum(r.output_tokens for r in good)
         return Performance(
             requests=len(self.rows),
             errors=len(self.rows) - len(good),
-            ttft_ms=_pct([r["ttft_ms"] for r in good if r["ttft_ms"] is not None]),
+            ttft_ms=_pct([r.ttft_ms for r in good if r.ttft_ms is not None]),
             # What students feel: the answer's first token, thinking excluded.
             first_answer_ms=_pct(
-                [r["first_answer_ms"] for r in good if r["first_answer_ms"] is not None]
+                [r.first_answer_ms for r in good if r.first_answer_ms is not None]
             ),
             # Per request (decode time / (tokens - 1)), not pooled read gaps: see metrics.
-            itl_ms=_pct([r["itl_mean_ms"] for r in good if r["itl_mean_ms"] is not None]),
-            latency_ms=_pct([r["latency_ms"] for r in good]),
+            itl_ms=_pct([r.itl_mean_ms for r in good if r.itl_mean_ms is not None]),
+            latency_ms=_pct([r.latency_ms for r in good if r.latency_ms is not None]),
             requests_per_s=round(len(good) / duration, 3) if duration > 0 else None,
             output_tokens_per_s=round(tokens / duration, 3) if duration > 0 else None,
             load_test=load_test,
@@ -163,12 +147,12 @@ async def run_load(
         bar.close()
     result.client = client = lag.result()
     for row, (t_start, t_first, t_end) in zip(result.rows, run.spans, strict=True):
-        row["client_stall_ms"] = round(client.stalled_ms(t_start, t_first or t_end), 3)
-        row["client_stalled"] = client.overlaps(t_start, t_end)
+        row.client_stall_ms = round(client.stalled_ms(t_start, t_first or t_end), 3)
+        row.client_stalled = client.overlaps(t_start, t_end)
     _soft_cuts(result.rows)
-    ends = [r["end_s"] for r in result.rows]
+    ends = [r.end_s for r in result.rows]
     result.duration_s = max(ends) if ends else time.perf_counter() - run.start
-    result.rows.sort(key=lambda r: r["request"])
+    result.rows.sort(key=lambda r: r.request)
     return result
 
 
@@ -204,7 +188,14 @@ class _LoadRun:
                     ex = await conn.send()
                 except asyncio.CancelledError:
                     now = time.perf_counter()
-                    self.result.rows.append(_deadline_row(index, t0 - self.start, now - self.start))
+                    self.result.rows.append(
+                        failed_row(
+                            "deadline",
+                            request=index,
+                            start_s=t0 - self.start,
+                            end_s=now - self.start,
+                        )
+                    )
                     self.spans.append((t0, None, now))
                     raise
                 self.result.rows.append(_row(ex, index, self.start))
@@ -216,29 +207,29 @@ class _LoadRun:
             conn.close()
 
 
-def _row(ex: Exchange, index: int, start: float) -> dict[str, Any]:
+def _row(ex: Exchange, index: int, start: float) -> RequestRow:
     """One finished request's row; a cut stream counts as an error."""
     row = request_metrics(ex)
-    row["cut"] = cut_kind(ex)
-    if row["cut"] == "closed" or (row["cut"] == "done" and not ex.ok):
-        row["ok"], row["error"] = False, CUT
+    row.cut = cut_kind(ex)
+    if row.cut == "closed" or (row.cut == "done" and not ex.ok):
+        row.ok, row.error = False, CUT
     elif ex.failure == TOO_LONG:
-        row["error"] = TOO_LONG
-    row["finish"] = ex.finish is not None
-    row["resent"] = ex.resent
-    row["usage_disbelieved"] = ex.usage_disbelieved
-    row["request"] = index
-    row["start_s"] = round(ex.t_start - start, 6)
-    row["end_s"] = round(ex.t_end - start, 6)
+        row.error = TOO_LONG
+    row.finish = ex.finish is not None
+    row.resent = ex.resent
+    row.usage_disbelieved = ex.usage_disbelieved
+    row.request = index
+    row.start_s = round(ex.t_start - start, 6)
+    row.end_s = round(ex.t_end - start, 6)
     return row
 
 
-def _soft_cuts(rows: list[dict[str, Any]]) -> None:
+def _soft_cuts(rows: list[RequestRow]) -> None:
     """[DONE] with no finish_reason is a cut stream when the server sends finish_reason."""
-    if any(r.get("finish") for r in rows):
+    if any(r.finish for r in rows):
         for row in rows:
-            if row.get("cut") == "done" and row["ok"]:
-                row["ok"], row["error"] = False, CUT
+            if row.cut == "done" and row.ok:
+                row.ok, row.error = False, CUT
 
 
 class _NoBar:
@@ -255,29 +246,3 @@ def _progress_bar(total: int, show: bool) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="req", desc="load test", leave=False)
-
-
-def _deadline_row(index: int, start_s: float, end_s: float) -> dict[str, Any]:
-    return {
-        "status": None,
-        "ok": False,
-        "error": "deadline",
-        "latency_ms": None,
-        "ttft_ms": None,
-        "first_answer_ms": None,
-        "itl_mean_ms": None,
-        "itl_p50_ms": None,
-        "itl_p90_ms": None,
-        "longest_pause_ms": None,
-        "output_tokens": 0,
-        "tokens_source": "chunks",
-        "chunks": 0,
-        "tokens_per_s": None,
-        "cut": None,
-        "finish": False,
-        "resent": False,
-        "usage_disbelieved": False,
-        "request": index,
-        "start_s": round(start_s, 6),
-        "end_s": round(end_s, 6),
-    }

@@ -120,9 +120,9 @@ class Level:
     concurrency: int
     requests: int = 0
     errors: int = 0
-    ttft_ms: dict[str, Any] = field(default_factory=dict)
-    itl_ms: dict[str, Any] = field(default_factory=dict)
-    latency_ms: dict[str, Any] = field(default_factory=dict)
+    ttft_ms: dict[str, float | None] = field(default_factory=dict)
+    itl_ms: dict[str, float | None] = field(default_factory=dict)
+    latency_ms: dict[str, float | None] = field(default_factory=dict)
     requests_per_s: float | None = None
     output_tokens_per_s: float | None = None
     meets_slo: bool = False

@@ -28,12 +28,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..wire.exchange import Exchange
 
 __all__ = [
+    "RequestRow",
     "decode_itl_ms",
+    "failed_row",
     "longest_pause_ms",
     "percentile",
     "percentiles",
@@ -68,27 +71,92 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 3)
 
 
-def request_metrics(ex: Exchange) -> dict[str, Any]:
+@dataclass(slots=True)
+class RequestRow:
+    """The figures of one request: a row of the load test's table (ms, tokens, seconds).
+
+    ``cut`` is how a reply ended early (``"closed"``, ``"done"``: see
+    :func:`~lmreg_nb.probe.load.samples.cut_kind`); ``resent``: sent again after a kept-alive
+    connection closed under it; ``start_s``/``end_s``: from the load test's start;
+    ``client_stall_ms``: how long our own event loop stalled before the first token
+    (None: not measured).
+    """
+
+    status: int | None
+    ok: bool
+    error: str | None
+    latency_ms: float | None
+    ttft_ms: float | None
+    first_answer_ms: float | None
+    itl_mean_ms: float | None
+    itl_p50_ms: float | None
+    itl_p90_ms: float | None
+    longest_pause_ms: float | None
+    output_tokens: int
+    tokens_source: str
+    chunks: int
+    tokens_per_s: float | None
+    cut: str | None = None
+    finish: bool = False
+    resent: bool = False
+    usage_disbelieved: bool = False
+    request: int = 0
+    start_s: float = 0.0
+    end_s: float = 0.0
+    client_stall_ms: float | None = None
+    client_stalled: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a table's columns (a DataFrame row)."""
+        return asdict(self)
+
+
+def failed_row(
+    error: str, *, request: int = 0, start_s: float = 0.0, end_s: float = 0.0
+) -> RequestRow:
+    """The row of a request that failed before it measured anything (``error`` says why)."""
+    return RequestRow(
+        status=None,
+        ok=False,
+        error=error,
+        latency_ms=None,
+        ttft_ms=None,
+        first_answer_ms=None,
+        itl_mean_ms=None,
+        itl_p50_ms=None,
+        itl_p90_ms=None,
+        longest_pause_ms=None,
+        output_tokens=0,
+        tokens_source="chunks",
+        chunks=0,
+        tokens_per_s=None,
+        request=request,
+        start_s=round(start_s, 6),
+        end_s=round(end_s, 6),
+    )
+
+
+def request_metrics(ex: Exchange) -> RequestRow:
     """The figures of one request (a row of the load test's table)."""
     gaps = [g * 1000 for g in ex.gaps]
     tokens, source = ex.output_tokens
     latency = ex.latency
-    return {
-        "status": ex.status,
-        "ok": ex.ok,
-        "error": ex.failure,
-        "latency_ms": _ms(latency),
-        "ttft_ms": _ms(ex.ttft),
-        "first_answer_ms": _ms(ex.first_answer),
-        "itl_mean_ms": _round(decode_itl_ms(ex)),
-        "itl_p50_ms": _round(percentile(gaps, 50)),
-        "itl_p90_ms": _round(percentile(gaps, 90)),
-        "longest_pause_ms": _round(longest_pause_ms(ex.times)),
-        "output_tokens": tokens,
-        "tokens_source": source,
-        "chunks": len(ex.pieces),
-        "tokens_per_s": round(tokens / latency, 3) if latency and tokens else None,
-    }
+    return RequestRow(
+        status=ex.status,
+        ok=ex.ok,
+        error=ex.failure,
+        latency_ms=_ms(latency),
+        ttft_ms=_ms(ex.ttft),
+        first_answer_ms=_ms(ex.first_answer),
+        itl_mean_ms=_round(decode_itl_ms(ex)),
+        itl_p50_ms=_round(percentile(gaps, 50)),
+        itl_p90_ms=_round(percentile(gaps, 90)),
+        longest_pause_ms=_round(longest_pause_ms(ex.times)),
+        output_tokens=tokens,
+        tokens_source=source,
+        chunks=len(ex.pieces),
+        tokens_per_s=round(tokens / latency, 3) if latency and tokens else None,
+    )
 
 
 def decode_itl_ms(ex: Exchange) -> float | None:
