@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hostile import echoes, hostile_server
+from fakes.hostile import Base, echoes, hostile_server, hostile_tcp_server
 from leaks import CANARY_KEY, leaks_in
 
 from lmreg_nb.cli import main
@@ -35,6 +35,13 @@ def echo_base() -> Iterator[str]:
     """The hostile server's /canary/ paths echo the Authorization header everywhere."""
     with hostile_server() as base:
         yield f"{base}/canary"
+
+
+@pytest.fixture(scope="module")
+def echo_tcp() -> Iterator[Base]:
+    """The same server on a loopback port, for ``lmreg-nb`` processes and their kernels."""
+    with hostile_tcp_server() as base:
+        yield base
 
 
 def _cli(
@@ -99,8 +106,10 @@ def _sandbox_env(sandbox_process: SandboxInfo, echo_url: str) -> dict[str, str]:
 
 @pytest.mark.notebooks
 def test_onboard_and_batch_leave_no_secret(
-    echo_base: str, sandbox_process: SandboxInfo, tmp_path: Path
+    echo_tcp: Base, sandbox_process: SandboxInfo, tmp_path: Path
 ) -> None:
+    echo_base = f"{echo_tcp}/canary"
+    asked = len(echo_tcp.requests)
     secrets = {"apiKey": CANARY_KEY, "appSecret": sandbox_process.app_secret}
     env = _sandbox_env(sandbox_process, f"{echo_base}/ereply/v1/chat/completions")
     params = [
@@ -132,6 +141,7 @@ def test_onboard_and_batch_leave_no_secret(
     assert "Traceback" not in batch.stderr, batch.stderr[-2000:]
     assert (tmp_path / "batch").is_dir(), batch.stdout + batch.stderr
 
+    assert len(echo_tcp.requests) > asked  # the runs met the echoes (no leak unseen)
     printed = onboard.stdout + onboard.stderr + batch.stdout + batch.stderr
     assert leaks_in(printed, secrets) == [], printed[-3000:]
     written = _files_text(tmp_path / "one") | _files_text(tmp_path / "batch")

@@ -107,9 +107,9 @@ def leaks() -> Callable[..., list[str]]:
 @pytest.fixture
 def failing_endpoint() -> Iterator[str]:
     """A loopback chat endpoint answering every request with HTTP 500."""
-    from fakes.hostile import hostile_server
+    from fakes.hostile import hostile_tcp_server
 
-    with hostile_server() as base:
+    with hostile_tcp_server() as base:  # on a port: the notebook runs in a kernel
         yield f"{base}/e500all/v1/chat/completions"
 
 

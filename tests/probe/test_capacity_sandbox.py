@@ -6,7 +6,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
 from lmreg_nb.sandbox.process import running_sandbox
@@ -48,11 +47,11 @@ def test_ctrl_c_in_the_cli_prints_what_was_measured_so_far(tmp_path) -> None:
     import subprocess
     import sys
 
-    from lmreg_nb.sandbox.school_model import MockModelConfig
+    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
 
     key = "sk-ctrl-c-0123456789abcdef"
     config = MockModelConfig(api_key=key, ttft_ms=10, itl_ms=5, tokens=20)
-    with mock_served(config) as base:
+    with serving(config) as base:  # on a port: the CLI runs in a process of its own
         env = {
             **os.environ,
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
