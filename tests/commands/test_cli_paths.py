@@ -192,25 +192,6 @@ def test_a_figure_that_cannot_be_written_is_one_line(args: list[str], figure: st
 # -- output on /dev/full, and OSErrors no command expected --------------------------
 
 
-@pytest.mark.slow  # a real process's stdout on /dev/full is the point
-@pytest.mark.parametrize("args", [["--help"], ["notebooks", "nb"]], ids=["help", "notebooks"])
-def test_output_on_dev_full_is_one_line(tmp_path: Path, args: list[str]) -> None:
-    import subprocess
-    import sys
-
-    from fakes.loopback_platform import ROOT
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LMREG_LANG": "en", "HOME": str(tmp_path)}
-    with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [sys.executable, "-m", "lmreg_nb", *args],
-            stdout=full, stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=60,
-        )  # fmt: skip
-    err = proc.stderr.decode()
-    assert proc.returncode == 1 and "Traceback" not in err and "Exception ignored" not in err, err
-    assert err.splitlines() == ["error: No space left on device"]
-
-
 def test_a_token_cache_under_a_file_does_not_stop_the_command(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

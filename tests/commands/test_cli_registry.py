@@ -1,14 +1,11 @@
-"""`lmreg-nb token | models | register | modify`: CliRunner and real subprocesses."""
+"""`lmreg-nb token | models | register | modify` through CliRunner (the real processes against
+the sandbox: tests/commands/test_cli_processes.py)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -19,7 +16,6 @@ from lmreg_nb.cli import main
 from lmreg_nb.commands import registry
 from lmreg_nb.registry import client as client_module
 from lmreg_nb.registry.client import RegistryClient
-from lmreg_nb.sandbox.process import SandboxInfo
 
 URL = "https://llm.school.example/v1/chat/completions"
 TOKEN = "TOKEN-canary-1-0a1b2c3d4e"
@@ -239,80 +235,6 @@ def test_missing_configuration_is_exit_2(run) -> None:
 def test_help_lists_the_commands(run) -> None:
     output = run("--help").output
     assert all(name in output for name in ("token", "models", "register", "modify"))
-
-
-# -- the real thing: subprocesses against the sandbox ------------------------------------
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-
-
-@pytest.mark.slow  # the sandbox and the CLI as processes, as a person runs them
-def test_cli_against_the_sandbox_leaks_no_secret(
-    sandbox_process: SandboxInfo, tmp_path: Path
-) -> None:
-    app = sandbox_process.add_app("cli-school")
-    canary_key = "CANARY-cli-apikey-4b8d2f6a"
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "XDG_CACHE_HOME": str(tmp_path / ".cache"),
-        **sandbox_process.env(),
-        "LMREG_APP_ID": app["app_id"],
-        "LMREG_APP_SECRET": app["app_secret"],
-        "LMREG_MODEL_API_KEY": canary_key,
-    }
-    runs = [
-        (cli(env, "token"), 0),
-        (cli(env, "register", "--name", "cli-model"), 0),
-        (cli(env, "register", "--name", "cli-model"), 1),
-        (cli(env, "models", "--json"), 0),
-        (cli(env, "modify", "--name", "cli-model", "--new-name", "cli-model-2"), 0),
-        (cli(env, "models"), 0),
-        (
-            cli(
-                {
-                    **env,
-                    "LMREG_APP_SECRET": app["app_secret"] + "-wrong",
-                    "XDG_CACHE_HOME": str(tmp_path / "c2"),
-                },
-                "token",
-            ),
-            1,
-        ),
-        (cli({**env, "LMREG_BASE_URL": ""}, "models"), 2),
-    ]
-    cache = json.loads((tmp_path / ".cache" / "lmreg_nb" / "tokens.json").read_text())
-    token = cache["tokens"][0]["token"]
-    for done, code in runs:
-        assert done.returncode == code, done.stderr
-        assert "Traceback" not in done.stderr
-        for canary in (canary_key, app["app_secret"], token):
-            assert canary not in done.stdout + done.stderr
-    assert f"env:     {app['env']}" in runs[0][0].stdout and token[-4:] in runs[0][0].stdout
-    assert "registered cli-model" in runs[1][0].stdout
-    assert "warning: registryUrl" in runs[1][0].stderr
-    # Each warning once (the client no longer logs them at WARNING as well).
-    assert runs[1][0].stderr.count("plain http") == 1, runs[1][0].stderr
-    assert "code 40900" in runs[2][0].stderr
-    rows = json.loads(runs[3][0].stdout)
-    assert [r["modelName"] for r in rows] == ["cli-model"] and rows[0][
-        "apiKey"
-    ] == "…" + canary_key[-4:]
-    assert "cli-model-2" in runs[5][0].stdout
-    assert "LMREG_APP_ID and LMREG_APP_SECRET" in runs[6][0].stderr
-    # The advice is given once: the hint is dropped when the server's message says it.
-    assert runs[6][0].stderr.count("LMREG_APP_SECRET") == 1, runs[6][0].stderr
-    assert "LMREG_BASE_URL" in runs[7][0].stderr
 
 
 def test_register_names_every_missing_variable_at_once(platform: FakePlatform, run) -> None:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -121,21 +118,13 @@ def test_cli_failing_server_exit_1_and_one_line(mock: Mock, quirk: str, words: s
     assert set(json.loads(out)) == {"checks", "summary", "workload", "client", "server"}
 
 
-@pytest.mark.slow  # the CLI as a person runs it
-def test_cli_refused_connection_in_a_real_process(refused_url: str, tmp_path: object) -> None:
-    env = {**os.environ, **_env(refused_url, "sk-secret-key-98765")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", "check"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("error: reachable: nothing listens on")
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "sk-secret-key-98765" not in proc.stdout + proc.stderr
-    assert "verdict: FAILED" in proc.stdout
+def test_cli_refused_connection_is_one_line_and_exit_1(refused_url: str) -> None:
+    code, out, err = _cli(_env(refused_url, "sk-secret-key-98765"))
+    assert code == 1
+    assert err.startswith("error: reachable: nothing listens on")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "sk-secret-key-98765" not in out + err
+    assert "verdict: FAILED" in out
 
 
 def test_cli_missing_setting_is_exit_2(mock: Mock) -> None:

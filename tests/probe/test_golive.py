@@ -296,14 +296,13 @@ def test_reply_shapes() -> None:
     assert model_ids({"data": [{"id": "a"}, {"x": 1}]}) == ["a"]
 
 
-@pytest.mark.slow  # the sandbox command as a process, as a person runs it
-def test_the_sandbox_serves_only_the_names_it_is_given(tmp_path: Path) -> None:
-    from lmreg_nb.sandbox.process import running_sandbox
-
-    args = ["--served-model-name", "school-llm", "--ttft-ms", "5", "--itl-ms", "2"]
-    with running_sandbox(db=tmp_path / "p.sqlite3", args=args) as info:
-        served = check_endpoint(Target(info.model_url, info.model_api_key, "school-llm", timeout=3))
-        other = check_endpoint(Target(info.model_url, info.model_api_key, "campus-llm", timeout=3))
+def test_the_sandbox_serves_only_the_names_it_is_given() -> None:
+    # What `sandbox --served-model-name school-llm` configures, served in this process.
+    config = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, served=("school-llm",))
+    with mock_served(config) as base:
+        url = base + CHAT
+        served = check_endpoint(Target(url, KEY, "school-llm", timeout=3))
+        other = check_endpoint(Target(url, KEY, "campus-llm", timeout=3))
     assert _row(served, "model-name-served").passed and served.ok
     row = _row(other, "model-name-served")
     assert not row.passed and "The server serves: school-llm" in row.detail
