@@ -23,7 +23,7 @@ from lmreg_nb.probe.load.levels import Level
 from lmreg_nb.probe.target import Target
 from lmreg_nb.probe.text.capacity_text import verdict
 from lmreg_nb.probe.text.plots import capacity_figure
-from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
+from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -95,26 +95,6 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
     assert "requests, meets the SLO (first token p90 " in done[0]
     assert "so far" not in text.stdout
     assert "limited by the class size asked for, which it serves; the search stops" in text.stdout
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("slots", [6, 12])
-def test_a_need_above_the_slots_exits_1_with_the_capacity_near_them(slots: int) -> None:
-    started = time.monotonic()
-    with serving_process(_mock(slots=slots)) as base:
-        result = CliRunner().invoke(
-            main,
-            ["capacity", "--json", "--slo-ttft-ms", "150", "--need", str(2 * slots)],
-            env=_env(base + "/v1/chat/completions"),
-        )
-    assert time.monotonic() - started < 60
-    assert result.exit_code == 1, result.output
-    out = json.loads(result.stdout)
-    got = out["capacity"]["concurrency"]
-    assert slots - 1 <= got <= 1.5 * slots, out
-    assert out["capacity"]["limited_by"] == "ttft" and out["need"] == 2 * slots
-    measured = [lv["concurrency"] for lv in out["levels"]]
-    assert max(measured) == 2 * slots and 1 not in measured  # no knee search from 1
 
 
 def test_a_need_not_met_searches_below_it_and_says_what_was_measured(plain: str) -> None:

@@ -1,0 +1,149 @@
+"""The capacity search and the load test against a mock in a process of its own.
+
+The process is the point: the mock shares no GIL and no event loop with the load, so a
+slot-limited mock has a knee where its slots end, and a decode time of the truth's order
+(tests/probe/test_capacity.py, test_capacity_need.py and test_capacity_itl.py hold the
+rest, in this process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from lmreg_nb.cli import main
+from lmreg_nb.probe import Target
+from lmreg_nb.probe.load.capacity import SLO, CapacityResult, LevelPlan, find_capacity
+from lmreg_nb.probe.load.fixed import run_load
+from lmreg_nb.probe.load.level_run import run_level
+from lmreg_nb.probe.text.capacity_text import verdict
+from lmreg_nb.probe.wire.exchange import chat_body
+from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+KEY = "sk-capacity-test-0123456789abcdef"
+TTFT, ITL, TOKENS = 20.0, 10.0, 30
+SERVICE_MS = TTFT + (TOKENS - 1) * ITL
+LEVEL_KEYS = {
+    "concurrency",
+    "requests",
+    "errors",
+    "ttft_ms",
+    "itl_ms",
+    "latency_ms",
+    "requests_per_s",
+    "output_tokens_per_s",
+    "longest_pause_ms",
+    "meets_slo",
+}
+ITL_KEY = "sk-itl-test-0123456789abcdef"
+ITL_TOKENS = 32
+
+
+def _mock(**knobs: object) -> MockModelConfig:
+    base: dict = {"api_key": KEY, "ttft_ms": TTFT, "itl_ms": ITL, "tokens": TOKENS}
+    return MockModelConfig(**{**base, **knobs})
+
+
+def _url(base: str) -> str:
+    return f"{base}/v1/chat/completions"
+
+
+def _env(url: str) -> dict[str, str]:
+    return {"LMREG_MODEL_URL": url, "LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_NAME": "m"}
+
+
+@pytest.mark.parametrize("slots", [6, 12])
+def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None:
+    assert SERVICE_MS / 2 > 150  # the SLO is well under one service time
+    seen: list[int] = []
+    started = time.monotonic()
+    with serving_process(_mock(slots=slots)) as base:
+        result = find_capacity(
+            Target(_url(base), KEY, "school-llm"),
+            slo=SLO(ttft_ms=150),
+            max_concurrency=2 * slots,
+            on_level=lambda level: seen.append(level.concurrency),
+        )
+    assert time.monotonic() - started < 60
+    cap = result.capacity
+    assert slots - 1 <= cap.concurrency <= 1.5 * slots, result.to_json()
+    assert cap.limited_by == "ttft"
+    # Doubling up to the first miss, then bisection between the last pass and it.
+    assert seen[:3] == [1, 2, 4] and 8 in seen
+    assert seen == [lv.concurrency for lv in result.levels]
+    assert result.meets(cap.concurrency) and not result.meets(2 * slots)
+    out = result.to_json()
+    assert set(out) == {"slo", "levels", "capacity", "need", "workload", "client"}
+    assert set(out["capacity"]) == {
+        "concurrency",
+        "requests_per_s",
+        "output_tokens_per_s",
+        "limited_by",
+    }
+    assert all(set(level) == LEVEL_KEYS for level in out["levels"])
+    assert [lv["concurrency"] for lv in out["levels"]] == sorted(seen)
+    sentence = verdict(result, class_size=40)
+    above = min(c for c in seen if c > cap.concurrency)
+    assert re.search(
+        rf"^The model serves {cap.concurrency} chats at once within the SLO \(first token p90"
+        rf" [0-9.]+ ms of 150 ms\); at {above} it did not \(first token p90 [0-9.]+ ms\)\.",
+        sentence,
+    ), sentence
+    assert "A class of 40 needs more: 40 students asking at once about a " in sentence
+    again = CapacityResult.from_json(json.loads(json.dumps(out)))
+    assert again.capacity == cap and verdict(again, 40) == sentence
+
+
+@pytest.mark.parametrize("slots", [6, 12])
+def test_a_need_above_the_slots_exits_1_with_the_capacity_near_them(slots: int) -> None:
+    started = time.monotonic()
+    with serving_process(_mock(slots=slots)) as base:
+        result = CliRunner().invoke(
+            main,
+            ["capacity", "--json", "--slo-ttft-ms", "150", "--need", str(2 * slots)],
+            env=_env(base + "/v1/chat/completions"),
+        )
+    assert time.monotonic() - started < 60
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.stdout)
+    got = out["capacity"]["concurrency"]
+    assert slots - 1 <= got <= 1.5 * slots, out
+    assert out["capacity"]["limited_by"] == "ttft" and out["need"] == 2 * slots
+    measured = [lv["concurrency"] for lv in out["levels"]]
+    assert max(measured) == 2 * slots and 1 not in measured  # no knee search from 1
+
+
+@pytest.fixture(scope="module")
+def mock_process() -> Iterator[str]:
+    config = MockModelConfig(api_key=ITL_KEY, ttft_ms=20, itl_ms=ITL, tokens=ITL_TOKENS)
+    with serving_process(config) as base:
+        yield base + "/v1/chat/completions"
+
+
+def _of_the_truths_order(itl_p50: float | None) -> bool:
+    # A factor of 4 either way holds with both cores busy; the bug read 0.05 ms.
+    return itl_p50 is not None and ITL / 4 <= itl_p50 <= ITL * 4
+
+
+def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> None:
+    target = Target(mock_process, ITL_KEY, "m", timeout=30)
+    payload = json.dumps(chat_body("m", "hi", stream=True)).encode()
+
+    async def level_itl() -> float | None:
+        slo, plan = SLO(ttft_ms=60_000), LevelPlan(min_seconds=1.0)
+        level = await run_level(target, payload, 32, slo, plan)
+        assert level.errors == 0 and level.requests >= 64
+        return level.itl_ms["p50"]
+
+    assert _of_the_truths_order(asyncio.run(level_itl()))
+    summary = asyncio.run(run_load(target, 96, 32)).summary()
+    assert summary.errors == 0
+    assert _of_the_truths_order(summary.itl_ms.p50), summary.itl_ms
