@@ -12,8 +12,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -180,7 +178,7 @@ def _gatekeeper(upstream: str, mode: str, limit: int = 20_000) -> Iterator[str]:
             if size > limit:
                 if mode == "slow":  # a server reading a long prompt for a minute
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stopping.wait(), 60)
+                        await asyncio.wait_for(reader.read(), 60)  # until the client leaves
                 writer.close()
                 return
             head = re.sub(rb"(?i)\r\nconnection:[^\r]*", b"", head)
@@ -193,29 +191,14 @@ def _gatekeeper(upstream: str, mode: str, limit: int = 20_000) -> Iterator[str]:
             up_writer.close()
         writer.close()
 
-    loop = asyncio.new_event_loop()
-    stopping = asyncio.Event()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = loop.run_until_complete(asyncio.start_server(serve, sock=sock))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    async def shutdown() -> None:
-        server.close()
-        stopping.set()
-        await asyncio.sleep(0.05)  # the hanging handlers end
-
+    # In this process (tests/fakes/hosts.py): the proxy runs in the client's event loop.
+    mine = hosts.serve(lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(), serve))
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        yield f"http://127.0.0.1:{mine}"
     finally:
-        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout=5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        loop.close()
+        hosts.stop(mine)
 
 
-@pytest.mark.slow  # a proxy on a loopback port, in a thread of its own
 @pytest.mark.parametrize("mode", ["slow", "close"])
 def test_a_server_that_hangs_or_hangs_up_on_a_long_prompt_gets_one_row(
     mock: Mock, mode: str, lang: str
