@@ -2,7 +2,8 @@
 
 The tools themselves run in their own lane (``bash scripts/lint``), not here: mypy
 alone takes over a minute on two cores. What this checks is that the lane cannot
-drop out of CI unnoticed, and that a failing tool fails the lane.
+drop out of CI unnoticed, and that a failing tool fails the lane. And the repository's
+root holds no generated file (issue 43 item 5: a chart is written only when asked).
 """
 
 from __future__ import annotations
@@ -67,3 +68,29 @@ def test_the_lint_lane_fails_when_a_tool_fails(tmp_path: Path, failing: str, cod
     # every tool runs, also after one failed: the lane shows all the problems at once
     ran = (tmp_path / "ran").read_text().splitlines()
     assert ran == ["ran -m ruff check .", "ran -m ruff format --check .", "ran -m mypy"]
+
+
+# -- the repository root ------------------------------------------------------------
+
+#: What a run, a build or a browser leaves behind; none of it belongs at the root.
+GENERATED = (".png", ".jpg", ".jpeg", ".svg", ".gif", ".html", ".sqlite", ".sqlite3", ".db",
+             ".log", ".ipynb")  # fmt: skip
+
+
+def _root_files() -> list[str]:
+    """The files at the repository's root: committed ones (git), else those on disk."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return [p.name for p in ROOT.iterdir() if p.is_file()]
+    return [name for name in listed if "/" not in name]
+
+
+@pytest.mark.slow  # asks git which files are committed
+def test_the_repository_root_holds_no_generated_file() -> None:
+    files = _root_files()
+    assert "README.md" in files  # the listing sees the root
+    generated = [name for name in files if name.lower().endswith(GENERATED)]
+    assert generated == [], "generated files at the root: " + ", ".join(generated)
