@@ -40,7 +40,9 @@ GENERIC = {
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, str]]:
     window = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8, context_window=WINDOW)
-    plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)
+    # Replies of a second: two chats sent at once overlap even when a busy machine starts
+    # the second late (8 tokens 2 ms apart ended before it came: nothing was cut).
+    plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=25, tokens=40)
     with socket.socket() as s:  # a port nothing listens on once closed
         s.bind(("127.0.0.1", 0))
         down = s.getsockname()[1]
