@@ -121,6 +121,13 @@ def _parameters(
                     column=column, value=repr(raw), kind=_kind_words(types[name])
                 )
             )
+            continue
+        # The rules `onboard -p` applies: refused here, not one at a time by each run.
+        from ..onboarding.parameters import parameter_problem
+
+        bad = parameter_problem(name, parameters[name])
+        if bad is not None:
+            problems.add(_("{column}: {reason}").format(column=column, reason=bad.reason))
     return parameters
 
 
