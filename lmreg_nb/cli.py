@@ -247,11 +247,26 @@ def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None
     from .i18n import set_language
 
     if value is not None or not ctx.resilient_parsing:
-        set_language(value)
+        set_language(value or _env_file_language())
         from .commands._i18n import translate_help
 
         translate_help(ctx.find_root().command)
     return value
+
+
+def _env_file_language() -> str | None:
+    """LMREG_LANG from the .env file when the environment has none (the settings' order:
+    the environment, then .env); None lets :func:`~lmreg_nb.i18n.set_language` decide."""
+    import os
+
+    if os.environ.get("LMREG_LANG"):
+        return None
+    from .settings import Settings
+
+    # Broken settings are the command's to report, in the language found without them.
+    with contextlib.suppress(LmregError):
+        return Settings.load().lang
+    return None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
