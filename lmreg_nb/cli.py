@@ -99,6 +99,10 @@ class _Group(click.Group):
         # Help texts in the language of the environment; --lang sets them again.
         from .commands._i18n import translate_help
 
+        if ctx.parent is None:
+            from .i18n import set_language
+
+            set_language(_env_file_language())  # --help may come before --lang's callback
         translate_help(self)
         if ctx.parent is None:
             _refuse_undecodable(args)

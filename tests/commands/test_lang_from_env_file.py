@@ -57,3 +57,12 @@ def test_the_environment_and_lang_still_come_first(tmp_path: Path) -> None:
     assert out.strip().startswith("error:"), out
     out = _check({"LMREG_ENV_FILE": str(env_file)}, "--lang", "en")
     assert out.strip().startswith("error:"), out
+
+
+def test_the_commands_list_follows_it_too(tmp_path: Path) -> None:
+    env_file = tmp_path / "school.env"
+    env_file.write_text("LMREG_LANG=zh-CN\n", encoding="utf-8")
+    env = {"LMREG_LANG": None, "LC_ALL": "C", "LMREG_ENV_FILE": str(env_file)}
+    result = CliRunner().invoke(main, ["--help"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("用法："), result.output[:200]
