@@ -131,6 +131,21 @@ def _parameters(
     return parameters
 
 
+def _unexpanded(row: PlanRow, problems: Problems) -> None:
+    """A mistake when the row's LMREG_* variables hold ``${VAR}``: env files are read as
+    written, so the run would send the text itself (an appSecret "${SECRET}" is then
+    refused as wrong, and the provider is asked about it). Names the variables only."""
+    names = sorted(k for k, v in row.env.items() if k.startswith("LMREG_") and "${" in v)
+    if names:
+        column = _("{where}, column {name}").format(where=row.where, name="env_file")
+        problems.add(
+            _("{column}: {names} holds {example}, which is never expanded here (it could carry "
+              "this machine's secrets to a platform): write the value itself").format(
+                column=column, names=listing(names), example="${VAR}"
+            )
+        )  # fmt: skip
+
+
 def read_plan(
     path: str | Path,
     *,
@@ -158,6 +173,7 @@ def read_plan(
                 _("{where}, column notebook: {reason}").format(where=row.where, reason=exc)
             )
             return
+        _unexpanded(row, problems)
         types = _types(row.where, notebook, types_of, problems)
         if types is None:
             return

@@ -54,3 +54,19 @@ def test_in_chinese_one_line_each_and_exit_2(tmp_path: Path) -> None:
     assert all(ln.startswith("错误：") and "列：" in ln for ln in lines), lines
     assert "must" not in result.stderr, lines  # said in Chinese, not the English rule
     assert not (tmp_path / "runs").exists()  # nothing ran
+
+
+def test_an_env_file_that_expects_expansion_is_named_before_any_run(tmp_path: Path) -> None:
+    # ${VAR} is never expanded (it could carry the provider's secrets to a platform): a
+    # row whose env_file relies on it would send "${SCHOOL_SECRET}" as its appSecret and
+    # fail as "appId or appSecret is wrong, ask the provider". Said up front instead.
+    (tmp_path / "b.env").write_text(
+        "LMREG_APP_ID=app-b\nLMREG_APP_SECRET=${SCHOOL_SECRET}\nOTHER=${NOT_OURS}\n"
+    )
+    path = tmp_path / "plan.csv"
+    path.write_text("run_id,env_file,school\nb,b.env,B\n", encoding="utf-8")
+    with pytest.raises(PlanError) as caught:
+        read_plan(path)
+    (said,) = caught.value.problems
+    assert "(run_id b), column env_file" in said and "LMREG_APP_SECRET" in said, said
+    assert "SCHOOL_SECRET" not in said and "OTHER" not in said  # names the variable only
