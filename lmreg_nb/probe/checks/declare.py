@@ -83,6 +83,12 @@ COMMON: Mapping[str, Words] = {
             "judge; see url-path"
         )
     ),
+    "not-judged:refused": Words(
+        N_(
+            "not judged: the server refused the key (HTTP {status}) before it read the rest "
+            "of the request; see key-accepted"
+        )
+    ),
 }
 
 

@@ -401,6 +401,10 @@ def _name_served(seen: Seen, target: Target) -> Check | None:
     if seen.stage in ("refused", "failed") and not name_suspect(seen, target):
         return None  # the checks stopped early: the name is kept only where it may be why
     listing = seen.of("models", ModelList)
+    if seen.stage == "refused" and (listing is None or listing.served is None):
+        # A 401 says nothing of the name (vLLM checks the key first): no rename advice.
+        status = seen.exchange("plain").status
+        return MODEL_NAME_SERVED.not_judged("not-judged:refused", status=status)
     alias = seen.maybe("alias")
     names = [(target.model, seen.exchange("plain"), "model")]
     if alias is not None and target.alias is not None:
