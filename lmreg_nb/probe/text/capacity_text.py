@@ -351,6 +351,13 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         sentences.append(_("The server sent no usage, so token figures are counted from chunks."))
     resent = resent_sentence(sum(lv.resent for lv in result.levels))
     sentences += [note for note in (resent, busy_sentence(result.skew)) if note]
+    if result.stopped == "refused":
+        sentences.append(
+            _(
+                "Every request got HTTP {status}, so the search stopped there: `lmreg-nb "
+                "check` with the same address says what to fix (the key, or the address's path)."
+            ).format(status=result.refused_status)
+        )
     if result.stopped == "time" and not _unanswered(result):  # the first sentence says why
         sentences.append(_("The search reached its time limit before it finished."))
     elif result.stopped == "interrupted":
