@@ -77,6 +77,8 @@ def written_problems(folder: Path) -> list[str]:
 
     found: list[str] = []
     for notebook in sorted(folder.rglob("*.ipynb")):
+        if not notebook.is_file():
+            continue  # a FIFO or a folder a test planted: reading it would wait forever
         try:
             if "papermill" not in json.loads(notebook.read_text("utf-8")).get("metadata", {}):
                 continue  # made by a test, not run: its records are the test's own doubles
@@ -86,6 +88,8 @@ def written_problems(folder: Path) -> list[str]:
         if summary is not None:
             found += [f"{notebook}: summary: {p}" for p in problems("summary", summary)]
     for table in sorted(folder.rglob("summary.csv")):
+        if not table.is_file():
+            continue
         for n, row in enumerate(csv_rows(table), start=2):
             found += [f"{table} line {n}: {p}" for p in problems("summary-csv-row", row)]
     return found

@@ -193,16 +193,20 @@ def models_command(as_json: bool) -> None:
         )
 
 
-@click.command("register")
-@click.option("--name", "name", required=True, help="modelName (unique in the account).")
-@click.option("--url", "url", help="registryUrl: the chat endpoint [default: LMREG_MODEL_URL].")
-@click.option(
+#: ``--json`` of the commands that print one model (register, modify).
+_model_json = click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print the model as one JSON object (apiKey masked), schema: "
     "lmreg_nb/schemas/model.schema.json.",
 )
+
+
+@click.command("register")
+@click.option("--name", "name", required=True, help="modelName (unique in the account).")
+@click.option("--url", "url", help="registryUrl: the chat endpoint [default: LMREG_MODEL_URL].")
+@_model_json
 def register_command(name: str, url: str | None, as_json: bool) -> None:
     """Register a model. apiKey comes from LMREG_MODEL_API_KEY or a hidden prompt."""
     from ..errors import ConfigurationError
@@ -259,13 +263,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     is_flag=True,
     help="Replace apiKey with LMREG_MODEL_API_KEY (or a hidden prompt) [default: unchanged].",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the model as one JSON object (apiKey masked), schema: "
-    "lmreg_nb/schemas/model.schema.json.",
-)
+@_model_json
 def modify_command(
     model_id: str | None,
     name: str | None,

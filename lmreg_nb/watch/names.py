@@ -5,18 +5,17 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from ..secret import Masker
-from ..terminal import terminal_text
+from ..terminal import MAX_NAME
+from ..terminal import shown_name as _one_rule
 
 __all__ = ["MAX_NAME", "shown_address", "shown_name"]
-
-#: The longest school or model name shown (a page, a log line, a mail's subject).
-MAX_NAME = 100
 
 
 def shown_name(name: str, mask: Masker | None = None) -> str:
     """``name`` made safe for every view: known secrets masked, one line, capped.
 
-    Control, bidi and zero-width characters are made visible (terminal.py's rule):
+    Control, bidi and zero-width characters are made visible (the one rule for
+    names, :func:`lmreg_nb.terminal.shown_name`, after the secrets are masked):
     a CR LF cannot forge a log line or a mail header, a U+202E cannot turn a name
     around on the status page; 100,000 characters cost no view a second. ``mask``:
     the secrets the name must not show (a model named after its own apiKey).
@@ -24,7 +23,7 @@ def shown_name(name: str, mask: Masker | None = None) -> str:
     flat = " ".join(name[: MAX_NAME * 4].split())
     if mask is not None:
         flat = mask(flat)
-    return terminal_text(flat, limit=MAX_NAME)
+    return _one_rule(flat, limit=MAX_NAME)
 
 
 def shown_address(url: str, mask: Masker) -> str:

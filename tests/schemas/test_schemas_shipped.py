@@ -9,6 +9,7 @@ every schema; no file outside the repository is cited anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -215,3 +216,26 @@ def test_the_session_check_finds_a_run_record_that_breaks_its_schema(tmp_path: P
     assert not any("double.ipynb" in p for p in found)
     assert any("summary.csv line 2: run_id" in p for p in found), found
     assert json.dumps(found)  # plain lines
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_the_sessions_check_skips_what_is_not_a_file(tmp_path: Path) -> None:
+    """A FIFO a test planted under a record's name (tests/test_cli_paths.py makes one) is
+    not read: opening it waits for a writer forever, and the whole session with it."""
+    import threading
+
+    os.mkfifo(tmp_path / "01_get_token.ipynb")
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "summary.csv")
+    found: list[list[str]] = []
+    reader = threading.Thread(target=lambda: found.append(written_problems(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    stuck = reader.is_alive()
+    for fifo in (tmp_path / "01_get_token.ipynb", tmp_path / "run" / "summary.csv"):
+        if stuck:  # a writer that opens and closes lets the stuck reader go
+            with contextlib.suppress(OSError):  # ENXIO: nobody reads this one
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        fifo.unlink()
+    assert not stuck, "written_problems waited on a FIFO"
+    assert found == [[]]

@@ -175,7 +175,7 @@ def test_the_status_page_escapes_and_orders(chinese: None) -> None:
     )
     assert "<script>x" not in page and "&lt;script&gt;" in page and "<b>500" not in page
     assert page.index("campus-llm") < page.index("&lt;script") < page.index("other-llm")
-    assert '<html lang="zh-CN">' in page and "第一中学 已注册的模型" in page
+    assert '<html lang="zh-CN">' in page and "第一中学已注册的模型" in page
     from lmreg_nb.watch.status_html import _SORT
 
     # The page's one script is its own sorter (a fixed text); nothing from a server runs.
