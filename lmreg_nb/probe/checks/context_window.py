@@ -41,6 +41,7 @@ from ...i18n import N_, Nn_, _
 from ...summary import Check, Fact
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
+from ..wire.shapes import usage_of
 from .declare import Context, Declared, Request, Words
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
 from .said import SAID_PARTS, has_reply, seen_facts
@@ -208,9 +209,9 @@ class ContextFinding:
 
 def _prompt_tokens(ex: Exchange) -> int | None:
     """``usage.prompt_tokens`` of a whole reply, when it is a positive count."""
-    body = ex.json_body
-    usage = body.get("usage") if isinstance(body, dict) else None
-    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    # usage_of drops absurd counts (10**400), as for every other reader of usage.
+    usage = usage_of(ex.json_body)
+    tokens = usage.get("prompt_tokens") if usage is not None else None
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
         return tokens
     return None
