@@ -428,13 +428,13 @@ CONTEXT_WINDOW = Declared(
                 "{ms} ms{slots_told}"
             )
         ),
-        "short-failed": Words(N_("not judged: a short prompt already got {seen}")),
+        "short-failed": Words(N_("even a short prompt got {seen}: no long one was tried")),
         "no-verdict": Words(
             N_("no verdict within {seconds} s: the server answered the short prompts only")
         ),
         "implausible": Words(
             N_(
-                "not judged: the server's usage.prompt_tokens cannot be believed: it counted "
+                "cannot be confirmed: the server's usage.prompt_tokens cannot be believed: it counted "
                 "{low_count} and {high_count} tokens for prompts of {low} and {high} common "
                 "English words (a tokenizer counts about one per word; a proxy counting "
                 "characters, or a fixed number, gives this). A prompt of about {sent} tokens "
