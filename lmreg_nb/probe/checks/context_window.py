@@ -435,8 +435,8 @@ CONTEXT_WINDOW = Declared(
         "implausible": Words(
             N_(
                 "cannot be confirmed: the server's usage.prompt_tokens cannot be believed: it "
-                "counted {low_count} and {high_count} tokens for prompts of {low} and {high} common "
-                "English words (a tokenizer counts about one per word; a proxy counting "
+                "counted {low_count} and {high_count} tokens for prompts of {low} and {high} "
+                "common English words (a tokenizer counts about one per word; a proxy counting "
                 "characters, or a fixed number, gives this). A prompt of about {sent} tokens "
                 "(estimated at one token per word) was answered in {ms} ms, but whether the "
                 "model saw all of it is unknown: make usage count the model's tokens, then "
