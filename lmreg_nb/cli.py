@@ -21,12 +21,56 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class _Context(click.Context):
-    """Click's context, its help written in the language's punctuation."""
+    """Click's context, its help written in the language's punctuation.
+
+    A command's extra arguments are kept (not refused by click) and refused at
+    :meth:`invoke` with each shown masked: click would print them whole, and the extra
+    argument is often the apiKey (`lmreg-nb check URL KEY`).
+    """
+
+    def __init__(self, command: click.Command, *args: Any, **kwargs: Any) -> None:
+        super().__init__(command, *args, **kwargs)
+        self._refuse_extras = not isinstance(command, click.Group) and not self.allow_extra_args
+        if self._refuse_extras:
+            self.allow_extra_args = True
 
     def make_formatter(self) -> click.HelpFormatter:
         from .commands._i18n import HelpFormatter
 
         return HelpFormatter(width=self.terminal_width, max_width=self.max_content_width)
+
+    def invoke(self, callback: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if self._refuse_extras and self.args and not self.resilient_parsing:
+            self.fail(_extra_arguments(self.command.name or "", self.args))
+        return super().invoke(callback, *args, **kwargs)
+
+
+#: Commands that take the chat endpoint's address as their argument: the key is the
+#: extra argument people give next to it.
+_ADDRESS_COMMANDS = frozenset({"check", "capacity"})
+
+
+def _extra_arguments(command: str, extras: list[str]) -> str:
+    """The usage error for extra arguments, each shown as its last 4 characters."""
+    from .i18n import ngettext
+    from .secret import mask
+
+    shown = " ".join(mask(arg) for arg in extras)
+    if command in _ADDRESS_COMMANDS:
+        return ngettext(
+            "{command} takes one address (URL); got an extra argument ({args}). The key is "
+            "never an argument (it would stay in the shell history): set LMREG_MODEL_API_KEY "
+            "in the environment or .env, or leave it unset to be asked for it",
+            "{command} takes one address (URL); got extra arguments ({args}). The key is "
+            "never an argument (it would stay in the shell history): set LMREG_MODEL_API_KEY "
+            "in the environment or .env, or leave it unset to be asked for it",
+            len(extras),
+        ).format(command=command, args=shown)
+    return ngettext(
+        "Got unexpected extra argument ({args})",
+        "Got unexpected extra arguments ({args})",
+        len(extras),
+    ).format(args=shown)
 
 
 class _Group(click.Group):
@@ -55,6 +99,10 @@ class _Group(click.Group):
         # Help texts in the language of the environment; --lang sets them again.
         from .commands._i18n import translate_help
 
+        if ctx.parent is None:
+            from .i18n import set_language
+
+            set_language(_env_file_language())  # --help may come before --lang's callback
         translate_help(self)
         if ctx.parent is None:
             _refuse_undecodable(args)
@@ -203,11 +251,26 @@ def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None
     from .i18n import set_language
 
     if value is not None or not ctx.resilient_parsing:
-        set_language(value)
+        set_language(value or _env_file_language())
         from .commands._i18n import translate_help
 
         translate_help(ctx.find_root().command)
     return value
+
+
+def _env_file_language() -> str | None:
+    """LMREG_LANG from the .env file when the environment has none (the settings' order:
+    the environment, then .env); None lets :func:`~lmreg_nb.i18n.set_language` decide."""
+    import os
+
+    if os.environ.get("LMREG_LANG"):
+        return None
+    from .settings import Settings
+
+    # Broken settings are the command's to report, in the language found without them.
+    with contextlib.suppress(LmregError):
+        return Settings.load().lang
+    return None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -385,13 +385,25 @@ def chat_path_fix(url: str) -> str:
     path = parts.path.rstrip("/")
     if path.endswith("/" + CHAT_PATH_SUFFIX):
         return url
+    head, v1, _rest = path.rpartition("/v1/")
     if path.endswith("/v1"):
         path += "/chat/completions"
+    elif v1:
+        # The server's other endpoint (/v1/models from vLLM's docs, /v1/completions):
+        # the chat path sits beside it, not under it.
+        path = head + "/" + CHAT_PATH_SUFFIX
+    elif path.endswith(_OLLAMA_NATIVE):
+        # Ollama's own API (/api/chat): its OpenAI-compatible chat is /v1/chat/completions.
+        path = path.rsplit("/api/", 1)[0] + "/" + CHAT_PATH_SUFFIX
     elif path.endswith("/chat/completions"):
         path = path.removesuffix("/chat/completions") + "/" + CHAT_PATH_SUFFIX
     else:
         path += "/" + CHAT_PATH_SUFFIX
     return urlunsplit(parts._replace(path=path))
+
+
+#: Ollama's native chat paths, which people copy from its docs instead of the /v1 one.
+_OLLAMA_NATIVE = ("/api/chat", "/api/generate")
 
 
 def unreachable_reason(host: str) -> str:

@@ -121,7 +121,29 @@ def _parameters(
                     column=column, value=repr(raw), kind=_kind_words(types[name])
                 )
             )
+            continue
+        # The rules `onboard -p` applies: refused here, not one at a time by each run.
+        from ..onboarding.parameters import parameter_problem
+
+        bad = parameter_problem(name, parameters[name])
+        if bad is not None:
+            problems.add(_("{column}: {reason}").format(column=column, reason=bad.reason))
     return parameters
+
+
+def _unexpanded(row: PlanRow, problems: Problems) -> None:
+    """A mistake when the row's LMREG_* variables hold ``${VAR}``: env files are read as
+    written, so the run would send the text itself (an appSecret "${SECRET}" is then
+    refused as wrong, and the provider is asked about it). Names the variables only."""
+    names = sorted(k for k, v in row.env.items() if k.startswith("LMREG_") and "${" in v)
+    if names:
+        column = _("{where}, column {name}").format(where=row.where, name="env_file")
+        problems.add(
+            _("{column}: {names} holds {example}, which is never expanded here (it could carry "
+              "this machine's secrets to a platform): write the value itself").format(
+                column=column, names=listing(names), example="${VAR}"
+            )
+        )  # fmt: skip
 
 
 def read_plan(
@@ -151,6 +173,7 @@ def read_plan(
                 _("{where}, column notebook: {reason}").format(where=row.where, reason=exc)
             )
             return
+        _unexpanded(row, problems)
         types = _types(row.where, notebook, types_of, problems)
         if types is None:
             return

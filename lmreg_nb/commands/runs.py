@@ -75,16 +75,9 @@ def parse_parameters(
                 raise ValidationError(
                     name, _("must be a whole number, got {value}").format(value=repr(raw))
                 ) from None
-            if out[name] < 0:
-                raise ValidationError(name, _("must be 0 or more"))
-            if name == "context_need":
-                from ..probe.checks.context_window import check_context_need
-
-                check_context_need(raw)
-            _check_int(name, out[name])  # before the run, not after the whole onboarding
+            _check_value(name, out[name])  # before the run, not after the whole onboarding
         elif name == "lang":
-            if normalize_language(raw) is None:
-                raise ValidationError(name, _("must be zh-CN or en"))
+            _check_value(name, raw)
             out[name] = normalize_language(raw)
         else:
             try:
@@ -97,19 +90,11 @@ def parse_parameters(
     return out
 
 
-def _check_int(name: str, value: int) -> None:
-    """class_size within what the capacity test measures; lesson_tokens and max_tokens
-    within their ranges."""
-    from ..onboarding.parameters import class_size_of, lesson_tokens_of, max_tokens_of
+def _check_value(name: str, value: object) -> None:
+    """The rules a batch plan's cells follow too (``parameter_problem``): raise the first."""
+    from ..onboarding.parameters import parameter_problem
 
-    if name == "class_size":
-        bad = class_size_of(value)[1]
-    elif name == "lesson_tokens":
-        bad = lesson_tokens_of(value)[1]
-    elif name == "max_tokens":
-        bad = max_tokens_of(value)[1]
-    else:
-        return
+    bad = parameter_problem(name, value)
     if bad is not None:
         raise bad
 

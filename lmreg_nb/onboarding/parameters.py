@@ -20,6 +20,7 @@ __all__ = [
     "context_need_of",
     "lesson_tokens_of",
     "max_tokens_of",
+    "parameter_problem",
     "workload_of",
 ]
 
@@ -113,6 +114,28 @@ def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
         return check_context_need(value), None
     except ValidationError as exc:
         return None, exc
+
+
+def parameter_problem(name: str, value: object) -> ValidationError | None:
+    """Why a typed notebook parameter cannot be used, or None: the rules `onboard -p` and a
+    batch plan's cells share, checked before any run starts."""
+    from ..i18n import normalize_language
+
+    if name == "lang":
+        if normalize_language(str(value)) is None:
+            return ValidationError(name, _("must be zh-CN or en"))
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if value < 0:
+        return ValidationError(name, _("must be 0 or more"))
+    rule = {
+        "class_size": class_size_of,
+        "lesson_tokens": lesson_tokens_of,
+        "max_tokens": max_tokens_of,
+        "context_need": context_need_of,
+    }.get(name)
+    return rule(value)[1] if rule is not None else None
 
 
 def workload_of(

@@ -104,7 +104,11 @@ def test_a_waiting_cell_gets_the_turn_after_the_one_import_under_way(modules: Pa
     done = warm.warm_up(shell, names)
     assert done is not None
     shell.events.trigger("post_execute")
-    time.sleep(0.045)  # the warm-up is in its second import by now
+    # The warm-up has begun its first import (a busy machine may take longer than any fixed
+    # sleep to start its thread: 45 ms was once not enough with both cores busy).
+    deadline = time.monotonic() + 10
+    while "warm_mod_0" not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.005)
     shell.events.trigger("pre_execute")  # the next cell
     imported = len(sys.modules["warm_log"].SEEN)
     shell.events.trigger("post_execute")

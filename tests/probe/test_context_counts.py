@@ -96,3 +96,18 @@ def test_token_bounds_for_chinese_and_english() -> None:
     english = filler_prompt(2000)
     assert plausible_prompt_tokens(2010, english)
     assert not plausible_prompt_tokens(len(english), english)  # characters counted
+
+
+def test_a_row_that_fails_never_says_it_was_not_judged(lang: str) -> None:
+    """A failing context-window row in words of its own: "not judged" is what a row with
+    passed null says ('[FAIL] ... not judged: ...' read as two verdicts at once)."""
+    from lmreg_nb.probe.checks.context_window import CONTEXT_WINDOW
+    from lmreg_nb.probe.text.checks import worded
+
+    assert all("not judged" not in words.text for words in CONTEXT_WINDOW.says.values())
+    row = worded(CONTEXT_WINDOW.failed_as("warning", "implausible", low_count=1, high_count=1,
+                                          low=8, high=140, sent=8000, ms="12"))  # fmt: skip
+    short = worded(CONTEXT_WINDOW.failed("short-failed", seen="HTTP 500"))
+    for said in (row.detail, short.detail):
+        assert "not judged" not in said and "未判定" not in said and "无法判断" not in said
+    assert "usage.prompt_tokens" in row.detail and "HTTP 500" in short.detail

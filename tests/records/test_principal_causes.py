@@ -40,7 +40,9 @@ GENERIC = {
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, str]]:
     window = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8, context_window=WINDOW)
-    plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8)
+    # Replies of a second: two chats sent at once overlap even when a busy machine starts
+    # the second late (8 tokens 2 ms apart ended before it came: nothing was cut).
+    plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=25, tokens=40)
     down = 9  # discard's port: nothing listens on it, the connection is refused
     with mock_served(window) as small, mock_served(plain) as base:
         yield {

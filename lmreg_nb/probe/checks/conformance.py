@@ -55,7 +55,7 @@ from ..target import Target
 from ..wire.exchange import Exchange, chat_body, completion_body, completions_url, send
 from ..wire.reasons import LOCAL_LIMIT
 from ..wire.shapes import completion_tokens, reply_shape, reply_text
-from .declare import Context, Declared, Request, Seen, Stage, Words
+from .declare import Context, Declared, Request, Seen, Stage, Words, redirected
 from .requests import PLAIN, STREAMED
 
 __all__ = [
@@ -326,6 +326,10 @@ REACHABLE = Declared(
 
 def _key(seen: Seen, target: Target) -> Check:
     plain = seen.exchange("plain")
+    if redirected(plain.status):  # routers redirect before any key is read
+        return KEY_ACCEPTED.not_judged(
+            "not-judged:redirected", registered=target.url, status=plain.status
+        )
     if plain.status in (401, 403):
         said = f": {plain.failure_detail}" if plain.failure_detail else ""
         return KEY_ACCEPTED.failed("key-refused", status=plain.status, said=said)
@@ -619,7 +623,11 @@ COMPLETION_FORM = Declared(
 def _errors_json(seen: Seen, target: Target) -> Check:
     names = ("plain", "wrong", "streamed", "completion") if seen.stage == "answered" else ("plain",)
     exchanges = [ex for name in names if (ex := seen.maybe(name)) is not None]
-    errors = [ex for ex in exchanges if ex.status is not None and not 200 <= ex.status < 300]
+    errors = [  # a redirect is no error reply (chat-answers names where it points)
+        ex
+        for ex in exchanges
+        if ex.status is not None and not 200 <= ex.status < 300 and not redirected(ex.status)
+    ]
     if not errors:
         return ERRORS_ARE_JSON.passed_as(
             "info",

@@ -41,6 +41,7 @@ from ...i18n import N_, Nn_, _
 from ...summary import Check, Fact
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
+from ..wire.shapes import usage_of
 from .declare import Context, Declared, Request, Words
 from .llamacpp import Slots, is_llamacpp, read_slots, refused_slot
 from .said import SAID_PARTS, has_reply, seen_facts
@@ -208,9 +209,9 @@ class ContextFinding:
 
 def _prompt_tokens(ex: Exchange) -> int | None:
     """``usage.prompt_tokens`` of a whole reply, when it is a positive count."""
-    body = ex.json_body
-    usage = body.get("usage") if isinstance(body, dict) else None
-    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    # usage_of drops absurd counts (10**400), as for every other reader of usage.
+    usage = usage_of(ex.json_body)
+    tokens = usage.get("prompt_tokens") if usage is not None else None
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
         return tokens
     return None
@@ -427,15 +428,15 @@ CONTEXT_WINDOW = Declared(
                 "{ms} ms{slots_told}"
             )
         ),
-        "short-failed": Words(N_("not judged: a short prompt already got {seen}")),
+        "short-failed": Words(N_("even a short prompt got {seen}: no long one was tried")),
         "no-verdict": Words(
             N_("no verdict within {seconds} s: the server answered the short prompts only")
         ),
         "implausible": Words(
             N_(
-                "not judged: the server's usage.prompt_tokens cannot be believed: it counted "
-                "{low_count} and {high_count} tokens for prompts of {low} and {high} common "
-                "English words (a tokenizer counts about one per word; a proxy counting "
+                "cannot be confirmed: the server's usage.prompt_tokens cannot be believed: it "
+                "counted {low_count} and {high_count} tokens for prompts of {low} and {high} "
+                "common English words (a tokenizer counts about one per word; a proxy counting "
                 "characters, or a fixed number, gives this). A prompt of about {sent} tokens "
                 "(estimated at one token per word) was answered in {ms} ms, but whether the "
                 "model saw all of it is unknown: make usage count the model's tokens, then "

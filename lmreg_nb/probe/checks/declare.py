@@ -46,6 +46,7 @@ __all__ = [
     "Seen",
     "Stage",
     "Words",
+    "redirected",
 ]
 
 T = TypeVar("T")
@@ -75,12 +76,30 @@ class Words:
 #: Every declaration made, by check name (the last one made of a name counts).
 DECLARED: dict[str, Declared] = {}
 
+
+def redirected(status: int | None) -> bool:
+    """A 3xx: the address answers with another one (a trailing slash), judging nothing."""
+    return status is not None and 300 <= status < 400
+
+
 #: Causes any check may have: not judged, for the stage that left nothing to judge.
 COMMON: Mapping[str, Words] = {
     "not-judged:wrong-path": Words(
         N_(
             "not judged: {registered} serves nothing (HTTP {status}), so no answer came to "
             "judge; see url-path"
+        )
+    ),
+    "not-judged:redirected": Words(
+        N_(
+            "not judged: {registered} redirects (HTTP {status}) before the request is read, "
+            "so no answer came to judge; see chat-answers"
+        )
+    ),
+    "not-judged:refused": Words(
+        N_(
+            "not judged: the server refused the key (HTTP {status}) before it read the rest "
+            "of the request; see key-accepted"
         )
     ),
 }

@@ -39,7 +39,7 @@ from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
 from ..wire.shapes import model_ids, reply_text
 from ..wire.tls import EXPIRY_WARNING_DAYS, Certificate, inspect_certificate
-from .declare import Context, Declared, Request, Seen, Words
+from .declare import Context, Declared, Request, Seen, Words, redirected
 from .requests import PLAIN
 from .said import SAID_PARTS, SEEN, seen_facts
 
@@ -401,6 +401,15 @@ def _name_served(seen: Seen, target: Target) -> Check | None:
     if seen.stage in ("refused", "failed") and not name_suspect(seen, target):
         return None  # the checks stopped early: the name is kept only where it may be why
     listing = seen.of("models", ModelList)
+    plain_status = seen.exchange("plain").status
+    if redirected(plain_status):  # nothing of the name was read
+        return MODEL_NAME_SERVED.not_judged(
+            "not-judged:redirected", registered=target.url, status=plain_status
+        )
+    if seen.stage == "refused" and (listing is None or listing.served is None):
+        # A 401 says nothing of the name (vLLM checks the key first): no rename advice.
+        status = seen.exchange("plain").status
+        return MODEL_NAME_SERVED.not_judged("not-judged:refused", status=status)
     alias = seen.maybe("alias")
     names = [(target.model, seen.exchange("plain"), "model")]
     if alias is not None and target.alias is not None:

@@ -46,8 +46,10 @@ class CapacityFindings:
     levels: list[Level] = field(default_factory=list)
     need: int | None = None
     max_concurrency: int = 64
-    #: "time", "interrupted" or "unreachable" when the search did not finish.
+    #: "time", "interrupted", "unreachable" or "refused" when the search did not finish.
     stopped: str | None = None
+    #: The HTTP status every request of a level was refused with (``stopped`` "refused").
+    refused_status: int | None = None
     #: Why the model could not be reached (the checks' sentence), when ``stopped`` says so.
     unreachable: str = ""
     #: Seconds the warm-up request waited without a reply (then no level was measured).

@@ -67,6 +67,7 @@ class Sample:
     due_s: float = 0.0  # when it was due, seconds since the level's start
     usage_disbelieved: bool = False  # its usage.completion_tokens was not believed
     resent: bool = False  # sent twice: the server closed a kept-alive connection under it
+    status: int | None = None  # the HTTP status of a failed request that got an answer
 
     @property
     def paced(self) -> bool:
@@ -109,6 +110,7 @@ def to_sample(ex: Exchange, due: float, start: float) -> Sample:
             turn_s=turn_s,
             due_s=due_s,
             resent=resent,
+            status=ex.status,
         )
     times = ex.times
     tokens, source = ex.output_tokens

@@ -129,7 +129,7 @@ async def _run(
 
     async def measure(c: int) -> Level | None:
         nonlocal finish_seen, last
-        if result.stopped == "unreachable":
+        if result.stopped in ("unreachable", "refused"):
             return None
         if search.interrupted.is_set():  # Ctrl-C before the loop could be told
             result.stopped = "interrupted"
@@ -164,6 +164,8 @@ async def _run(
         refused = refusal(level)
         if refused:  # every request refused alike: more levels would only say it again
             result.stopped, result.unreachable = "unreachable", refused
+        elif (status := refused_status(level)) is not None:  # the key, or the path: `check`
+            result.stopped, result.refused_status = "refused", status
         return level
 
     if result.need is None:
@@ -180,6 +182,20 @@ def refusal(level: Level) -> str:
         return ""
     kind, detail = seen.pop()
     return detail if kind in ("connect", "transport") else ""  # never an answer: refused
+
+
+#: Answers a server gives every request alike whatever the load: the key (401, 403), the
+#: path (404, 405). More levels would only say it again.
+REFUSALS = (401, 403, 404, 405)
+
+
+def refused_status(level: Level) -> int | None:
+    """The HTTP status every request of ``level`` got, when it is one of :data:`REFUSALS`."""
+    statuses = {s.status for s in level.samples}
+    if not level.requests or level.errors != level.requests or len(statuses) != 1:
+        return None
+    status = statuses.pop()
+    return status if status in REFUSALS else None
 
 
 async def _need(measure: Measure, need: int, top: int) -> None:

@@ -263,6 +263,11 @@ def _cut_sentence(result: CapacityResult) -> str | None:
     )
 
 
+def _unanswered(result: CapacityResult) -> bool:
+    """Nothing measured because the model did not answer the first request in time."""
+    return not result.levels and result.no_reply_s is not None
+
+
 def _none_served(result: CapacityResult) -> str:
     first = min(result.levels, key=lambda lv: lv.concurrency, default=None)
     slo = slo_phrase(result.slo)
@@ -346,7 +351,14 @@ def verdict(result: CapacityResult, class_size: int | None = None) -> str:
         sentences.append(_("The server sent no usage, so token figures are counted from chunks."))
     resent = resent_sentence(sum(lv.resent for lv in result.levels))
     sentences += [note for note in (resent, busy_sentence(result.skew)) if note]
-    if result.stopped == "time":
+    if result.stopped == "refused":
+        sentences.append(
+            _(
+                "Every request got HTTP {status}, so the search stopped there: `lmreg-nb "
+                "check` with the same address says what to fix (the key, or the address's path)."
+            ).format(status=result.refused_status)
+        )
+    if result.stopped == "time" and not _unanswered(result):  # the first sentence says why
         sentences.append(_("The search reached its time limit before it finished."))
     elif result.stopped == "interrupted":
         sentences.append(_("The search was interrupted: this is what was measured so far."))
@@ -429,7 +441,8 @@ def format_capacity(result: CapacityResult, class_size: int | None = None) -> st
     """Plain text for the CLI: the levels table, the capacity and the verdict."""
     from .capacity_table import levels_text, limited_by_label
 
-    if result.stopped == "unreachable":  # one line, as the checks say it: no table
+    if result.stopped == "unreachable" or _unanswered(result):
+        # One line, as the checks say it: no table of levels that never ran.
         return _("verdict: {text}").format(text=verdict(result, class_size))
     lines = levels_text(result.levels).splitlines()  # the record's columns, in words
     for level in result.levels:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...i18n import _
 
-__all__ = ["answer_wait_sentence", "ms", "pct_line"]
+__all__ = ["answer_wait_sentence", "ms", "pct_line", "rate"]
 
 
 def answer_wait_sentence() -> str:
@@ -31,6 +31,14 @@ def ms(value: float | None) -> str:
     if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.1f}"
+
+
+def rate(value: float | None) -> str:
+    """A rate (requests or tokens a second) as the record shows it: three significant
+    digits below 100 ("2.75"), one decimal from 100 up ("174.4"); "-": not measured."""
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def pct_line(p50: float | None, p90: float | None, p99: float | None) -> str:

@@ -13,7 +13,7 @@ from ...summary.performance import Performance
 from ...summary.server import ServerFigures
 from ..wire.reasons import kinds_text
 from .client_text import client_sentence, server_lines
-from .performance import answer_wait_sentence, pct_line
+from .performance import answer_wait_sentence, pct_line, rate
 from .workload_text import workload_sentence
 
 __all__ = ["check_mark", "format_report", "sorted_checks"]
@@ -85,7 +85,7 @@ def format_report(report: Report) -> str:
     if s.load_test:  # one request's 1/latency is no throughput: never stated as measured
         lines.append(
             _("throughput   {rps} requests/s, {tps} output tokens/s").format(
-                rps=rps if rps is not None else "-", tps=tps if tps is not None else "-"
+                rps=rate(rps), tps=rate(tps)
             )
         )
     if report.workload is not None:  # what the load test sent
