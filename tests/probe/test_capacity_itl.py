@@ -70,3 +70,19 @@ def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> No
     summary = asyncio.run(run_load(target, 96, 32)).summary()
     assert summary.errors == 0
     assert _of_the_truths_order(summary.itl_ms.p50), summary.itl_ms
+
+
+def test_a_level_where_no_reply_finished_has_no_rate_not_zero() -> None:
+    """Settled on first tokens before any reply ended: the rate was not measured ("-" in
+    the table), not 0.0 requests a second."""
+    from lmreg_nb.probe.load.levels import Level
+    from lmreg_nb.probe.load.samples import Sample
+    from lmreg_nb.probe.text.capacity_table import level_cells
+
+    running = [Sample(True, ttft_ms=40.0, itl_ms=9.0, tokens=5, partial=True) for _ in range(4)]
+    level = Level.measured(4, running, duration_s=0.5, window_s=0.5)
+    assert level.requests == 4 and level.errors == 0
+    assert level.requests_per_s is None and level.output_tokens_per_s is None
+    assert level_cells(level)[-1] == "-"
+    done = [Sample(True, ttft_ms=40.0, itl_ms=9.0, tokens=5, end_s=0.2) for _ in range(4)]
+    assert Level.measured(4, done, duration_s=0.5, window_s=0.5).requests_per_s == 8.0
