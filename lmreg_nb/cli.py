@@ -8,6 +8,7 @@ failure prints one line, never a traceback.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from typing import Any
 
@@ -267,9 +268,16 @@ def _env_file_language() -> str | None:
         return None
     from .settings import Settings
 
-    # Broken settings are the command's to report, in the language found without them.
-    with contextlib.suppress(LmregError):
-        return Settings.load().lang
+    # Broken settings are the command's to report, in the language found without them;
+    # and so are its warnings (a .env not read): said once, by the command, not here too.
+    quiet = logging.getLogger("lmreg_nb")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with contextlib.suppress(LmregError):
+            return Settings.load().lang
+    finally:
+        quiet.setLevel(level)
     return None
 
 

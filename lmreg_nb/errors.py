@@ -95,7 +95,12 @@ class ValidationError(LmregError, ValueError):
     """A value breaks a field rule; ``field`` names the field."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+        # A colon in the language's punctuation ("class_size：应不小于 0" in Chinese).
+        super().__init__(
+            pgettext("field and its rule", "{field}: {message}").format(
+                field=field, message=message
+            )
+        )
         self.field = field
         self.reason = message
         #: Every field at fault when one error reports several (see :meth:`every`).

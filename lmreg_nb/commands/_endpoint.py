@@ -72,6 +72,13 @@ def endpoint_target(url: str | None, model: str | None, registered: str | None) 
     from ..probe.target import Target
     from ..settings import Settings
 
+    # An empty argument is a mistake of its own, not a missing setting ("not set" would
+    # send the engineer to a .env that does set it).
+    for given, name in ((url, "URL"), (model, "--model")):
+        if given is not None and not given.strip():
+            raise ValidationError(
+                name, _("is empty: give a value, or leave it out to use the configured one")
+            )
     settings = Settings.load()
     if model is not None:
         settings = settings.with_(model_name=model)

@@ -209,6 +209,14 @@ def _find(client: RegistryClient, name: str) -> RegisteredModel:
                 ).format(name=shown_name(name), other=shown_name(twin.model_name),
                          id=shown_name(twin.model_id)),
             )  # fmt: skip
+        close = _close_name(name, others)
+        if close is not None:
+            raise ModelNameNotFoundError(
+                _(
+                    "no model named '{name}' is registered in this account; did you mean "
+                    "'{close}'? (list them with `lmreg-nb models`)"
+                ).format(name=shown_name(name), close=shown_name(close))
+            )
         raise ModelNameNotFoundError(
             _(
                 "no model named '{name}' is registered in this account; list them with "
@@ -250,3 +258,12 @@ def _look_alike(name: str, models: list[RegisteredModel]) -> RegisteredModel | N
 
     other = confusable_with(name, [m.model_name for m in models])
     return next((m for m in models if m.model_name == other), None)
+
+
+def _close_name(name: str, listed: list[RegisteredModel]) -> str | None:
+    """The listed modelName a typo of ``name`` most likely meant (None: none is close)."""
+    import difflib
+
+    names = [m.model_name for m in listed[:1000]]
+    close = difflib.get_close_matches(name[:200], names, n=1, cutoff=0.7)
+    return close[0] if close else None

@@ -48,6 +48,11 @@ def credential_id(base_url: str, app_id: str, app_secret: Secret) -> str:
     return hmac.new(app_secret.reveal().encode(), message, hashlib.sha256).hexdigest()[:24]
 
 
+#: Whether a folder's mode bits say who may read it (POSIX); Windows keeps that in ACLs and
+#: reports every folder as 0777, which would warn on every command.
+MODES_MEAN_ACCESS = os.name != "nt"
+
+
 class TokenCache:
     """The token cache file: one entry per (base_url, appId, env)."""
 
@@ -202,13 +207,13 @@ class TokenCache:
             os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
             return
         mode = stat.S_IMODE(folder.stat().st_mode)
-        if mode & 0o077 and not self._warned:
+        if MODES_MEAN_ACCESS and mode & 0o077 and not self._warned:
             self._warned = True
             log.warning(
                 "%s",
                 _(
                     "token cache folder {folder} is readable by others (mode {mode}); the file "
-                    "itself is 0600"
+                    "itself is 0600. To keep it yours: chmod 700 {folder}"
                 ).format(folder=folder, mode=f"{mode:o}"),
             )
 

@@ -112,6 +112,19 @@ def test_a_bad_address_is_one_line(targets: list[Any], command: str) -> None:
     assert "registryUrl" in result.stderr and result.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("args", [["", "--model", "m"], [URL, "--model", " "]])
+def test_an_empty_address_or_name_is_named_not_called_unset(
+    targets: list[Any], command: str, args: list[str]
+) -> None:
+    env = {"LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_URL": URL, "LMREG_MODEL_NAME": "m"}
+    result = _run([command, *args], env)
+    assert result.exit_code == 2 and not targets
+    named = "URL" if args[0] == "" else "--model"
+    assert named in result.stderr and "is empty" in result.stderr, result.stderr
+    assert "is not set" not in result.stderr and result.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize(("lang", "words"), [("en", "default"), ("zh-CN", "默认")])
 @pytest.mark.parametrize("command", COMMANDS)
 def test_the_help_shows_the_address_and_no_key_option(command: str, lang: str, words: str) -> None:

@@ -66,3 +66,18 @@ def test_the_commands_list_follows_it_too(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--help"], env=env)
     assert result.exit_code == 0, result.output
     assert result.output.startswith("用法："), result.output[:200]
+
+
+def test_a_env_file_not_read_is_said_once_not_once_per_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Looking for the language reads the settings before the command does: its warning
+    (a .env another user could change) is the command's to say, once."""
+    (tmp_path / ".env").write_text("LMREG_LANG=zh-CN\n", encoding="utf-8")
+    (tmp_path / ".env").chmod(0o666)
+    tmp_path.chmod(0o700)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("WARNING", logger="lmreg_nb"):
+        _check({"LMREG_ENV_FILE": None})
+    said = [r for r in caplog.records if "another user could change it" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]

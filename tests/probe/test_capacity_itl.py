@@ -34,3 +34,19 @@ def test_chunks_read_together_keep_the_decode_time() -> None:
     assert decode_itl_ms(ex) == pytest.approx(ITL_MS)
     gaps = sorted(b - a for a, b in itertools.pairwise(read))
     assert gaps[len(gaps) // 2] * 1000 < 1  # the pooled gaps' median would say ~0 ms
+
+
+def test_a_level_where_no_reply_finished_has_no_rate_not_zero() -> None:
+    """Settled on first tokens before any reply ended: the rate was not measured ("-" in
+    the table), not 0.0 requests a second."""
+    from lmreg_nb.probe.load.levels import Level
+    from lmreg_nb.probe.load.samples import Sample
+    from lmreg_nb.probe.text.capacity_table import level_cells
+
+    running = [Sample(True, ttft_ms=40.0, itl_ms=9.0, tokens=5, partial=True) for _ in range(4)]
+    level = Level.measured(4, running, duration_s=0.5, window_s=0.5)
+    assert level.requests == 4 and level.errors == 0
+    assert level.requests_per_s is None and level.output_tokens_per_s is None
+    assert level_cells(level)[-1] == "-"
+    done = [Sample(True, ttft_ms=40.0, itl_ms=9.0, tokens=5, end_s=0.2) for _ in range(4)]
+    assert Level.measured(4, done, duration_s=0.5, window_s=0.5).requests_per_s == 8.0

@@ -33,8 +33,17 @@ def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
     assert 2 <= out["capacity"]["concurrency"] <= 4 and out["capacity"]["limited_by"] == "ttft"
     assert out["need"] == 6
     levels = {lv["concurrency"]: lv for lv in out["levels"]}
+    measured = [lv["concurrency"] for lv in out["levels"]]
+    assert not levels[6]["meets_slo"]
+    best = max(c for c in measured if levels[c]["meets_slo"])
+    assert best == out["capacity"]["concurrency"]
+    if not levels[3]["meets_slo"]:
+        # Both cores busy: 3 chats missed the 150 ms first token, so the search went on
+        # down (1, 2); still only the bisection's levels, nothing above the need.
+        assert set(measured) <= {1, 2, 3, 6}, measured
+        return
     # The need first, then the bisection below it: 6, 3, 4; nothing else is measured.
-    assert [lv["concurrency"] for lv in out["levels"]] == [3, 4, 6]
+    assert measured == [3, 4, 6]
     # The slowdown: with 3 streams decoding at once each gap is 10 ms * (1 + 0.1 * 2).
     assert levels[3]["itl_ms"]["p50"] == pytest.approx(12, abs=2)
     assert levels[4]["itl_ms"]["p50"] == pytest.approx(12, abs=2)  # 4 chats, 3 slots

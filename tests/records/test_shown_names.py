@@ -216,3 +216,18 @@ def test_the_models_command_shows_names_by_the_same_rule() -> None:
     assert result.exit_code == 0, result.output
     assert not [m for m in HIDDEN if m in result.stdout]
     assert shown_name(name) in result.stdout
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "did you mean"), ("zh-CN", "您是不是要找")])
+def test_a_typo_of_a_listed_name_is_answered_with_the_name(lang: str, words: str) -> None:
+    i18n.set_language(lang)
+    try:
+        with pytest.raises(NotFoundError) as info:
+            Target.from_registered(_settings(), "qwen-zz", client=_Listing(["qwen-72b", "qwen-7b"]))  # type: ignore[arg-type]
+        with pytest.raises(NotFoundError) as far:
+            Target.from_registered(_settings(), "llama", client=_Listing(["qwen-72b"]))  # type: ignore[arg-type]
+    finally:
+        i18n.set_language("en")
+    message = str(info.value)
+    assert words in message and "'qwen-7b'" in message and "\n" not in message, message
+    assert words not in str(far.value)  # nothing close: no guess

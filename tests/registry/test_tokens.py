@@ -313,3 +313,26 @@ def test_a_wrong_app_secret_is_not_hidden_by_a_cached_token(tmp_path: Path) -> N
         c.query_models()
     assert platform.count(TOKEN_PATH) == 2  # the wrong secret was sent, and refused
     assert APP_SECRET not in path.read_text()
+
+
+def test_a_shared_cache_folder_is_said_once_with_the_fix(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lmreg_nb.registry import token_cache
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(0o755)
+    token = make_token(left_ms=HOUR_MS, lifetime_ms=2 * HOUR_MS)
+    cache = TokenCache(folder / "t.json")
+    with caplog.at_level("WARNING", logger="lmreg_nb"):
+        cache.store(BASE_URL, APP_ID, token)
+        cache.store(BASE_URL, APP_ID, token)
+    said = [r.getMessage() for r in caplog.records if "readable by others" in r.getMessage()]
+    assert len(said) == 1 and f"chmod 700 {folder}" in said[0], said
+    caplog.clear()
+    # Windows keeps access in ACLs: a folder's mode bits say nothing there, so no warning.
+    monkeypatch.setattr(token_cache, "MODES_MEAN_ACCESS", False)
+    with caplog.at_level("WARNING", logger="lmreg_nb"):
+        TokenCache(folder / "t.json").store(BASE_URL, APP_ID, token)
+    assert not [r for r in caplog.records if "readable by others" in r.getMessage()]

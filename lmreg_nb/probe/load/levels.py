@@ -194,7 +194,8 @@ class Level:
         if turns:
             ended = len(turns)
             rate = concurrency / (sum(turns) / ended) * len(whole) / ended
-        else:
+        elif whole or not any(s.partial for s in samples):
+            # (Every reply still running when the level ended: no rate was measured.)
             steady = [s for s in whole if s.end_s <= window_s]
             if not steady or window_s <= 0:
                 steady, window_s = whole, duration_s
