@@ -10,12 +10,12 @@ import click
 if TYPE_CHECKING:
     from ..probe.load.workload import WorkloadSpec
 
-__all__ = ["workload_options", "workload_spec"]
+__all__ = ["context_need_value", "workload_options", "workload_spec"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _context_need(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
+def context_need_value(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
     """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
     from ..errors import ValidationError
     from ..probe.checks.context_window import check_context_need
@@ -62,7 +62,7 @@ def workload_options(command: F, *, context_need: bool = True) -> F:
                 default="8000",
                 show_default=True,
                 metavar="TOKENS",
-                callback=_context_need,
+                callback=context_need_value,
                 help="Tokens of the longest prompt the course apps send, 1 to 131072: no "
                 "prompt, history included, is longer with its reply.",
             )

@@ -8,7 +8,7 @@ import click
 
 from ._endpoint import endpoint_options, endpoint_target
 from ._types import FiniteRange
-from ._workload import F, workload_options, workload_spec
+from ._workload import F, context_need_value, workload_options, workload_spec
 
 if TYPE_CHECKING:
     from ..probe.report import EndpointReport
@@ -67,7 +67,7 @@ def workload_options_no_context(command: F) -> F:
     default="8000",
     show_default=True,
     metavar="TOKENS",
-    callback=lambda _ctx, _param, value: _context_need(value),
+    callback=context_need_value,
     help="Tokens of the longest prompt the course apps send (a long lesson), 1 to 131072: "
     "the context-window check sends a prompt this long.",
 )
@@ -130,17 +130,6 @@ def check(
             _("error: {name}: {detail}").format(name=first.name, detail=first.detail), err=True
         )
         sys.exit(1)
-
-
-def _context_need(value: str) -> int:
-    """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
-    from ..errors import ValidationError
-    from ..probe.checks.context_window import check_context_need
-
-    try:
-        return check_context_need(value)
-    except ValidationError as exc:
-        raise ValidationError("--context-need", exc.reason) from None
 
 
 def _show(report: EndpointReport, as_json: bool, figure_path: str | None) -> None:
