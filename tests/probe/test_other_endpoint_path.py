@@ -11,47 +11,19 @@ and GET /v1/models; 405 for a POST to /v1/models, 404 elsewhere).
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
+from fakes.chat_model import MODEL, school_model, use_in_checks
 
 from lmreg_nb.probe import Target, check_endpoint
 
 pytestmark = pytest.mark.timeout(120)
 
 KEY = "sk-other-endpoint-0123456789abcdef"
-MODEL = "http://127.0.0.1:8766"
-REPLY = {
-    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "ok"}}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}  # fmt: skip
-
-
-def _school_model(request: httpx.Request) -> httpx.Response:
-    path = request.url.path
-    if path == "/v1/models":
-        if request.method != "GET":
-            return httpx.Response(405, json={"detail": "Method Not Allowed"})
-        return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
-    if path != "/v1/chat/completions":
-        return httpx.Response(404, json={"detail": "Not Found"})
-    if request.headers.get("authorization") != f"Bearer {KEY}":
-        return httpx.Response(401, json={"error": {"message": "bad key"}})
-    if json.loads(request.content).get("stream"):
-        body = b'data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\ndata: [DONE]\n\n'
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-    return httpx.Response(200, json=REPLY)
 
 
 @pytest.fixture
 def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    def client(timeout: float) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=timeout, transport=httpx.MockTransport(_school_model))
-
-    monkeypatch.setattr("lmreg_nb.probe.report.make_client", client)
+    use_in_checks(monkeypatch, school_model(KEY))
 
 
 def test_a_models_url_is_the_path_finding_with_the_chat_address(

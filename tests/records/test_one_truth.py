@@ -9,17 +9,16 @@ both languages.
 
 from __future__ import annotations
 
-import asyncio
 import html
-import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fakes.app_platform import AppPlatform, app_platform
+from fakes.chat_model import MODEL, school_model, use_in_checks
 
 from lmreg_nb import i18n
 from lmreg_nb.onboarding import Onboarding
@@ -39,60 +38,16 @@ pytestmark = pytest.mark.timeout(120)
 KEY = "sk-one-truth-0123456789abcdef"
 
 
-#: Where the in-process school model answers (never dialled: the transport answers).
-MODEL = "http://127.0.0.1:8766"
 #: An address where nothing listens: a model that is down.
 DOWN = "http://127.0.0.1:9/v1/chat/completions"
-REPLY = {
-    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "ok"}}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}  # fmt: skip
-
-
-def _chunk(content: str | None, finish: str | None = None) -> bytes:
-    delta = {} if content is None else {"content": content}
-    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
-
-
-class _Stream(httpx.AsyncByteStream):
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for k in range(6):
-            await asyncio.sleep(0.005)
-            yield _chunk(f"w{k} ")
-        yield _chunk(None, "stop") + b"data: [DONE]\n\n"
-
-
-def _school_model(request: httpx.Request) -> httpx.Response:
-    """The chat path and /v1/models answer; any other path is a 404 (as vLLM's router)."""
-    path = request.url.path
-    if path == "/v1/models":
-        return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
-    if path != "/v1/chat/completions":
-        return httpx.Response(404, json={"detail": "Not Found"})
-    if request.headers.get("authorization") != f"Bearer {KEY}":
-        return httpx.Response(401, json={"error": {"message": "bad key"}})
-    if json.loads(request.content).get("stream"):
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Stream())
-    return httpx.Response(200, json=REPLY)
+#: The school model of these tests: six words, 5 ms apart.
+_school_model = school_model(KEY, [f"w{k} " for k in range(6)])
 
 
 @pytest.fixture
 def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The checks' client talks to :func:`_school_model` (and refuses 127.0.0.1:9)."""
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        if request.url.port == 9:
-            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
-        return _school_model(request)
-
-    def client(timeout: float) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=timeout, transport=httpx.MockTransport(handle))
-
-    monkeypatch.setattr("lmreg_nb.probe.report.make_client", client)
+    """The checks' client talks to :func:`_school_model` (and is refused at 127.0.0.1:9)."""
+    use_in_checks(monkeypatch, _school_model)
 
 
 @pytest.fixture(scope="module")

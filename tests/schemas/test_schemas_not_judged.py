@@ -11,11 +11,9 @@ In-process: an httpx MockTransport school model (the chat path only; 404 elsewhe
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
 from contract_schemas import assert_valid
+from fakes.chat_model import MODEL, school_model, use_in_checks
 
 from lmreg_nb.probe import Target, check_endpoint
 from lmreg_nb.summary import Step, build_summary
@@ -23,32 +21,11 @@ from lmreg_nb.summary import Step, build_summary
 pytestmark = pytest.mark.timeout(120)
 
 KEY = "sk-not-judged-0123456789abcdef"
-MODEL = "http://127.0.0.1:8766"
-REPLY = {
-    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "ok"}}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}  # fmt: skip
-
-
-def _school_model(request: httpx.Request) -> httpx.Response:
-    if request.url.port == 9:
-        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
-    if request.url.path != "/v1/chat/completions":
-        return httpx.Response(404, json={"detail": "Not Found"})
-    if json.loads(request.content).get("stream"):
-        body = b'data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\ndata: [DONE]\n\n'
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-    return httpx.Response(200, json=REPLY)
 
 
 @pytest.fixture
 def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    def client(timeout: float) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=timeout, transport=httpx.MockTransport(_school_model))
-
-    monkeypatch.setattr("lmreg_nb.probe.report.make_client", client)
+    use_in_checks(monkeypatch, school_model(KEY))
 
 
 @pytest.mark.parametrize("url", [f"{MODEL}/v1", "http://127.0.0.1:9/v1/chat/completions"])

@@ -10,66 +10,27 @@ type, and measured for real in test_schemas_runs.py.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from click.testing import CliRunner
 from contract_schemas import assert_valid, csv_rows, problems, sample_capacity
+from fakes import chat_model
 from fakes.app_platform import AppPlatform, app_platform
+from fakes.chat_model import MODEL, use_in_checks
 
 from lmreg_nb.cli import main
 
 KEY = "sk-schemas-0123456789abcdef"
-MODEL = "http://127.0.0.1:8766"
-REPLY = {
-    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "你好，我是学校的模型。"}}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 8, "total_tokens": 11},
-}  # fmt: skip
-
-
-def _chunk(content: str | None, finish: str | None = None) -> bytes:
-    delta = {} if content is None else {"content": content}
-    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
-    return b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
-
-
-class _Stream(httpx.AsyncByteStream):
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for word in ("你好，", "我是", "学校的", "模型。"):
-            await asyncio.sleep(0.003)
-            yield _chunk(word)
-        yield _chunk(None, "stop") + b"data: [DONE]\n\n"
-
-
-def _school_model(request: httpx.Request) -> httpx.Response:
-    """A chat endpoint that answers its chat path and /v1/models, and 404s elsewhere."""
-    if request.url.path == "/v1/models":
-        return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
-    if request.url.path != "/v1/chat/completions":
-        return httpx.Response(404, json={"detail": "Not Found"})
-    if request.headers.get("authorization") != f"Bearer {KEY}":
-        return httpx.Response(401, json={"error": {"message": "bad key"}})
-    if json.loads(request.content).get("stream"):
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Stream())
-    return httpx.Response(200, json=REPLY)
 
 
 @pytest.fixture
 def school_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The checks' client talks to :func:`_school_model`, in this process."""
-
-    def client(timeout: float) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=timeout, transport=httpx.MockTransport(_school_model))
-
-    monkeypatch.setattr("lmreg_nb.probe.report.make_client", client)
+    """The checks' client talks to a school model in this process (a Chinese reply)."""
+    use_in_checks(monkeypatch, chat_model.school_model(KEY, ("你好，", "我是", "学校的", "模型。")))
 
 
 @pytest.fixture(scope="module")
