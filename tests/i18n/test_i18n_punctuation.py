@@ -8,39 +8,24 @@ Code, identifiers and numbers between ASCII words keep their ASCII marks.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
-from babel.messages.pofile import read_po
+from fakes.catalog import translations
 
 from lmreg_nb.summary.performance import Performance
 
-PO = Path(__file__).resolve().parents[2] / "lmreg_nb/locale/zh_CN/LC_MESSAGES/lmreg_nb.po"
 CJK = "\u3400-\u9fff\u3000-\u303f\uff00-\uffef"
 ASCII_MARK_BY_CHINESE = re.compile(rf"[{CJK}][ \t]*[,;]|[,;][ \t]*[{CJK}]")
 SPACE_BEFORE_PAREN = re.compile(r"[ \t]（")
 
 
-def _translations() -> list[tuple[str, str]]:
-    with PO.open("rb") as fh:
-        catalog = read_po(fh)
-    found = []
-    for message in catalog:
-        if not message.id or message.fuzzy:
-            continue
-        strings = message.string if isinstance(message.string, tuple) else (message.string,)
-        msgid = message.id[0] if isinstance(message.id, tuple) else message.id
-        found += [(msgid, s) for s in strings if s]
-    return found
-
-
 def test_no_ascii_comma_or_semicolon_between_chinese_words() -> None:
-    bad = [(i, s) for i, s in _translations() if ASCII_MARK_BY_CHINESE.search(s)]
+    bad = [(i, s) for i, s in translations() if ASCII_MARK_BY_CHINESE.search(s)]
     assert not bad, "\n".join(f"{i!r}\n  -> {s}" for i, s in bad)
 
 
 def test_no_space_before_a_full_width_parenthesis() -> None:
-    bad = [(i, s) for i, s in _translations() if SPACE_BEFORE_PAREN.search(s)]
+    bad = [(i, s) for i, s in translations() if SPACE_BEFORE_PAREN.search(s)]
     assert not bad, "\n".join(f"{i!r}\n  -> {s}" for i, s in bad)
 
 
@@ -105,7 +90,7 @@ def test_the_catalog_has_none_of_the_joins() -> None:
     # A translation may quote code ("model, prompt, temperature"): lists are judged in code.
     bad = [
         (i, s, p)
-        for i, s in _translations()
+        for i, s in translations()
         for p in _join_problems(s)
         if p != "list joined with an ASCII comma"
     ]

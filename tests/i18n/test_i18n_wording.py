@@ -16,13 +16,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from babel.messages.pofile import read_po
 from click.testing import CliRunner
+from fakes.catalog import translations
 
 from lmreg_nb import i18n
 
 ROOT = Path(__file__).resolve().parents[2]
-PO = ROOT / "lmreg_nb/locale/zh_CN/LC_MESSAGES/lmreg_nb.po"
 HAN = "\u3400-\u9fff"
 #: Full-width punctuation: a space beside one is a stray (the mark carries its own space);
 #: two or more are a table's column padding ("首字延迟（毫秒）  p50 ...").
@@ -38,25 +37,12 @@ HAN_PLACEHOLDERS = ("school",)
 ENDS_IN_HAN = ("school", "schools", "contacts", "targets")
 
 
-def _translations() -> list[tuple[str, str]]:
-    with PO.open("rb") as fh:
-        catalog = read_po(fh)
-    found = []
-    for message in catalog:
-        if not message.id or message.fuzzy:
-            continue
-        strings = message.string if isinstance(message.string, tuple) else (message.string,)
-        msgid = message.id[0] if isinstance(message.id, tuple) else message.id
-        found += [(msgid, s) for s in strings if s]
-    return found
-
-
 def _show(bad: list[tuple[str, str]]) -> str:
     return "\n".join(f"{i!r}\n  -> {s}" for i, s in bad)
 
 
 def test_the_catalog_says_您_never_你() -> None:
-    bad = [(i, s) for i, s in _translations() if "你" in s]
+    bad = [(i, s) for i, s in translations() if "你" in s]
     assert not bad, _show(bad)
 
 
@@ -70,20 +56,20 @@ def test_the_chinese_notebooks_say_您_never_你() -> None:
 
 
 def test_no_space_beside_chinese_punctuation() -> None:
-    bad = [(i, s) for i, s in _translations() if SPACE_BY_PUNCTUATION.search(s)]
+    bad = [(i, s) for i, s in translations() if SPACE_BY_PUNCTUATION.search(s)]
     assert not bad, _show(bad)
 
 
 def test_no_space_between_han_characters() -> None:
     # Table rows keep their columns: two spaces or more between a label and its figures.
-    bad = [(i, s) for i, s in _translations() if re.search(rf"[{HAN}][ \t][{HAN}]", s)]
+    bad = [(i, s) for i, s in translations() if re.search(rf"[{HAN}][ \t][{HAN}]", s)]
     assert not bad, _show(bad)
 
 
 def test_no_space_between_han_and_a_placeholder_holding_han() -> None:
     names, ends = "|".join(HAN_PLACEHOLDERS), "|".join(ENDS_IN_HAN)
     rule = re.compile(rf"[{HAN}][ \t]+\{{(?:{names})\}}|\{{(?:{ends})\}}[ \t]+[{HAN}]")
-    bad = [(i, s) for i, s in _translations() if rule.search(s)]
+    bad = [(i, s) for i, s in translations() if rule.search(s)]
     assert not bad, _show(bad)
 
 
