@@ -26,7 +26,7 @@ of an earlier commit) in the same rounds, in a child process (``--generate TREE 
 C N``) with that tree first on ``sys.path``. GuideLLM and aiohttp are not
 dependencies: GuideLLM is looked for as ``$GUIDELLM``, on PATH, then in
 ``bench/.guidellm-venv`` (``--install`` creates it), given a local tokenizer
-(``$GUIDELLM_TOKENIZER``, or the tiny Llama of ``shared/peers`` in
+(``$GUIDELLM_TOKENIZER``, or a tiny Llama's tokenizer in
 ``~/.cache/lmreg-peers/models``) and run offline; aiohttp is imported if installed
 (``pip install aiohttp``). Without one, the bench says so and goes on.
 
