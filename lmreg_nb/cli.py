@@ -103,7 +103,9 @@ class _Group(click.Group):
         if ctx.parent is None:
             from .i18n import set_language
 
-            set_language(_env_file_language())  # --help may come before --lang's callback
+            # --help may come before --lang's callback; the callback reuses what was found.
+            ctx.meta[_ENV_LANGUAGE] = _env_file_language()
+            set_language(ctx.meta[_ENV_LANGUAGE])
         translate_help(self)
         if ctx.parent is None:
             _refuse_undecodable(args)
@@ -252,11 +254,17 @@ def _set_language(ctx: click.Context, _param: click.Parameter, value: str | None
     from .i18n import set_language
 
     if value is not None or not ctx.resilient_parsing:
-        set_language(value or _env_file_language())
+        root = ctx.find_root()
+        found = root.meta[_ENV_LANGUAGE] if _ENV_LANGUAGE in root.meta else _env_file_language()
+        set_language(value or found)
         from .commands._i18n import translate_help
 
-        translate_help(ctx.find_root().command)
+        translate_help(root.command)
     return value
+
+
+#: ``ctx.meta`` key of the language found in .env when the command line was parsed.
+_ENV_LANGUAGE = "lmreg_nb.env_language"
 
 
 def _env_file_language() -> str | None:
