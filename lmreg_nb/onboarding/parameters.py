@@ -70,37 +70,41 @@ def check_class_size(size: int) -> int:
 
 def lesson_tokens_of(value: object) -> tuple[int | None, ValidationError | None]:
     """The ``lesson_tokens`` parameter (None: the workload's default), or None and the error."""
-    if value is None:
-        return None, None
     from ..probe.load.workload import MAX_LESSON_TOKENS
 
-    try:
-        tokens = int(str(value).strip())
-    except ValueError:
-        tokens = 0
-    if not 1 <= tokens <= MAX_LESSON_TOKENS:
-        message = _("must be a whole number of tokens from 1 to {n}, e.g. 1500").format(
-            n=MAX_LESSON_TOKENS
-        )
-        return None, ValidationError("lesson_tokens", message)
-    return tokens, None
+    return _tokens_of(
+        "lesson_tokens",
+        value,
+        MAX_LESSON_TOKENS,
+        _("must be a whole number of tokens from 1 to {n}, e.g. 1500"),
+    )
 
 
 def max_tokens_of(value: object) -> tuple[int | None, ValidationError | None]:
     """The ``max_tokens`` parameter (None: the workload's default), or None and the error."""
-    if value is None:
-        return None, None
     from ..probe.load.workload import MAX_REPLY_TOKENS
 
+    return _tokens_of(
+        "max_tokens",
+        value,
+        MAX_REPLY_TOKENS,
+        _("must be a whole number of tokens from 1 to {n}, e.g. 300"),
+    )
+
+
+def _tokens_of(
+    name: str, value: object, most: int, rule: str
+) -> tuple[int | None, ValidationError | None]:
+    """A count of tokens from 1 to ``most`` (None: not given), or None and the error that
+    says ``rule`` (its ``{n}``: ``most``)."""
+    if value is None:
+        return None, None
     try:
         tokens = int(str(value).strip())
     except ValueError:
         tokens = 0
-    if not 1 <= tokens <= MAX_REPLY_TOKENS:
-        message = _("must be a whole number of tokens from 1 to {n}, e.g. 300").format(
-            n=MAX_REPLY_TOKENS
-        )
-        return None, ValidationError("max_tokens", message)
+    if not 1 <= tokens <= most:
+        return None, ValidationError(name, rule.format(n=most))
     return tokens, None
 
 
