@@ -133,7 +133,7 @@ class Summary:
         status = next((s for s in STATUSES if s == recorded), None)
         found_go_live = data.get("go_live")
         go_live = GoLive.from_json(found_go_live) if isinstance(found_go_live, Mapping) else None
-        if status is None or go_live is None:
+        if status is None or go_live is None or not (go_live.obstacles or go_live.ready):
             decided, decided_go_live = decide(
                 steps,
                 checks,
@@ -141,18 +141,12 @@ class Summary:
                 capacity=capacity,
                 class_size=class_size,
             )
-            status, go_live = status or decided, go_live or decided_go_live
-        elif not go_live.obstacles and not go_live.ready:
-            # A record made before obstacles were kept: its blockers as recorded, and the
-            # same causes as facts, for the views that read them (the principal's page).
-            _status, decided_go_live = decide(
-                steps,
-                checks,
-                model_urls=[m.registry_url for m in models],
-                capacity=capacity,
-                class_size=class_size,
-            )
-            go_live = GoLive(go_live.ready, go_live.blockers, decided_go_live.obstacles)
+            if status is None or go_live is None:
+                status, go_live = status or decided, go_live or decided_go_live
+            else:
+                # A record made before obstacles were kept: its blockers as recorded, and
+                # the same causes as facts, for the views that read them (principal's page).
+                go_live = GoLive(go_live.ready, go_live.blockers, decided_go_live.obstacles)
         contact = data.get("contact")
         return cls(
             school=str(data.get("school") or ""),
