@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from fakes import hosts
+from fakes.capacity_mock import KEY, TOKENS, mock
 from fakes.hostile import closing_server
 from fakes.hosts import mock_served
 
@@ -30,37 +31,16 @@ from lmreg_nb.probe.load.capacity import SLO, LevelPlan, find_capacity
 from lmreg_nb.probe.load.fixed import run_load
 from lmreg_nb.probe.text.capacity_text import format_capacity, verdict
 from lmreg_nb.probe.text.plots import capacity_figure
-from lmreg_nb.sandbox.school_model import MockModelConfig
 
 pytestmark = pytest.mark.timeout(90)
 
-KEY = "sk-capacity-test-0123456789abcdef"
-TTFT, ITL, TOKENS = 20.0, 10.0, 30
-SERVICE_MS = TTFT + (TOKENS - 1) * ITL
 FAST = LevelPlan(max_requests=8, max_seconds=5)
-LEVEL_KEYS = {
-    "concurrency",
-    "requests",
-    "errors",
-    "ttft_ms",
-    "itl_ms",
-    "latency_ms",
-    "requests_per_s",
-    "output_tokens_per_s",
-    "longest_pause_ms",
-    "meets_slo",
-}
-
-
-def _mock(**knobs: object) -> MockModelConfig:
-    base: dict = {"api_key": KEY, "ttft_ms": TTFT, "itl_ms": ITL, "tokens": TOKENS}
-    return MockModelConfig(**{**base, **knobs})
 
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
     """A mock without a slot limit (quirks by path prefix)."""
-    with mock_served(_mock()) as base:
+    with mock_served(mock()) as base:
         yield base
 
 
@@ -72,7 +52,7 @@ def _url(base: str, quirks: str = "") -> str:
 
 @pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> None:
-    with mock_served(_mock(slots=2)) as base:
+    with mock_served(mock(slots=2)) as base:
         result = find_capacity(
             Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
         )

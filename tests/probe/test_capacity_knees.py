@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
+from fakes.capacity_mock import ITL, KEY, LEVEL_KEYS, SERVICE_MS, mock
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
@@ -28,28 +29,8 @@ from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
-KEY = "sk-capacity-test-0123456789abcdef"
-TTFT, ITL, TOKENS = 20.0, 10.0, 30
-SERVICE_MS = TTFT + (TOKENS - 1) * ITL
-LEVEL_KEYS = {
-    "concurrency",
-    "requests",
-    "errors",
-    "ttft_ms",
-    "itl_ms",
-    "latency_ms",
-    "requests_per_s",
-    "output_tokens_per_s",
-    "longest_pause_ms",
-    "meets_slo",
-}
 ITL_KEY = "sk-itl-test-0123456789abcdef"
 ITL_TOKENS = 32
-
-
-def _mock(**knobs: object) -> MockModelConfig:
-    base: dict = {"api_key": KEY, "ttft_ms": TTFT, "itl_ms": ITL, "tokens": TOKENS}
-    return MockModelConfig(**{**base, **knobs})
 
 
 def _url(base: str) -> str:
@@ -65,7 +46,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert SERVICE_MS / 2 > 150  # the SLO is well under one service time
     seen: list[int] = []
     started = time.monotonic()
-    with serving_process(_mock(slots=slots)) as base:
+    with serving_process(mock(slots=slots)) as base:
         result = find_capacity(
             Target(_url(base), KEY, "school-llm"),
             slo=SLO(ttft_ms=150),
@@ -105,7 +86,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
 @pytest.mark.parametrize("slots", [6, 12])
 def test_a_need_above_the_slots_exits_1_with_the_capacity_near_them(slots: int) -> None:
     started = time.monotonic()
-    with serving_process(_mock(slots=slots)) as base:
+    with serving_process(mock(slots=slots)) as base:
         result = CliRunner().invoke(
             main,
             ["capacity", "--json", "--slo-ttft-ms", "150", "--need", str(2 * slots)],
