@@ -303,7 +303,13 @@ def test_thinking_in_the_content_is_a_warning(mock: Mock, lang: str) -> None:
 
 
 def test_reasoning_content_passes_and_the_first_answer_comes_later(mock: Mock, lang: str) -> None:
-    report = _check(mock.url("reasoning-content"), mock.key, mock.model, timeout=5)
+    # The gap between the first token and the answer is timed by the client: a run in which
+    # the client's own loop stalled (its LoopLag says so; once 550 ms with the thinking and
+    # the answer read in one go) measured the client, not the server: measured again.
+    for _attempt in range(5):
+        report = _check(mock.url("reasoning-content"), mock.key, mock.model, timeout=5)
+        if report.client is not None and report.client.stalls == 0:
+            break
     row = _row(report, "reasoning-separated")
     assert row.passed and "reasoning_content" in row.detail
     _in_language(row.detail, lang)
