@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from lmreg_nb.sandbox.school_model import MockModelConfig
 
-__all__ = ["ITL", "KEY", "LEVEL_KEYS", "SERVICE_MS", "TOKENS", "TTFT", "mock"]
+__all__ = ["ITL", "KEY", "LEVEL_KEYS", "TOKENS", "TTFT", "mock"]
 
 KEY = "sk-capacity-test-0123456789abcdef"
 TTFT, ITL, TOKENS = 20.0, 10.0, 30
-#: One reply's time alone: its first token, then the rest at the mock's pace.
-SERVICE_MS = TTFT + (TOKENS - 1) * ITL
 #: The capacity contract's level object, key for key.
 LEVEL_KEYS = {
     "concurrency",

@@ -70,7 +70,7 @@ async def run_level(
     _cut_soft(run.samples, finish_seen)
     duration = now - run.start
     level = Level.measured(concurrency, run.samples, duration, duration)
-    level.started = run.start
+    level.started, level.in_flight = run.start, run.in_flight
     judge(level, slo)
     return level
 
@@ -141,6 +141,7 @@ class _LevelRun:
         self.start = time.perf_counter()
         self.samples: list[Sample] = []
         self.live: dict[int, tuple[float, Connection]] = {}  # worker -> (due, conn)
+        self.in_flight = 0  # requests running when the level ended
         self.errors = 0  # finished requests that failed
         self.first = _Counts()  # finished requests by their first token (all slow are late)
         self.pace, self.pause = _Counts(), _Counts()
@@ -289,6 +290,7 @@ class _LevelRun:
         finally:
             now = time.perf_counter()
             cut = self._cut(now)  # before the cancellation clears the requests in flight
+            self.in_flight = len(self.live)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -135,6 +135,9 @@ class Level:
     duration_s: float = 0.0
     unfinished: int = 0  # requests cut when the level ended (judged on what they streamed)
     waiting: int = 0  # of those, requests still without a first token, past the SLO
+    #: Requests still running when the level ended, counted or not (a request cut before
+    #: anything was known of it is not judged, but the server may still work on it).
+    in_flight: int = 0
     #: p90 over the replies of each one's longest pause between two content tokens (ms).
     longest_pause_ms: float | None = None
     paced: int = 0  # replies whose time between tokens was measured (two tokens or more)

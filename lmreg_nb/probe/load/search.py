@@ -138,9 +138,12 @@ async def _run(
         if left < max(plan.min_seconds, _MIN_LEVEL_S):
             result.stopped = "time"
             return None
-        if last is not None and last.unfinished:
+        if last is not None and last.in_flight:
             # Requests cut at the last level's end may still hold the server (a prefill
             # queue): a level starts once a short request is answered again, within budget.
+            # Those cut before a first token count too, though no figure counts them: a
+            # queue that prefills them anyway put a level measured behind them at twice
+            # its first-token time (5 chats "missed" 2 s behind 10 chats' leftovers).
             await drain(target, work.short_payload(1), left - _MIN_LEVEL_S)
             left = deadline - time.monotonic()
             if left < max(plan.min_seconds, _MIN_LEVEL_S):

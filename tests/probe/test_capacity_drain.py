@@ -1,0 +1,78 @@
+"""A level starts behind no leftovers: every request the last level cut is waited out. In-process.
+
+A server with a prefill queue keeps a request's turn when its client went away. The
+search sends one short request until it is answered before the next level; it did so
+only when the last level had cut requests it judged, so a level that ended with a
+request still waiting for its first token (within the SLO: not judged) left that
+request in the queue, and the next level was measured behind it (against the mock at
+8,000 prefill tokens a second: 5 chats missed the SLO behind 10 chats' leftovers, 4 met
+it, and 5 alone met it with half the first-token time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from test_capacity_settle import TARGET, _level
+
+from lmreg_nb.probe.load import search as search_module
+from lmreg_nb.probe.load.capacity_result import CapacityFindings
+from lmreg_nb.probe.load.levels import SLO, Level, LevelPlan
+from lmreg_nb.probe.load.search import Search, run_search
+from lmreg_nb.probe.load.workload import ClassWorkload, WorkloadSpec
+
+
+def test_a_request_cut_before_its_first_token_is_in_flight_though_not_judged() -> None:
+    # The first request waits 3 s for its first token (the SLO is 5 s); the other chat's
+    # fast replies settle the level inside long before: the slow one is cut unjudged.
+    def script(n: int) -> tuple[float | None, float]:
+        return (3.0, 0.01) if n == 0 else (0.005, 0.01)
+
+    level, elapsed = _level(script, 2, SLO(ttft_ms=5000), LevelPlan(max_seconds=20))
+    assert level.meets_slo and elapsed < 3.0
+    # Both chats had a request running at the end (a closed loop always has); the slow
+    # one is judged on nothing, yet the server may still be working on it.
+    assert level.in_flight == 2 > level.unfinished
+
+
+def _levels(in_flight: dict[int, int], failing: set[int]) -> Any:
+    async def run_level(target: Any, payload: bytes, c: int, slo: SLO, plan: LevelPlan,
+                        **_kw: Any) -> Level:  # fmt: skip
+        return Level(c, requests=2 * c, meets_slo=c not in failing, in_flight=in_flight.get(c, 0))
+
+    return run_level
+
+
+def test_the_search_waits_out_every_request_the_last_level_left_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    order: list[str] = []
+
+    async def prepare(target: Any, spec: WorkloadSpec, bound: float) -> ClassWorkload:
+        return ClassWorkload(spec, "m")
+
+    async def warm_up(*_args: Any, **_kw: Any) -> bool:
+        return True
+
+    async def drain(*_args: Any, **_kw: Any) -> bool:
+        order.append("drain")
+        return True
+
+    run_level = _levels({2: 1, 4: 3}, failing={4})
+
+    async def measured(*args: Any, **kw: Any) -> Level:
+        order.append(str(args[2]))
+        return await run_level(*args, **kw)
+
+    for name, fake in (("prepare_workload", prepare), ("warm_up", warm_up), ("drain", drain),
+                       ("run_level", measured)):  # fmt: skip
+        monkeypatch.setattr(search_module, name, fake)
+    result = CapacityFindings(SLO(), max_concurrency=4)
+    search = Search(result, None)
+    asyncio.run(run_search(search, TARGET, LevelPlan(), 60.0, WorkloadSpec("short")))
+    # Level 2 left one request running (not judged): the drain comes before level 4,
+    # and after level 4's three; none after level 1, which left nothing.
+    assert order == ["1", "2", "drain", "4", "drain", "3"]
+    assert [lv.concurrency for lv in result.levels] == [1, 2, 4, 3]
