@@ -1,4 +1,10 @@
-"""The workload options that `capacity` and `check` share (docs/reference.md: the workload)."""
+"""The workload options that `capacity` and `check` share (docs/reference.md: the workload).
+
+Each value is checked once, by the library's own types (``ContextNeed``,
+``WorkloadSpec``), which the command builds before it asks for the key: a bad
+value is one line naming the option (exit 2) and no request is sent; the run
+takes the typed values as checked.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from ..probe.checks.context_window import ContextNeed
     from ..probe.load.workload import WorkloadSpec
 
 __all__ = ["context_need_value", "workload_options", "workload_spec"]
@@ -15,13 +22,13 @@ __all__ = ["context_need_value", "workload_options", "workload_spec"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def context_need_value(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
-    """--context-need as tokens; a bad value is one line naming the option (exit 2)."""
+def context_need_value(_ctx: click.Context, _param: click.Parameter, value: str) -> ContextNeed:
+    """--context-need as checked tokens; a bad value is one line naming the option (exit 2)."""
     from ..errors import ValidationError
-    from ..probe.checks.context_window import check_context_need
+    from ..probe.checks.context_window import ContextNeed
 
     try:
-        return check_context_need(value)
+        return ContextNeed(value)
     except ValidationError as exc:
         raise ValidationError("--context-need", exc.reason) from None
 
@@ -39,19 +46,21 @@ def workload_options(command: F, *, context_need: bool = True) -> F:
             "class, each student's questions over 3 turns) or short (one short question: a "
             "quick look at the interface, never a class's answer).",
         ),
+        # Plain integers here: the workload's own check names the option (workload_spec).
         click.option(
             "--lesson-tokens",
-            type=click.IntRange(1, 100_000),
+            type=int,
             default=1500,
             show_default=True,
-            help="Tokens of the lesson text the whole class shares (the server's tokens).",
+            help="Tokens of the lesson text the whole class shares (the server's tokens), "
+            "1 to 100000.",
         ),
         click.option(
             "--max-tokens",
-            type=click.IntRange(1, 32_768),
+            type=int,
             default=300,
             show_default=True,
-            help="The longest reply each request asks for, in tokens.",
+            help="The longest reply each request asks for, in tokens, 1 to 32768.",
         ),
     ]
     if context_need:
@@ -73,16 +82,16 @@ def workload_options(command: F, *, context_need: bool = True) -> F:
 
 
 def workload_spec(
-    name: str, lesson_tokens: int, max_tokens: int, context_need: int
+    name: str, lesson_tokens: int, max_tokens: int, context_need: ContextNeed
 ) -> WorkloadSpec:
-    """The options as a checked spec; a lesson too long for the context is a usage error."""
+    """The options as a spec (checked as it is made); a bad value, or a lesson too long for
+    the context, is a usage error naming the option."""
     from ..errors import ValidationError
-    from ..probe.load.workload import WorkloadSpec, check_workload
+    from ..probe.load.workload import WorkloadSpec
 
-    spec = WorkloadSpec(
-        "lesson" if name == "lesson" else "short", lesson_tokens, max_tokens, context_need
-    )
     try:
-        return check_workload(spec)
+        return WorkloadSpec(
+            "lesson" if name == "lesson" else "short", lesson_tokens, max_tokens, context_need
+        )
     except ValidationError as exc:
         raise ValidationError("--" + exc.field.replace("_", "-"), exc.reason) from None

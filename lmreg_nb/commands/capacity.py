@@ -11,6 +11,7 @@ from ._types import FiniteRange
 from ._workload import workload_options, workload_spec
 
 if TYPE_CHECKING:
+    from ..probe.checks.context_window import ContextNeed
     from ..probe.load.capacity import CapacityResult, Progress
 
 __all__ = ["COMMANDS", "capacity"]
@@ -105,7 +106,7 @@ def capacity(
     workload: str,
     lesson_tokens: int,
     max_tokens: int,
-    context_need: int,
+    context_need: ContextNeed,
     as_json: bool,
     figure_path: str | None,
 ) -> None:

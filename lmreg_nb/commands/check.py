@@ -11,6 +11,7 @@ from ._types import FiniteRange
 from ._workload import F, context_need_value, workload_options, workload_spec
 
 if TYPE_CHECKING:
+    from ..probe.checks.context_window import ContextNeed
     from ..probe.report import EndpointReport
 
 __all__ = ["COMMANDS", "check"]
@@ -90,7 +91,7 @@ def check(
     as_json: bool,
     figure_path: str | None,
     registered: str | None,
-    context_need: int,
+    context_need: ContextNeed,
     workload: str,
     lesson_tokens: int,
     max_tokens: int,

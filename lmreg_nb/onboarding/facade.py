@@ -30,7 +30,7 @@ from .chat_endpoint import ChatEndpoint
 from .contact import Contact, card_outcome, check_contact
 from .live import StepView
 from .parameters import (
-    bad_workload,
+    checked_workload,
     class_size_of,
     configured_language,
     context_need_of,
@@ -104,6 +104,8 @@ class Onboarding:
         self.chat_error: str | None = None
         self.capacity_result: CapacityResult | None = None
         self._capacity_size: int | None = None
+        # The workload made from (context_need, lesson_tokens, max_tokens): made once.
+        self._workload: tuple[tuple[int | None, ...], WorkloadSpec] | None = None
 
     @classmethod
     def begin(
@@ -132,7 +134,9 @@ class Onboarding:
         lesson, bad_lesson = lesson_tokens_of(lesson_tokens)
         reply, bad_reply = max_tokens_of(max_tokens)
         bad_size = bad_size or bad_need or bad_lesson or bad_reply
-        bad_size = bad_size or bad_workload(need, lesson, reply)
+        spec: WorkloadSpec | None = None
+        if bad_size is None:
+            spec, bad_size = checked_workload(need, lesson, reply)
         given = (school, contact_name, contact_mobile, contact_email)
         interactive = not any(str(x).strip() for x in given)
         if interactive and bad_size is not None:
@@ -145,6 +149,8 @@ class Onboarding:
             lesson_tokens=lesson,
             max_tokens=reply,
         )
+        if spec is not None:
+            run._workload = ((need, lesson, reply), spec)  # checked once, here
         if interactive:
             return run
         run.headless = True
@@ -448,7 +454,10 @@ class Onboarding:
 
     def workload(self) -> WorkloadSpec:
         """What the load test and capacity send: the lesson, sized by the parameters."""
-        return workload_of(self.context_need, self.lesson_tokens, self.max_tokens)
+        sized = (self.context_need, self.lesson_tokens, self.max_tokens)
+        if self._workload is None or self._workload[0] != sized:
+            self._workload = (sized, workload_of(*sized))
+        return self._workload[1]
 
     def capacity_figure(self) -> Any:
         """The capacity charts, or a note when capacity was not measured."""

@@ -8,13 +8,14 @@ from ..errors import LmregError, ValidationError
 from ..i18n import _
 
 if TYPE_CHECKING:
+    from ..probe.checks.context_window import ContextNeed
     from ..probe.load.workload import WorkloadSpec
     from ..settings import Settings
 
 __all__ = [
     "MAX_CLASS_SIZE",
-    "bad_workload",
     "check_class_size",
+    "checked_workload",
     "class_size_of",
     "configured_language",
     "context_need_of",
@@ -108,14 +109,15 @@ def _tokens_of(
     return tokens, None
 
 
-def context_need_of(value: object) -> tuple[int | None, ValidationError | None]:
-    """The ``context_need`` parameter (None: the check's default), or None and the error."""
+def context_need_of(value: object) -> tuple[ContextNeed | None, ValidationError | None]:
+    """The ``context_need`` parameter, checked (None: the check's default), or None and the
+    error. The check and the workload take it as checked, by its type."""
     if value is None:
         return None, None
-    from ..probe.checks.context_window import check_context_need
+    from ..probe.checks.context_window import ContextNeed
 
     try:
-        return check_context_need(value), None
+        return ContextNeed(value), None
     except ValidationError as exc:
         return None, exc
 
@@ -145,7 +147,8 @@ def parameter_problem(name: str, value: object) -> ValidationError | None:
 def workload_of(
     context_need: int | None, lesson_tokens: int | None, max_tokens: int | None = None
 ) -> WorkloadSpec:
-    """The lesson workload of the load test and capacity, sized by the parameters."""
+    """The lesson workload of the load test and capacity, sized by the parameters (checked as
+    it is made: a ValidationError names the parameter)."""
     from ..probe.checks.context_window import DEFAULT_CONTEXT_NEED
     from ..probe.load.workload import DEFAULT_LESSON_TOKENS, DEFAULT_MAX_TOKENS, WorkloadSpec
 
@@ -156,14 +159,12 @@ def workload_of(
     )
 
 
-def bad_workload(
+def checked_workload(
     context_need: int | None, lesson_tokens: int | None, max_tokens: int | None = None
-) -> ValidationError | None:
-    """The error when the lesson, the instructions and a reply do not fit in ``context_need``."""
-    from ..probe.load.workload import check_workload
-
+) -> tuple[WorkloadSpec | None, ValidationError | None]:
+    """The workload of :func:`workload_of`, or None and the error (e.g. the lesson, the
+    instructions and a reply do not fit in ``context_need``)."""
     try:
-        check_workload(workload_of(context_need, lesson_tokens, max_tokens))
+        return workload_of(context_need, lesson_tokens, max_tokens), None
     except ValidationError as exc:
-        return exc
-    return None
+        return None, exc

@@ -25,13 +25,13 @@ from ..summary.server import ServerFigures
 from ..summary.workload import Workload
 from .blocking import blocking
 from .checks.conformance import CheckResult, Conformance
-from .checks.context_window import DEFAULT_CONTEXT_NEED, check_context_need
+from .checks.context_window import DEFAULT_CONTEXT_NEED, ContextNeed
 from .checks.measured import judge_load, judge_prefix_cache, load_not_run
 from .checks.suite import ChatOutcome, make_client, run_checks
 from .load.fixed import MAX_CONCURRENCY, MAX_REQUESTS, LoadResult, run_load
 from .load.metrics import RequestRow, request_metrics
 from .load.prefix import prefix_probe
-from .load.workload import WorkloadSpec, check_workload, prepare_workload
+from .load.workload import WorkloadSpec, prepare_workload
 from .loop_lag import LoopLag
 from .target import Target
 from .text.checks import worded
@@ -191,11 +191,10 @@ async def check_endpoint_async(
     :func:`check_endpoint` is the blocking twin (also inside Jupyter's loop).
     """
     _check_load_args(requests, concurrency, max_duration)
-    context_need = check_context_need(context_need)
-    # The load test's workload (the lesson by default), within the context need.
-    spec = dataclasses.replace(workload or WorkloadSpec(), context_need=context_need)
-    if requests > 0:
-        check_workload(spec)
+    context_need = ContextNeed(context_need)  # a ContextNeed given is not checked again
+    # The load test's workload (the lesson by default), within the context need: made
+    # (and so checked) only when there is a load test to send it.
+    spec = _load_workload(workload, context_need) if requests > 0 else None
     # One watch on the toolkit's own stalls over the whole run (contract: "The client
     # checks itself"), and the server's own figures read before and after it.
     async with LoopLag() as lag, make_client(target.timeout) as client:
@@ -221,11 +220,20 @@ async def check_endpoint_async(
     return report
 
 
+def _load_workload(workload: WorkloadSpec | None, context_need: ContextNeed) -> WorkloadSpec:
+    """``workload`` (the lesson by default) bounded by ``context_need``."""
+    if workload is None:
+        return WorkloadSpec(context_need=context_need)
+    if workload.context_need != context_need:
+        return dataclasses.replace(workload, context_need=context_need)
+    return workload
+
+
 async def _load_part(
     target: Target,
     checks: list[CheckResult],
     conf: Conformance,
-    spec: WorkloadSpec,
+    spec: WorkloadSpec | None,
     lag: LoopLag,
     requests: int,
     concurrency: int,
@@ -234,7 +242,7 @@ async def _load_part(
     progress: bool,
 ) -> tuple[LoadResult | None, Workload | None]:
     """The prefix probe and the load test (their rows join ``checks``), when asked for."""
-    if requests <= 0:
+    if requests <= 0 or spec is None:
         return None, None
     if not conf.answered_stream:
         checks.append(load_not_run(conf.stage))

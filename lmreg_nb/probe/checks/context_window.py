@@ -53,14 +53,13 @@ __all__ = [
     "DEFAULT_CONTEXT_NEED",
     "MAX_CONTEXT_NEED",
     "ContextFinding",
+    "ContextNeed",
     "check_context_need",
     "filler_prompt",
     "judge_context",
     "probe_context",
 ]
 
-#: Tokens of the longest prompt the course apps send (the onboarding's ``context_need``).
-DEFAULT_CONTEXT_NEED = 8000
 #: The most a check asks for: 128 Ki tokens, the longest window schools' models commonly have.
 MAX_CONTEXT_NEED = 131072
 #: Requests of the search after a refusal.
@@ -107,6 +106,24 @@ def check_context_need(value: object) -> int:
             ).format(most=MAX_CONTEXT_NEED, value=repr(str(value))),
         )
     return need
+
+
+class ContextNeed(int):
+    """Tokens of the longest prompt the course apps send, checked: 1 to :data:`MAX_CONTEXT_NEED`.
+
+    Made once from what a person gave (``--context-need``, the notebook's parameter) by
+    :func:`check_context_need`; the library takes a ``ContextNeed`` as checked, by its
+    type (``ContextNeed(need)`` is ``need`` itself), and checks any other value.
+    """
+
+    def __new__(cls, value: object) -> ContextNeed:
+        if isinstance(value, ContextNeed):
+            return value
+        return super().__new__(cls, check_context_need(value))
+
+
+#: Tokens of the longest prompt the course apps send (the onboarding's ``context_need``).
+DEFAULT_CONTEXT_NEED = ContextNeed(8000)
 
 
 #: The most filler words a prompt has: MAX_PROMPT_BYTES at the filler's longest word.

@@ -47,7 +47,7 @@ from .busy import level_skew
 from .capacity_result import Capacity, CapacityFindings, saturation_point
 from .levels import SLO, Level, LevelPlan
 from .search import Progress, Search, margin_level, run_search
-from .workload import WorkloadSpec, check_workload
+from .workload import WorkloadSpec
 
 __all__ = [
     "SLO",
@@ -139,8 +139,7 @@ async def find_capacity_async(
     """
     _check(slo, max_concurrency, need, budget_s)
     if max_tokens is not None:
-        workload = replace(workload, max_tokens=max_tokens)
-    check_workload(workload)
+        workload = replace(workload, max_tokens=max_tokens)  # a new spec: checked as it is made
     result = CapacityResult(slo, need=need, max_concurrency=max_concurrency)
     search = Search(result, on_level, on_progress)
     interrupt = current_interrupt()  # Ctrl-C of the blocking twin (see .blocking)

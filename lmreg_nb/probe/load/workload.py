@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ...errors import ValidationError
 from ...i18n import _
 from ...summary.workload import LESSON, SHORT, Workload, WorkloadName
-from ..checks.context_window import DEFAULT_CONTEXT_NEED, MAX_CONTEXT_NEED, ContextFinding
+from ..checks.context_window import DEFAULT_CONTEXT_NEED, ContextFinding, ContextNeed
 from ..checks.token_counts import CJK_BOUNDS, plausible_prompt_tokens, token_bounds
 from ..target import Target
 from ..wire.exchange import DEFAULT_PROMPT, Exchange, chat_body
@@ -70,7 +70,12 @@ _PER_MESSAGE = 8
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """What to send: the workload's name, the lesson's and replies' tokens, the context bound."""
+    """What to send: the workload's name, the lesson's and replies' tokens, the context bound.
+
+    Checked once, when it is made (:func:`check_workload`; a bad value is a
+    ValidationError naming its field): the load test, the capacity search and
+    :func:`prepare_workload` take a ``WorkloadSpec`` as sendable, by its type.
+    """
 
     name: WorkloadName = LESSON
     lesson_tokens: int = DEFAULT_LESSON_TOKENS
@@ -78,9 +83,15 @@ class WorkloadSpec:
     context_need: int = DEFAULT_CONTEXT_NEED
     seed: int | None = None  # None: a new lesson for this run
 
+    def __post_init__(self) -> None:
+        # The context need has its own check (a ContextNeed is not checked again).
+        object.__setattr__(self, "context_need", ContextNeed(self.context_need))
+        check_workload(self)
+
 
 def check_workload(spec: WorkloadSpec) -> WorkloadSpec:
-    """``spec`` if it can be sent; else a ValidationError naming what to change.
+    """``spec`` if it can be sent; else a ValidationError naming what to change (the rules
+    a :class:`WorkloadSpec` is made under; its ``context_need`` is already checked).
 
     A lesson longer than ``context_need`` leaves room for (with the instructions,
     a question and a reply) is shortened to fit when it is sized, not refused:
@@ -90,10 +101,6 @@ def check_workload(spec: WorkloadSpec) -> WorkloadSpec:
         raise ValidationError("workload", _("must be lesson or short"))
     if not 1 <= spec.max_tokens <= MAX_REPLY_TOKENS:
         raise ValidationError("max_tokens", _("must be between 1 and 32768"))
-    if not 1 <= spec.context_need <= MAX_CONTEXT_NEED:
-        raise ValidationError(
-            "context_need", _("must be between 1 and {n}").format(n=MAX_CONTEXT_NEED)
-        )
     if spec.name == LESSON:
         if not 1 <= spec.lesson_tokens <= MAX_LESSON_TOKENS:
             raise ValidationError(
@@ -246,8 +253,7 @@ async def prepare_workload(
     The calibration waits at most ``bound_s`` (and the request timeout); with no
     answer by then, ``silent`` is set and the lesson is sized by the estimate.
     """
-    spec = check_workload(spec)
-    work = ClassWorkload(spec, target.model)
+    work = ClassWorkload(spec, target.model)  # checked when it was made
     if not work.lesson_mode:
         return work
     seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
