@@ -149,7 +149,7 @@ class RegisteredModel:
             invalid=clauses(problems) or None,
         )
 
-    def summary(self) -> dict[str, Any]:
+    def row(self) -> dict[str, Any]:
         """A JSON-safe view with apiKey masked (for records and tables).
 
         ``invalid`` is present only for a row the platform sent out of range.

@@ -153,7 +153,7 @@ def models_command(as_json: bool) -> None:
         models = _shown_models(client, client.query_models())
     if as_json:
         # Escaped, not replaced: a program reading the JSON gets the platform's exact text.
-        click.echo(terminal_json([m.summary() for m in models]))
+        click.echo(terminal_json([m.row() for m in models]))
         return
     if not models:
         click.echo(_("no models registered yet (register one with `lmreg-nb register`)"))
@@ -248,7 +248,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
     from ..terminal import terminal_json
 
     if as_json:
-        click.echo(terminal_json(model.summary()))
+        click.echo(terminal_json(model.row()))
     else:
         click.echo(_("registered {model}").format(model=_describe(model)))
 
@@ -308,7 +308,7 @@ def modify_command(
     from ..terminal import terminal_json
 
     if as_json:
-        click.echo(terminal_json(model.summary()))
+        click.echo(terminal_json(model.row()))
     else:
         click.echo(_("modified {model}").format(model=_describe(model)))
 

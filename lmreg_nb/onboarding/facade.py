@@ -486,7 +486,7 @@ class Onboarding:
             school=self.school, contact=self.contact, base_url=base_url,
             env=self.token.env if self.token else None, steps=self.steps,
             models=self.models or ([self.model] if self.model else []), checks=self.checks,
-            performance=report.summary if report is not None else None,
+            performance=report.performance if report is not None else None,
             capacity=self.capacity_record(), class_size=self.class_size or None,
             lang=current_language(), generated_at=generated_at,
             target_urls=[self.model.registry_url] if self.model else [],

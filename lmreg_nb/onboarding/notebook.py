@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import LmregError
 from ..i18n import _, set_language
-from .warm import warm_up
+from .warm import preload_between_cells
 
 __all__ = ["notebook_setup"]
 
@@ -45,4 +45,4 @@ def notebook_setup(lang: str | None = None) -> None:
 
     shell.set_custom_exc((LmregError,), _one_line)
     log.debug("toolkit errors show as one line")
-    warm_up(shell)  # the later cells' imports, while the kernel waits for papermill
+    preload_between_cells(shell)  # the later cells' imports, while the kernel waits for papermill

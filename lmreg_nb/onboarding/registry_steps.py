@@ -206,7 +206,7 @@ def model_outcome(title: str, model: RegisteredModel) -> Outcome:
     """One model as an outcome: its fields (apiKey masked), local times, URL warnings."""
     rows = [
         (k, shown_name(v) if k in ("modelName", "modelId") else str(v))
-        for k, v in model.summary().items()
+        for k, v in model.row().items()
         if v is not None and k not in ("createTime", "updateTime")
     ]
     # Times as the models table shows them: local, with the zone (the record keeps UTC).

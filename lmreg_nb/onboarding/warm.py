@@ -4,7 +4,7 @@ A headless run spends much of its own time importing (the registry client,
 the probe, the record's HTML; far more when the interpreter may not keep
 bytecode, PYTHONDONTWRITEBYTECODE) and much of the rest waiting for papermill,
 which saves the whole notebook before and after every cell. The kernel is idle
-in those waits: :func:`warm_up` imports the later cells' modules then, one at
+in those waits: :func:`preload_between_cells` imports the later cells' modules then, one at
 a time, in a thread of its own.
 
 Two threads importing at once can deadlock on Python's per-module import
@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["WARM_MODULES", "warm_up"]
+__all__ = ["WARM_MODULES", "preload_between_cells"]
 
 log = logging.getLogger("lmreg_nb")
 
@@ -123,7 +123,9 @@ def _run(modules: tuple[str, ...], done: threading.Event) -> None:
         done.set()
 
 
-def warm_up(shell: Any, modules: tuple[str, ...] = WARM_MODULES) -> threading.Event | None:
+def preload_between_cells(
+    shell: Any, modules: tuple[str, ...] = WARM_MODULES
+) -> threading.Event | None:
     """Start importing ``modules`` between the cells of IPython ``shell``, once per process.
 
     Returns an Event set when the warm-up is over (None when it was started before).

@@ -3,7 +3,7 @@
 ```python
 target = Target.from_settings(settings)                   # LMREG_MODEL_URL, _API_KEY, _NAME
 report = check_endpoint(target, requests=50, concurrency=8)
-report.ok; report.checks_frame(); report.summary; report.figure()
+report.ok; report.checks_frame(); report.performance; report.figure()
 for piece in stream_chat(target, "Hello"): print(piece, end="")
 
 target = Target.from_registered(settings, "campus-llm")   # as the platform will call it

@@ -1,6 +1,6 @@
 """The probe's public face: check an endpoint (conformance + figures + load test), stream a chat.
 
-``summary`` has the contract's shape (``lmreg-nb check --json``:
+``performance`` has the shape of the contract's ``summary`` (``lmreg-nb check --json``:
 lmreg_nb/schemas/check.schema.json).
 With ``requests=0``, or when the load test is skipped because the streamed
 check request failed, it describes that single streamed check request
@@ -58,12 +58,13 @@ log = logging.getLogger("lmreg_nb")
 
 @dataclass
 class EndpointReport:
-    """What :func:`check_endpoint` found: check rows, the summary, per-request rows."""
+    """What :func:`check_endpoint` found: check rows, the figures (``performance``: the JSON's
+    ``summary``), per-request rows."""
 
     url: str
     model: str
     checks: list[CheckResult]
-    summary: Performance
+    performance: Performance
     rows: pd.DataFrame | None = None
     metrics: RequestRow | None = None  # the one streamed check request (a table row)
     errors_by_kind: dict[str, int] = field(default_factory=dict)
@@ -92,7 +93,7 @@ class EndpointReport:
         | None, "server": {...} | None}`` (``check.schema.json``)."""
         return {
             "checks": [c.to_json() for c in self.checks],
-            "summary": self.summary.to_json(),
+            "summary": self.performance.to_json(),
             "workload": self.workload.to_json() if self.workload is not None else None,
             "client": self.client.to_json() if self.client is not None else None,
             "server": self.server.to_json() if self.server is not None else None,
@@ -119,7 +120,7 @@ class EndpointReport:
         bad = len(self.failed)
         return (
             f"EndpointReport(url={self.url!r}, ok={self.ok}, checks={len(self.checks)}, "
-            f"failed={bad}, requests={self.summary.requests})"
+            f"failed={bad}, requests={self.performance.requests})"
         )
 
 
@@ -127,8 +128,8 @@ def _sorted(checks: list[CheckResult]) -> list[CheckResult]:
     return sorted_checks(checks)
 
 
-def _single_summary(ex: Exchange | None) -> tuple[Performance, LoadResult]:
-    """The summary of the one measured check request (see the module docstring)."""
+def _single_performance(ex: Exchange | None) -> tuple[Performance, LoadResult]:
+    """The figures of the one measured check request (see the module docstring)."""
     load = LoadResult()
     if ex is not None:
         row = request_metrics(ex)
@@ -136,7 +137,7 @@ def _single_summary(ex: Exchange | None) -> tuple[Performance, LoadResult]:
         if ex.ok:
             load.gaps_ms.extend(g * 1000 for g in ex.gaps)
         load.duration_s = ex.latency or 0.0
-    return load.summary(load_test=False), load
+    return load.performance(load_test=False), load
 
 
 #: How a server answers a prompt longer than its window: vLLM and llama.cpp a 400;
@@ -148,11 +149,11 @@ def _load_row(
     load: LoadResult, requests: int, max_duration: float, *, window_refused: bool = False
 ) -> CheckResult:
     """The load-test row; ``window_refused``: the context-window check saw a prompt refused."""
-    summary = load.summary()
+    figures = load.performance()
     return judge_load(
-        done=summary.requests,
+        done=figures.requests,
         requests=requests,
-        errors=summary.errors,
+        errors=figures.errors,
         concurrency=load.concurrency,
         seconds=load.duration_s,
         deadline=max_duration,
@@ -281,9 +282,9 @@ def _report(
 ) -> EndpointReport:
     streamed = conf.streamed
     if load is not None:
-        summary, errors_by_kind = load.summary(), load.errors_by_kind
+        figures, errors_by_kind = load.performance(), load.errors_by_kind
     else:
-        summary, single = _single_summary(conf.measured)
+        figures, single = _single_performance(conf.measured)
         errors_by_kind = single.errors_by_kind
     rows = None
     if load is not None:
@@ -296,7 +297,7 @@ def _report(
         url=target.url,
         model=target.model,
         checks=[_masked(worded(c), mask) for c in checks],
-        summary=summary,
+        performance=figures,
         rows=rows,
         metrics=request_metrics(streamed) if streamed is not None else None,
         errors_by_kind={mask(k): n for k, n in errors_by_kind.items()},

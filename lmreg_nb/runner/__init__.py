@@ -26,7 +26,7 @@ from ..records import to_jsonable
 from ..summary import Summary
 from .environment import BASE_VARIABLES, check_parameters, clean_environment, run_secrets
 from .kernels import KERNEL_START_EXIT, ipc_prefix
-from .record import Ended, load_output, make_record, warm_up, write_atomic, write_record
+from .record import Ended, load_output, make_record, preload_html_export, write_atomic, write_record
 from .runs import (
     Interrupted,
     interruptible,
@@ -219,7 +219,7 @@ def run_notebook(
 
     with interruptible(), run_folder() as work:
         kernel_cwd = _prepare(work, parameters, run_env, cwd)
-        warm_up()
+        preload_html_export()
         ended = _execute(work, notebook, kernel_cwd, run_env, timeout)
         raw, executed = load_output(work / "executed.ipynb", notebook)
         clean, records, summary, error, status_only = make_record(

@@ -28,7 +28,14 @@ from .kernels import KERNEL_START_EXIT
 from .runs import Interrupted
 from .scrub import scrub_notebook
 
-__all__ = ["Ended", "load_output", "make_record", "warm_up", "write_atomic", "write_record"]
+__all__ = [
+    "Ended",
+    "load_output",
+    "make_record",
+    "preload_html_export",
+    "write_atomic",
+    "write_record",
+]
 
 log = logging.getLogger("lmreg_nb")
 
@@ -190,7 +197,7 @@ def write_record(
 _warmed = threading.Event()
 
 
-def warm_up() -> None:
+def preload_html_export() -> None:
     """Import nbconvert and compile its template while papermill runs.
 
     A cold first export takes ~0.6 s more than a warm one; the parent process is

@@ -447,7 +447,7 @@ def test_capacity_and_chat_call_the_endpoint_the_checks_were_given(
     class _Report:
         def __init__(self) -> None:
             self.checks: list[object] = []
-            self.summary: dict[str, object] = {}
+            self.performance: dict[str, object] = {}
 
         def figure(self) -> None:
             return None

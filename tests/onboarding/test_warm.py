@@ -24,7 +24,7 @@ time.sleep({seconds})
 
 
 class Events:
-    """IPython's ``shell.events``: what warm_up registers, triggered by hand."""
+    """IPython's ``shell.events``: what preload_between_cells registers, triggered by hand."""
 
     def __init__(self) -> None:
         self.callbacks: dict[str, list[Callable[[], None]]] = {}
@@ -65,7 +65,7 @@ def _slow(folder: Path, name: str, seconds: float) -> str:
 def test_nothing_is_imported_while_the_calling_cell_runs(modules: Path) -> None:
     shell = Shell()
     names = (_slow(modules, "warm_mod_a", 0.0), _slow(modules, "warm_mod_b", 0.0))
-    done = warm.warm_up(shell, names)
+    done = warm.preload_between_cells(shell, names)
     assert done is not None
     assert not done.wait(0.3), "the warm-up imported while the cell that started it ran"
     assert "warm_mod_a" not in sys.modules
@@ -82,7 +82,7 @@ def test_a_cell_and_the_warm_up_never_import_at_the_same_time(modules: Path) -> 
     shell = Shell()
     names = tuple(_slow(modules, f"warm_mod_{n}", 0.05) for n in range(4))
     cell_module = _slow(modules, "warm_mod_cell", 0.05)
-    done = warm.warm_up(shell, names)
+    done = warm.preload_between_cells(shell, names)
     assert done is not None
     shell.events.trigger("post_execute")
     time.sleep(0.07)  # the warm-up is importing by now
@@ -101,7 +101,7 @@ def test_a_waiting_cell_gets_the_turn_after_the_one_import_under_way(modules: Pa
     waits for it (a lock is not fair: the releasing thread usually wins it again)."""
     shell = Shell()
     names = tuple(_slow(modules, f"warm_mod_{n}", 0.03) for n in range(12))
-    done = warm.warm_up(shell, names)
+    done = warm.preload_between_cells(shell, names)
     assert done is not None
     shell.events.trigger("post_execute")
     # The warm-up has begun its first import (a busy machine may take longer than any fixed
@@ -121,7 +121,7 @@ def test_a_waiting_cell_gets_the_turn_after_the_one_import_under_way(modules: Pa
 def test_a_missing_module_is_skipped_and_the_rest_imported(modules: Path) -> None:
     shell = Shell()
     names = ("warm_mod_not_there", _slow(modules, "warm_mod_after", 0.0))
-    done = warm.warm_up(shell, names)
+    done = warm.preload_between_cells(shell, names)
     assert done is not None
     shell.events.trigger("post_execute")
     assert done.wait(10)
@@ -130,9 +130,9 @@ def test_a_missing_module_is_skipped_and_the_rest_imported(modules: Path) -> Non
 
 def test_only_once_per_kernel_and_an_unpaired_post_execute_is_harmless(modules: Path) -> None:
     shell = Shell()
-    first = warm.warm_up(shell, (_slow(modules, "warm_mod_once", 0.0),))
+    first = warm.preload_between_cells(shell, (_slow(modules, "warm_mod_once", 0.0),))
     assert first is not None
-    assert warm.warm_up(shell, ("warm_mod_twice",)) is None
+    assert warm.preload_between_cells(shell, ("warm_mod_twice",)) is None
     shell.events.trigger("post_execute")
     shell.events.trigger("post_execute")  # a cell that failed before pre_execute
     assert first.wait(10)

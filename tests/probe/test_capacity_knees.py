@@ -139,6 +139,6 @@ def test_a_level_and_the_load_test_read_the_decode_time(mock_process: str) -> No
         return level.itl_ms["p50"]
 
     assert _of_the_truths_order(asyncio.run(level_itl()))
-    summary = asyncio.run(run_load(target, 96, 32)).summary()
+    summary = asyncio.run(run_load(target, 96, 32)).performance()
     assert summary.errors == 0
     assert _of_the_truths_order(summary.itl_ms.p50), summary.itl_ms

@@ -30,7 +30,7 @@ def test_refused_connection_is_a_failed_check(refused_url: str) -> None:
     failed = [c for c in report.checks if not c.passed and c.severity == "error"]
     assert [c.name for c in failed] == ["reachable"]
     assert "nothing listens on" in failed[0].detail and "\n" not in failed[0].detail
-    assert report.summary.requests == 1 and report.summary.errors == 1
+    assert report.performance.requests == 1 and report.performance.errors == 1
     assert report.errors_by_kind == {"connect": 1}
     assert not report.ok and report.figure() is None
     assert any(c.name == "load-test" and "not run" in c.detail for c in report.checks)

@@ -81,7 +81,7 @@ def test_a_conforming_endpoint_passes_the_function_checks(mock: Mock, lang: str)
         assert row.passed and row.severity == severity, row
         _in_language(row.detail, lang)
     assert report.ok and _failed(report) == set()
-    summary = report.summary
+    summary = report.performance
     assert summary.first_answer_ms == summary.ttft_ms  # no thinking: the same figure
 
 
@@ -314,7 +314,7 @@ def test_reasoning_content_passes_and_the_first_answer_comes_later(mock: Mock, l
     assert row.passed and "reasoning_content" in row.detail
     _in_language(row.detail, lang)
     assert report.ok and _failed(report) == set()
-    summary = report.summary
+    summary = report.performance
     thinking_ms = THINKING_TOKENS * mock.itl_ms
     assert (summary.first_answer_ms.p50 or 0) - (summary.ttft_ms.p50 or 0) > 0.7 * thinking_ms
     text = format_report(report)
@@ -324,7 +324,7 @@ def test_reasoning_content_passes_and_the_first_answer_comes_later(mock: Mock, l
 
 def test_the_load_test_summary_has_first_answer_ms(mock: Mock) -> None:
     report = _check(mock.url("reasoning-content"), mock.key, mock.model, requests=4)
-    first, ttft = report.summary.first_answer_ms, report.summary.ttft_ms
+    first, ttft = report.performance.first_answer_ms, report.performance.ttft_ms
     assert first is not None and set(first.to_json()) == {"p50", "p90", "p99"}
     assert (first.p50 or 0) > (ttft.p50 or 0)
 

@@ -35,8 +35,8 @@ SUMMARY = {
 
 def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     report = check_endpoint(Target(mock.url(), mock.key, mock.model), requests=24, concurrency=6)
-    s = report.summary.to_json()
-    assert set(s) == SUMMARY and report.summary.load_test
+    s = report.performance.to_json()
+    assert set(s) == SUMMARY and report.performance.load_test
     assert set(s["client"]) == {"stalls", "worst_stall_ms", "stalled_share"}
     assert all(set(s[k]) == PCT for k in ("ttft_ms", "first_answer_ms", "itl_ms", "latency_ms"))
     assert s["requests"] == 24 and s["errors"] == 0
@@ -80,8 +80,8 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
 
 def test_without_a_load_test_the_summary_is_the_streamed_check_request(mock: Mock) -> None:
     report = check_endpoint(Target(mock.url(), mock.key, mock.model))
-    s = report.summary.to_json()
-    assert s["requests"] == 1 and s["errors"] == 0 and not report.summary.load_test
+    s = report.performance.to_json()
+    assert s["requests"] == 1 and s["errors"] == 0 and not report.performance.load_test
     assert s["ttft_ms"]["p50"] == s["ttft_ms"]["p99"] == report.metrics.ttft_ms  # type: ignore[union-attr]
     assert s["latency_ms"]["p50"] == report.metrics.latency_ms  # type: ignore[union-attr]
     assert report.rows is None and report.figure() is None
@@ -102,7 +102,7 @@ def test_the_load_test_uses_the_capacity_search_s_lean_client(
 
     monkeypatch.setattr(ChatConnection, "send", counted)
     result = asyncio.run(run_load(Target(mock.url(), mock.key, mock.model), 6, 3))
-    assert len(sent) == 6 and result.summary().errors == 0
+    assert len(sent) == 6 and result.performance().errors == 0
     # Timed per chunk (an ITL of 0 when a busy machine read the reply in one go).
     assert all(r.ttft_ms and r.itl_mean_ms is not None for r in result.rows)
 
@@ -112,7 +112,7 @@ def test_the_deadline_bounds_the_load_test(mock: Mock) -> None:
     result = asyncio.run(run_load(target, 500, 2, max_duration=0.4))
     assert 0 < len(result.rows) < 500
     assert set(result.errors_by_kind) <= {"deadline"}
-    assert result.summary().requests == len(result.rows)
+    assert result.performance().requests == len(result.rows)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_errors_by_kind(mock: Mock, quirk: str, timeout: float, kind: str) -> No
     target = Target(mock.url(quirk), mock.key, mock.model, timeout=timeout)
     result = asyncio.run(run_load(target, 4, 4))
     assert result.errors_by_kind == {kind: 4}
-    summary = result.summary()
+    summary = result.performance()
     assert summary.errors == 4 and summary.latency_ms.p50 is None
 
 

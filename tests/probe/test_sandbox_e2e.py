@@ -20,7 +20,7 @@ def test_the_sandbox_model_passes(sandbox: SandboxInfo) -> None:
     assert report.ok, report.failed
     failed = {c.name for c in report.checks if not c.passed}
     assert failed <= {"url-https", "url-public-host"}  # loopback, plain http: warnings only
-    assert report.summary.requests == 8 and report.summary.errors == 0
+    assert report.performance.requests == 8 and report.performance.errors == 0
     assert "".join(stream_chat(Target(sandbox.model_url, sandbox.model_api_key, "m"), "hi"))
 
 

@@ -72,7 +72,7 @@ def test_a_row_out_of_range_is_marked_not_fatal() -> None:
     assert list(frame.columns) == [*MODEL_COLUMNS, "invalid"]
     assert frame["invalid"].tolist()[0] == "" and "updateTime" in frame["invalid"].tolist()[1]
     assert pd.isna(frame.loc[1, "updateTime"])
-    assert "invalid" in models[1].summary() and "invalid" not in models[0].summary()
+    assert "invalid" in models[1].row() and "invalid" not in models[0].row()
 
 
 def test_other_bad_times_are_marked_too() -> None:

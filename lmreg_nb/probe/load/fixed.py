@@ -85,9 +85,9 @@ class LoadResult:
         """Failed requests counted by kind (``status 500``, ``timeout``, ``bad stream``...)."""
         return dict(Counter(r.error for r in self.rows if r.error).most_common())
 
-    def summary(self, *, load_test: bool = True) -> Performance:
-        """The contract's summary of this load test (``load_test`` False: of the checks'
-        one request)."""
+    def performance(self, *, load_test: bool = True) -> Performance:
+        """The figures of this load test, `check --json`'s ``summary`` (``load_test`` False:
+        of the checks' one request)."""
         good = [r for r in self.rows if r.ok]
         duration = self.duration_s
         tokens = sum(r.output_tokens for r in good)

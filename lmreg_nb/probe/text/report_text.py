@@ -26,7 +26,7 @@ class Report(Protocol):
     @property
     def checks(self) -> Sequence[Check]: ...
     @property
-    def summary(self) -> Performance: ...
+    def performance(self) -> Performance: ...
     @property
     def errors_by_kind(self) -> Mapping[str, int]: ...
     @property
@@ -67,7 +67,7 @@ def format_report(report: Report) -> str:
     column = max((len(w) for w in words.values()), default=7)
     for c in sorted_checks(report.checks):
         lines.append(f"{check_mark(c)} {words[c.severity]:<{column}} {c.name:<{width}}  {c.detail}")
-    s = report.summary
+    s = report.performance
     lines.append("")
     lines.append(
         _("requests {requests}, errors {errors}").format(requests=s.requests, errors=s.errors)
