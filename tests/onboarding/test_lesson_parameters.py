@@ -57,3 +57,30 @@ def test_onboard_refuses_them_in_one_line_before_the_run(
     assert result.exit_code == 2 and name in result.stderr, result.output
     assert result.stderr.count("\n") == 1 and not recorded
     assert "max_concurrency" not in result.stderr
+
+
+def test_the_parameters_are_checked_once_when_the_run_begins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The notebook's parameters are checked by begin(); the checks and capacity take the
+    # values it made as checked (issue 44: each input validated once).
+    import lmreg_nb.probe.checks.context_window as window
+    import lmreg_nb.probe.load.workload as workload
+
+    counted = {"check_context_need": 0, "check_workload": 0}
+    for module in (window, workload):
+        name = "check_context_need" if module is window else "check_workload"
+        original = getattr(module, name)
+
+        def counting(*args: Any, _f: Any = original, _n: str = name) -> Any:
+            counted[_n] += 1
+            return _f(*args)
+
+        monkeypatch.setattr(module, name, counting)
+    run = Onboarding.begin(*CARD, lesson_tokens=900, context_need="4000", lang="en")
+    assert run.stopped_by is None
+    assert run.workload() is run.workload()  # the load test's and the capacity's: one value
+    assert counted == {"check_context_need": 1, "check_workload": 1}
+    run.context_need = 5000  # a new value is a new workload, checked as it is made
+    assert run.workload().context_need == 5000
+    assert counted == {"check_context_need": 2, "check_workload": 2}
