@@ -3,6 +3,7 @@
 Bad values are one line and exit 2, never a traceback (issue 33, item 8): the bytes that
 are not UTF-8 come through the environment or argv as a shell would pass them. Output on
 /dev/full is one line. The registry commands against the sandbox process leak no secret.
+Ctrl-C in a capacity search prints what was measured so far.
 (Everything else of the CLI is tested in this process, through CliRunner.)
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +207,36 @@ def test_cli_against_the_sandbox_leaks_no_secret(
     # The advice is given once: the hint is dropped when the server's message says it.
     assert runs[6][0].stderr.count("LMREG_APP_SECRET") == 1, runs[6][0].stderr
     assert "LMREG_BASE_URL" in runs[7][0].stderr
+
+
+# -- Ctrl-C in a capacity search -------------------------------------------------------
+
+
+@pytest.mark.slow  # a signal to a real process is the point
+def test_ctrl_c_in_capacity_prints_what_was_measured_so_far(
+    sandbox_process: SandboxInfo, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "LMREG_MODEL_URL": sandbox_process.model_url,
+        "LMREG_MODEL_API_KEY": sandbox_process.model_api_key,
+        "LMREG_MODEL_NAME": "m",
+        "LMREG_LANG": "en",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lmreg_nb", "capacity", "--level-seconds", "1",
+         "--figure", str(tmp_path / "cap.png")],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    warming = proc.stderr.readline()  # the warm-up, then the first level's progress
+    first = proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert warming.startswith("Warming up")
+    assert first.startswith("concurrency 1: ")
+    assert proc.returncode == 1
+    assert "chats at once  requests  errors" in out, out
+    assert "The search was interrupted: this is what was measured so far." in out
+    assert "Traceback" not in err
+    assert sandbox_process.model_api_key not in out + err
