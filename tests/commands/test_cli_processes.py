@@ -3,7 +3,8 @@
 Bad values are one line and exit 2, never a traceback (issue 33, item 8): the bytes that
 are not UTF-8 come through the environment or argv as a shell would pass them. Output on
 /dev/full is one line. The registry commands against the sandbox process leak no secret.
-Ctrl-C in a capacity search prints what was measured so far.
+Ctrl-C in a capacity search prints what was measured so far. A real terminal gets no
+escape sequence a server quotes.
 (Everything else of the CLI is tested in this process, through CliRunner.)
 """
 
@@ -240,3 +241,34 @@ def test_ctrl_c_in_capacity_prints_what_was_measured_so_far(
     assert "The search was interrupted: this is what was measured so far." in out
     assert "Traceback" not in err
     assert sandbox_process.model_api_key not in out + err
+
+
+# -- what a real terminal gets ----------------------------------------------------------
+
+#: Raw bytes that must never reach a terminal (ESC, BEL, BS, DEL, U+009B, U+202E, U+2066).
+FORBIDDEN = (b"\x1b", b"\x07", b"\x08", b"\x7f", b"\xc2\x9b", b"\xe2\x80\xae", b"\xe2\x81\xa6")
+
+
+@pytest.mark.slow  # a real process on a pseudo-terminal (its progress lines too) is the point
+def test_check_on_a_terminal_shows_no_escape_a_server_quotes(tmp_path: Path) -> None:
+    """What tests/commands/test_cli_terminal.py reads in this process, once on a real
+    terminal: stdout and stderr a pseudo-terminal, where the check's progress is drawn."""
+    from fakes.hostile import hostile_tcp_server
+    from fakes.loopback_platform import cli_env, run_cli_on_tty
+
+    with hostile_tcp_server() as base:
+        env = cli_env(
+            "http://127.0.0.1:9",
+            tmp_path,
+            LMREG_MODEL_URL=f"{base}/escapes/v1/chat/completions",
+            LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
+            LMREG_MODEL_NAME="m",
+        )
+        ran = run_cli_on_tty(["check"], env, tmp_path)
+    assert ran.returncode == 1, ran.stdout
+    shown = ran.stdout.replace(b"\r\n", b"\n")  # a pseudo-terminal turns \n into \r\n
+    for bad in FORBIDDEN:
+        assert bad not in shown, f"{bad!r} reached the terminal: {shown[:400]!r}"
+    assert b"\r" not in shown, f"a carriage return reached the terminal: {shown[:400]!r}"
+    assert b"Traceback" not in shown
+    assert b"System role not supported" in shown
