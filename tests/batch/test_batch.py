@@ -40,6 +40,7 @@ CANARY = "CanaryAppSecret-7f3Q9x2LmZ81"
 CANARY_KEY = "sk-canary-model-key-44Rt0pW"
 ONBOARDING_COLUMNS = "school,contact_name,contact_mobile,contact_email,model_name,check_requests"
 TIMEOUT_S = 25  # the sleepy run's timeout; the onboarding runs take ~6 s each
+RERUN_TIMEOUT_S = 5  # the rerun of the failed ones (the sleepy and the wrong secret)
 
 
 def assert_no_secret(folder: Path, secrets: Iterable[str]) -> int:
@@ -329,7 +330,9 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
     finished = {k: json.loads((out / k / "result.json").read_text())["finished_at"] for k in rows}
     stamps = {k: (out / k / "result.json").stat().st_mtime_ns for k in rows}
 
-    second = run_batch(plan, out, jobs=2, timeout=TIMEOUT_S, progress=False)
+    # Only the two failed runs run again, and both fail again: a short timeout will do
+    # (the sleepy one would otherwise sleep its whole 25 s once more).
+    second = run_batch(plan, out, jobs=2, timeout=RERUN_TIMEOUT_S, progress=False)
     assert sorted(second.executed) == ["slow", "wrong"]
     assert sorted(second.skipped) == ["a1", "a2", "b1", "b2"]
     assert sorted(second.failed) == ["slow", "wrong"]

@@ -252,20 +252,6 @@ def test_stored_defaults_show_forms_and_change_nothing(
         assert_no_leak(path)
 
 
-def test_demo_command_runs_the_onboarding_against_its_own_sandbox(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from lmreg_nb.cli import main
-
-    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path / "demo")])
-    assert result.exit_code == 0, result.output
-    assert "status: OK" in result.output
-    summary = read_records(tmp_path / "demo" / "onboarding.ipynb")["summary"]
-    assert summary["status"] == "ok" and summary["performance"]["requests"] > 0
-    html = (tmp_path / "demo" / "onboarding.html").read_text(encoding="utf-8")
-    assert "Demo Middle School" in html
-
-
 def test_onboard_without_configuration_stops_before_a_kernel_starts(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

@@ -12,6 +12,7 @@ it, and 5 alone met it with half the first-token time).
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -21,7 +22,9 @@ from lmreg_nb.probe.load import search as search_module
 from lmreg_nb.probe.load.capacity_result import CapacityFindings
 from lmreg_nb.probe.load.levels import SLO, Level, LevelPlan
 from lmreg_nb.probe.load.search import Search, run_search
+from lmreg_nb.probe.load.warmup import drain
 from lmreg_nb.probe.load.workload import ClassWorkload, WorkloadSpec
+from lmreg_nb.probe.wire.exchange import Exchange
 
 
 def test_a_request_cut_before_its_first_token_is_in_flight_though_not_judged() -> None:
@@ -76,3 +79,42 @@ def test_the_search_waits_out_every_request_the_last_level_left_running(
     # and after level 4's three; none after level 1, which left nothing.
     assert order == ["1", "2", "drain", "4", "drain", "3"]
     assert [lv.concurrency for lv in result.levels] == [1, 2, 4, 3]
+
+
+class _Answering:
+    """A connection whose every request ends at once with HTTP ``status`` and no token."""
+
+    sent = 0
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.current: Exchange | None = None
+
+    async def send(self) -> Exchange:
+        _Answering.sent += 1
+        ex = self.current = Exchange(stream_requested=True)
+        ex.t_begin = ex.t_start = ex.t_end = time.perf_counter()
+        ex.status, ex.failure = self.status, "http"
+        return ex
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("status", "waits"), [(500, False), (404, False), (503, True), (429, True)]
+)
+def test_the_drain_ends_at_an_answer_unless_the_server_says_it_is_busy(
+    status: int, waits: bool
+) -> None:
+    # A server that fails every request answers at once: there is no queue to wait out (the
+    # search against a model that answers 500 sent requests for its whole budget). One that
+    # says it is busy (503, 429) is asked again until it answers or the bound is reached.
+    _Answering.sent = 0
+    started = time.perf_counter()
+    drained = asyncio.run(drain(TARGET, b"{}", 1.0, connect=lambda t, p: _Answering(status)))
+    elapsed = time.perf_counter() - started
+    if waits:
+        assert not drained and elapsed >= 1.0 and _Answering.sent > 1
+    else:
+        assert drained and _Answering.sent == 1 and elapsed < 0.5

@@ -19,6 +19,7 @@ from fakes import hosts
 from fakes.loopback_platform import cli_env, envelope_error, loopback_platform
 from watch_helpers import MODEL_KEY, SchoolModel, Webhook, run_round
 
+from lmreg_nb.registry import retry
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
 from lmreg_nb.watch.metrics import WatchMetrics
@@ -98,8 +99,11 @@ def _close(watcher: Watcher) -> None:
 
 
 def test_a_platform_that_stops_answering_is_one_alert_one_recovery_and_exit_1(
-    school_model: SchoolModel, webhook: Webhook, tmp_path: Path
+    school_model: SchoolModel, webhook: Webhook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The client's retries of each 503 wait 10 ms, not 0.5 s and more: the rounds are the
+    # point here (the backoff itself: tests/registry/test_client.py).
+    monkeypatch.setattr(retry, "BACKOFF_BASE_S", 0.01)
     metrics = WatchMetrics()
     with loopback_platform() as (base, script):
         script.models = [_model("blind-llm", school_model.url())]

@@ -12,6 +12,7 @@ from leaks import leaks_in
 from watch_helpers import MODEL_KEY, WEBHOOK_TOKEN, Account, SchoolModel, Webhook
 
 from lmreg_nb.cli import main
+from lmreg_nb.registry import retry
 
 SECRETS = {"apiKey": MODEL_KEY, "webhook token": WEBHOOK_TOKEN}
 
@@ -104,8 +105,9 @@ def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
 
 
 def test_a_platform_that_is_down_is_logged_and_tried_again(
-    account: Account, webhook: Webhook, tmp_path: Path
+    account: Account, webhook: Webhook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(retry, "BACKOFF_BASE_S", 0.01)  # the rounds are the point, not the retries
     env = _env(account, webhook) | {"LMREG_BASE_URL": "http://127.0.0.1:9"}  # refused
     done = _watch(["--state", str(tmp_path / "s.sqlite3"), "--rounds", "2", "--interval", "1"], env)
     assert done.exit_code == 1 and "Traceback" not in done.stderr

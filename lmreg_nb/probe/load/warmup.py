@@ -20,7 +20,10 @@ from ..wire.exchange import Exchange
 from ..wire.stream_client import ChatConnection
 from .level_run import TICK_S, Connection
 
-__all__ = ["drain", "first_token", "warm_up"]
+__all__ = ["BUSY", "drain", "first_token", "warm_up"]
+
+#: Statuses of a server that answers while its queue is full: the drain asks again.
+BUSY = (429, 503)
 
 
 async def first_token(
@@ -81,19 +84,24 @@ async def drain(
     bound_s: float,
     connect: Callable[[Target, bytes], Connection] = ChatConnection,
 ) -> bool:
-    """Wait until the server answers a request with a first token again, at most ``bound_s``.
+    """Wait until the server answers a request again, at most ``bound_s``.
 
     After a level cut its requests in flight, a server may still work through
     them (a prefill queue that keeps a request's turn when its client went
     away): the next level would be measured behind that backlog. One request
-    at a time, until one gets a first token (True) or the time is up (False).
+    at a time, until one gets a first token or an answer that is not "busy"
+    (True: an error such as a 500 comes at once, no queue holds it), or the
+    time is up (False). A busy answer (:data:`BUSY`) is asked again.
     """
     end = time.perf_counter() + bound_s
     while (left := end - time.perf_counter()) > 0:
-        answered, first = await first_token(connect(target, payload), left, thinking=False)
+        conn = connect(target, payload)
+        answered, first = await first_token(conn, left, thinking=False)
         if first is not None:
             return True
         if not answered:
             return False
+        if conn.current is None or conn.current.status not in BUSY:
+            return True
         await asyncio.sleep(min(TICK_S, max(0.0, end - time.perf_counter())))
     return False
