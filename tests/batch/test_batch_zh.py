@@ -1,7 +1,7 @@
 """`lmreg-nb --lang zh-CN batch plan.csv` against the sandbox_process, with no `lang` column:
 every record, the index and the bad rows' messages are Chinese; a row's `lang` still
-wins; a bad contact card names every mistake at once; an unreachable model names its
-cause once."""
+wins; an unreachable model names its cause once. (A bad contact card, found before any
+run: tests/batch/test_plan_values.py.)"""
 
 from __future__ import annotations
 
@@ -97,29 +97,3 @@ def test_a_chinese_batch_without_a_lang_column(
     for english in ("not ready", "Onboarding batch", "Updated", ">ok<", ">failed<"):
         assert english not in index
     assert "失败" in result.output and "成功" in result.output
-
-
-def test_a_bad_contact_card_stops_the_batch_before_anything_runs(tmp_path: Path) -> None:
-    """The plan check applies the contact rules up front: in Chinese, naming the line and
-    the column, and no run started (issue 33); a wrong mobile and a wrong e-mail are both
-    named at once, one line each, as README.zh-CN promises (issue 43)."""
-    (tmp_path / "a.env").write_text("LMREG_APP_ID=x\n")
-    card = "王芳,13812345678,ai@school.edu.cn"
-    (tmp_path / "plan.csv").write_text(
-        f"{COLUMNS}\n"
-        f"good,a.env,,第一中学,{card},zh-good,,0,0\n"
-        f"card,a.env,,第二中学,王芳,12345,not-an-email,zh-card,,0,0\n",
-        encoding="utf-8",
-    )
-    out = tmp_path / "out"
-    result = CliRunner().invoke(
-        main, ["--lang", "zh-CN", "batch", str(tmp_path / "plan.csv"), "--out", str(out)]
-    )
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 2 and "Traceback" not in result.output, result.output
-    mobile, email = lines
-    assert "3" in mobile and "contact_mobile" in mobile and CJK.search(mobile), mobile
-    assert "3" in email and "contact_email" in email and CJK.search(email), email
-    assert all(line.startswith("错误：") for line in lines), lines
-    assert not (out / "good").exists() and not (out / "card").exists()

@@ -10,6 +10,7 @@ run per mistake. In-process: files in tmp_path, no notebook run.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from lmreg_nb.batch.plan import read_plan
 from lmreg_nb.cli import main
 from lmreg_nb.plan import PlanError
 
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 HEADER = "run_id,env_file,school,check_requests,class_size,context_need,lesson_tokens,lang\n"
 
 
@@ -70,3 +72,35 @@ def test_an_env_file_that_expects_expansion_is_named_before_any_run(tmp_path: Pa
     (said,) = caught.value.problems
     assert "(run_id b), column env_file" in said and "LMREG_APP_SECRET" in said, said
     assert "SCHOOL_SECRET" not in said and "OTHER" not in said  # names the variable only
+
+
+CONTACT_COLUMNS = (
+    "run_id,env_file,lang,school,contact_name,contact_mobile,contact_email,model_name,"
+    "registry_url,check_requests,class_size"
+)
+
+
+def test_a_bad_contact_card_stops_the_batch_before_anything_runs(tmp_path: Path) -> None:
+    """The plan check applies the contact rules up front: in Chinese, naming the line and
+    the column, and no run started (issue 33); a wrong mobile and a wrong e-mail are both
+    named at once, one line each, as README.zh-CN promises (issue 43)."""
+    (tmp_path / "a.env").write_text("LMREG_APP_ID=x\n")
+    card = "王芳,13812345678,ai@school.edu.cn"
+    (tmp_path / "plan.csv").write_text(
+        f"{CONTACT_COLUMNS}\n"
+        f"good,a.env,,第一中学,{card},zh-good,,0,0\n"
+        f"card,a.env,,第二中学,王芳,12345,not-an-email,zh-card,,0,0\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main, ["--lang", "zh-CN", "batch", str(tmp_path / "plan.csv"), "--out", str(out)]
+    )
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 2 and "Traceback" not in result.output, result.output
+    mobile, email = lines
+    assert "3" in mobile and "contact_mobile" in mobile and _CJK.search(mobile), mobile
+    assert "3" in email and "contact_email" in email and _CJK.search(email), email
+    assert all(line.startswith("错误：") for line in lines), lines
+    assert not (out / "good").exists() and not (out / "card").exists()

@@ -4,30 +4,25 @@ A small hostile school model (tests/fakes/hostile.py's ``/canary/`` paths) puts 
 Authorization header it receives into a 500 JSON error body, an HTML error
 page and the reply itself, in raw, JSON-escaped, URL-encoded and base64 forms
 and in pieces. `lmreg-nb check` runs against it in this process (CliRunner: what it
-prints and what it logs), `lmreg-nb onboard` and `lmreg-nb batch` as real processes
-(their notebook runs are processes anyway); every byte they print, log or write is
-searched with the leak detector of tests/leaks.py, written independently of the
-toolkit's own masker.
+prints and what it logs; the server is served in this process too, tests/fakes/hosts.py);
+every byte it prints or logs is searched with the leak detector of tests/leaks.py,
+written independently of the toolkit's own masker. (`lmreg-nb onboard` and `lmreg-nb
+batch` against the same echoes, as real processes whose notebook runs are processes:
+tests/commands/test_cli_processes.py.)
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hostile import Base, echoes, hostile_server, hostile_tcp_server
+from fakes.hostile import echoes, hostile_server
 from leaks import CANARY_KEY, leaks_in
 
 from lmreg_nb.cli import main
-from lmreg_nb.sandbox.process import SandboxInfo
-
-pytestmark = pytest.mark.slow  # a hostile server on loopback; onboard and batch run notebooks
 
 
 @pytest.fixture(scope="module")
@@ -35,27 +30,6 @@ def echo_base() -> Iterator[str]:
     """The hostile server's /canary/ paths echo the Authorization header everywhere."""
     with hostile_server() as base:
         yield f"{base}/canary"
-
-
-@pytest.fixture(scope="module")
-def echo_tcp() -> Iterator[Base]:
-    """The same server on a loopback port, for ``lmreg-nb`` processes and their kernels."""
-    with hostile_tcp_server() as base:
-        yield base
-
-
-def _cli(
-    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 240
-) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")} | env
-    return subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", *args],
-        env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
-
-
-def _files_text(folder: Path) -> dict[Path, str]:
-    return {p: p.read_bytes().decode("utf-8", "replace") for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.mark.parametrize("where", ["e500", "ehtml", "ereply"])
@@ -90,64 +64,6 @@ def test_check_never_prints_an_echoed_key(
         # What a process prints of its logs: warnings and worse (Python's last resort).
         out += "".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
         assert leaks_in(out, {"apiKey": CANARY_KEY}) == [], f"{args} leaked the key:\n{out[-3000:]}"
-
-
-def _sandbox_env(sandbox_process: SandboxInfo, echo_url: str) -> dict[str, str]:
-    env = sandbox_process.env()
-    env.update(
-        {
-            "LMREG_MODEL_URL": echo_url,
-            "LMREG_MODEL_API_KEY": CANARY_KEY,
-            "LMREG_MODEL_NAME": "echo-llm",
-        }
-    )
-    return env
-
-
-@pytest.mark.notebooks
-def test_onboard_and_batch_leave_no_secret(
-    echo_tcp: Base, sandbox_process: SandboxInfo, tmp_path: Path
-) -> None:
-    echo_base = f"{echo_tcp}/canary"
-    asked = len(echo_tcp.requests)
-    secrets = {"apiKey": CANARY_KEY, "appSecret": sandbox_process.app_secret}
-    env = _sandbox_env(sandbox_process, f"{echo_base}/ereply/v1/chat/completions")
-    params = [
-        "-p", "school", "Canary School", "-p", "contact_name", "Li Hua",
-        "-p", "contact_mobile", "13800138000", "-p", "contact_email", "ops@canary.example",
-        "-p", "model_name", "canary-model",
-    ]  # fmt: skip
-    onboard = _cli(["onboard", "--out", str(tmp_path / "one"), *params], env, tmp_path)
-    assert "Traceback" not in onboard.stderr, onboard.stderr[-2000:]
-    assert (tmp_path / "one").is_dir(), onboard.stdout + onboard.stderr
-
-    (tmp_path / "school.env").write_text(
-        "".join(
-            f"{k}={v}\n"
-            for k, v in _sandbox_env(
-                sandbox_process, f"{echo_base}/e500/v1/chat/completions"
-            ).items()
-        ),
-        encoding="utf-8",
-    )
-    (tmp_path / "plan.csv").write_text(
-        "run_id,env_file,school,contact_name,contact_mobile,contact_email,model_name,check_requests\n"
-        "canary-b,school.env,Canary B,Wang Fang,13900001111,ops@b.example,canary-b,0\n",
-        encoding="utf-8",
-    )
-    batch = _cli(
-        ["batch", "plan.csv", "--out", str(tmp_path / "batch"), "--jobs", "1"], {}, tmp_path
-    )
-    assert "Traceback" not in batch.stderr, batch.stderr[-2000:]
-    assert (tmp_path / "batch").is_dir(), batch.stdout + batch.stderr
-
-    assert len(echo_tcp.requests) > asked  # the runs met the echoes (no leak unseen)
-    printed = onboard.stdout + onboard.stderr + batch.stdout + batch.stderr
-    assert leaks_in(printed, secrets) == [], printed[-3000:]
-    written = _files_text(tmp_path / "one") | _files_text(tmp_path / "batch")
-    assert written, "no file was written"
-    leaked = {str(p): leaks_in(text, secrets) for p, text in written.items()}
-    assert {p: labels for p, labels in leaked.items() if labels} == {}
 
 
 def test_the_detector_finds_each_form() -> None:

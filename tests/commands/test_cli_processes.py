@@ -3,6 +3,9 @@
 Bad values are one line and exit 2, never a traceback (issue 33, item 8): the bytes that
 are not UTF-8 come through the environment or argv as a shell would pass them. Output on
 /dev/full is one line. The registry commands against the sandbox process leak no secret.
+Ctrl-C in a capacity search prints what was measured so far. A real terminal gets no
+escape sequence a server quotes. Onboard and batch against endpoints that echo the apiKey
+leave no secret in what they print or write.
 (Everything else of the CLI is tested in this process, through CliRunner.)
 """
 
@@ -10,12 +13,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from fakes.hostile import Base, hostile_tcp_server
+from leaks import CANARY_KEY, leaks_in
 
 from lmreg_nb.errors import ConfigurationError
 from lmreg_nb.settings import Settings
@@ -205,3 +212,150 @@ def test_cli_against_the_sandbox_leaks_no_secret(
     # The advice is given once: the hint is dropped when the server's message says it.
     assert runs[6][0].stderr.count("LMREG_APP_SECRET") == 1, runs[6][0].stderr
     assert "LMREG_BASE_URL" in runs[7][0].stderr
+
+
+# -- Ctrl-C in a capacity search -------------------------------------------------------
+
+
+@pytest.mark.slow  # a signal to a real process is the point
+def test_ctrl_c_in_capacity_prints_what_was_measured_so_far(
+    sandbox_process: SandboxInfo, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "LMREG_MODEL_URL": sandbox_process.model_url,
+        "LMREG_MODEL_API_KEY": sandbox_process.model_api_key,
+        "LMREG_MODEL_NAME": "m",
+        "LMREG_LANG": "en",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lmreg_nb", "capacity", "--level-seconds", "1",
+         "--figure", str(tmp_path / "cap.png")],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    warming = proc.stderr.readline()  # the warm-up, then the first level's progress
+    first = proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert warming.startswith("Warming up")
+    assert first.startswith("concurrency 1: ")
+    assert proc.returncode == 1
+    assert "chats at once  requests  errors" in out, out
+    assert "The search was interrupted: this is what was measured so far." in out
+    assert "Traceback" not in err
+    assert sandbox_process.model_api_key not in out + err
+
+
+# -- what a real terminal gets ----------------------------------------------------------
+
+#: Raw bytes that must never reach a terminal (ESC, BEL, BS, DEL, U+009B, U+202E, U+2066).
+FORBIDDEN = (b"\x1b", b"\x07", b"\x08", b"\x7f", b"\xc2\x9b", b"\xe2\x80\xae", b"\xe2\x81\xa6")
+
+
+@pytest.mark.slow  # a real process on a pseudo-terminal (its progress lines too) is the point
+def test_check_on_a_terminal_shows_no_escape_a_server_quotes(tmp_path: Path) -> None:
+    """What tests/commands/test_cli_terminal.py reads in this process, once on a real
+    terminal: stdout and stderr a pseudo-terminal, where the check's progress is drawn."""
+    from fakes.loopback_platform import cli_env, run_cli_on_tty
+
+    with hostile_tcp_server() as base:
+        env = cli_env(
+            "http://127.0.0.1:9",
+            tmp_path,
+            LMREG_MODEL_URL=f"{base}/escapes/v1/chat/completions",
+            LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
+            LMREG_MODEL_NAME="m",
+        )
+        ran = run_cli_on_tty(["check"], env, tmp_path)
+    assert ran.returncode == 1, ran.stdout
+    shown = ran.stdout.replace(b"\r\n", b"\n")  # a pseudo-terminal turns \n into \r\n
+    for bad in FORBIDDEN:
+        assert bad not in shown, f"{bad!r} reached the terminal: {shown[:400]!r}"
+    assert b"\r" not in shown, f"a carriage return reached the terminal: {shown[:400]!r}"
+    assert b"Traceback" not in shown
+    assert b"System role not supported" in shown
+
+
+# -- onboard and batch against endpoints that echo the apiKey ---------------------------
+
+
+@pytest.fixture(scope="module")
+def echo_tcp() -> Iterator[Base]:
+    """tests/fakes/hostile.py's server on a loopback port, for processes and their kernels:
+    its /canary/ paths echo the Authorization header everywhere they can."""
+    with hostile_tcp_server() as base:
+        yield base
+
+
+def _canary_cli(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")} | env
+    return subprocess.run(
+        [sys.executable, "-m", "lmreg_nb", *args],
+        env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def _files_text(folder: Path) -> dict[Path, str]:
+    return {p: p.read_bytes().decode("utf-8", "replace") for p in folder.rglob("*") if p.is_file()}
+
+
+def _echo_env(sandbox_process: SandboxInfo, echo_url: str) -> dict[str, str]:
+    env = sandbox_process.env()
+    env.update(
+        {
+            "LMREG_MODEL_URL": echo_url,
+            "LMREG_MODEL_API_KEY": CANARY_KEY,
+            "LMREG_MODEL_NAME": "echo-llm",
+        }
+    )
+    return env
+
+
+@pytest.mark.notebooks
+def test_onboard_and_batch_leave_no_secret(
+    echo_tcp: Base, sandbox_process: SandboxInfo, tmp_path: Path
+) -> None:
+    """tests/commands/test_canary_leaks.py's echoing endpoint, met by `onboard` and `batch`
+    as real processes (their notebook runs are processes anyway): every byte they print
+    or write is searched with the leak detector of tests/leaks.py."""
+    echo_base = f"{echo_tcp}/canary"
+    asked = len(echo_tcp.requests)
+    secrets = {"apiKey": CANARY_KEY, "appSecret": sandbox_process.app_secret}
+    env = _echo_env(sandbox_process, f"{echo_base}/ereply/v1/chat/completions")
+    params = [
+        "-p", "school", "Canary School", "-p", "contact_name", "Li Hua",
+        "-p", "contact_mobile", "13800138000", "-p", "contact_email", "ops@canary.example",
+        "-p", "model_name", "canary-model",
+    ]  # fmt: skip
+    onboard = _canary_cli(["onboard", "--out", str(tmp_path / "one"), *params], env, tmp_path)
+    assert "Traceback" not in onboard.stderr, onboard.stderr[-2000:]
+    assert (tmp_path / "one").is_dir(), onboard.stdout + onboard.stderr
+
+    (tmp_path / "school.env").write_text(
+        "".join(
+            f"{k}={v}\n"
+            for k, v in _echo_env(sandbox_process, f"{echo_base}/e500/v1/chat/completions").items()
+        ),
+        encoding="utf-8",
+    )
+    (tmp_path / "plan.csv").write_text(
+        "run_id,env_file,school,contact_name,contact_mobile,contact_email,model_name,check_requests\n"
+        "canary-b,school.env,Canary B,Wang Fang,13900001111,ops@b.example,canary-b,0\n",
+        encoding="utf-8",
+    )
+    batch = _canary_cli(
+        ["batch", "plan.csv", "--out", str(tmp_path / "batch"), "--jobs", "1"], {}, tmp_path
+    )
+    assert "Traceback" not in batch.stderr, batch.stderr[-2000:]
+    assert (tmp_path / "batch").is_dir(), batch.stdout + batch.stderr
+
+    assert len(echo_tcp.requests) > asked  # the runs met the echoes (no leak unseen)
+    printed = onboard.stdout + onboard.stderr + batch.stdout + batch.stderr
+    assert leaks_in(printed, secrets) == [], printed[-3000:]
+    written = _files_text(tmp_path / "one") | _files_text(tmp_path / "batch")
+    assert written, "no file was written"
+    leaked = {str(p): leaks_in(text, secrets) for p, text in written.items()}
+    assert {p: labels for p, labels in leaked.items() if labels} == {}

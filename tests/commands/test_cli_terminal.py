@@ -1,7 +1,11 @@
 """What a platform sends never steers the terminal (issue 20, items 4, 5 and 6).
 
-``lmreg-nb`` runs as a real process (on a pseudo-terminal where the terminal is the
-point) against a scripted platform on a loopback port.
+`lmreg-nb` runs in this process (CliRunner) against a scripted platform and a hostile
+chat endpoint served in this process (tests/fakes/hosts.py: the registry client and the
+probe speak HTTP to them over a real socket, no port bound). Where a test reads what a
+terminal shows, it invokes with ``color=True``: click then strips nothing, as on a
+terminal, so the bytes read are what a person's terminal would get. (A real `lmreg-nb`
+process on a pseudo-terminal: tests/commands/test_cli_processes.py.)
 Model fields, an env and error bodies hold escape sequences (clear screen,
 window title, OSC 52 clipboard writes), C1 controls and bidi overrides: the
 terminal shows a visible placeholder instead, JSON carries them escaped (the
@@ -12,26 +16,54 @@ gets no traceback, and an absurd Retry-After is not slept.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fakes.hostile import ESCAPES, hostile_tcp_server
+from click.testing import CliRunner
+from fakes.hostile import ESCAPES, hostile_server
 from fakes.loopback_platform import (
     APP_SECRET,
     TOKEN,
-    Ran,
     Script,
     cli_env,
     envelope_error,
-    run_cli,
-    run_cli_on_tty,
-    tcp_platform,
+    loopback_platform,
 )
 
-#: Real `lmreg-nb` processes (on a pseudo-terminal: the terminal is the point) against
-#: a platform and a chat endpoint on loopback ports.
-pytestmark = pytest.mark.slow
+from lmreg_nb.cli import main
+
+
+@dataclass
+class Ran:
+    """A finished in-process ``lmreg-nb`` run: its exit code, raw output and duration."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    seconds: float
+
+
+def invoke(
+    args: list[str], env: Mapping[str, str], *, terminal: bool = False, charset: str = "utf-8"
+) -> Ran:
+    """``lmreg-nb ARGS`` through CliRunner; ``terminal``: what a terminal shows, stdout and
+    stderr as one stream, escape sequences not stripped by click (as on a terminal)."""
+    started = time.monotonic()
+    done = CliRunner(charset=charset).invoke(main, args, env=dict(env), color=terminal)
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
+    seconds = time.monotonic() - started
+    if terminal:
+        return Ran(done.exit_code, done.output_bytes, b"", seconds)
+    return Ran(done.exit_code, done.stdout_bytes, done.stderr_bytes, seconds)
+
+
+def shown_on_terminal(args: list[str], env: Mapping[str, str]) -> Ran:
+    """What a terminal would show of ``lmreg-nb ARGS`` (stdout and stderr as one)."""
+    return invoke(args, env, terminal=True)
+
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes the clipboard on some terminals
 TITLE = "\x1b]0;pwned\x07"  # sets the window title
@@ -63,7 +95,7 @@ HOSTILE_MODELS = [
 
 @pytest.fixture
 def platform() -> Iterator[tuple[str, Script]]:
-    with tcp_platform() as running:
+    with loopback_platform() as running:
         yield running
 
 
@@ -85,7 +117,7 @@ def test_models_table_on_a_terminal_shows_placeholders_not_escapes(
 ) -> None:
     base, script = platform
     script.models = HOSTILE_MODELS
-    ran = run_cli_on_tty(["models"], cli_env(base, tmp_path), tmp_path)
+    ran = shown_on_terminal(["models"], cli_env(base, tmp_path))
     assert ran.returncode == 0, ran.stdout
     _assert_safe(ran.stdout)
     text = ran.stdout.decode()
@@ -98,7 +130,7 @@ def test_models_json_escapes_controls_and_keeps_the_data(
 ) -> None:
     base, script = platform
     script.models = HOSTILE_MODELS
-    ran = run_cli(["models", "--json"], cli_env(base, tmp_path), tmp_path)
+    ran = invoke(["models", "--json"], cli_env(base, tmp_path))
     assert ran.returncode == 0, ran.stderr
     _assert_safe(ran.stdout)
     rows = json.loads(ran.stdout)
@@ -121,7 +153,7 @@ def test_an_error_body_reaches_the_terminal_as_one_safe_line(
 ) -> None:
     base, script = platform
     script.query_error = (status, body, {})
-    ran = run_cli_on_tty(["models"], cli_env(base, tmp_path), tmp_path)
+    ran = shown_on_terminal(["models"], cli_env(base, tmp_path))
     assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
     lines = [line for line in ran.stdout.decode().splitlines() if line.strip()]
@@ -136,7 +168,7 @@ def test_token_env_with_escapes_is_refused_and_shown_escaped(
     # named as escaped text, never steering the terminal.
     base, script = platform
     script.env = "env-a" + TITLE + BIDI
-    ran = run_cli_on_tty(["token"], cli_env(base, tmp_path), tmp_path)
+    ran = shown_on_terminal(["token"], cli_env(base, tmp_path))
     assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
     lines = [line for line in ran.stdout.decode().splitlines() if line.strip()]
@@ -163,9 +195,7 @@ def test_models_masks_a_key_in_the_registry_url_query(
         }
     ]
     extra = {} if returned else {"LMREG_MODEL_API_KEY": QUERY_KEY}
-    ran = run_cli(
-        ["models", *(["--json"] if as_json else [])], cli_env(base, tmp_path, **extra), tmp_path
-    )
+    ran = invoke(["models", *(["--json"] if as_json else [])], cli_env(base, tmp_path, **extra))
     assert ran.returncode == 0, ran.stderr
     out = ran.stdout.decode()
     assert "api_key=…2b1a" in out, out
@@ -178,27 +208,29 @@ def test_a_gbk_terminal_gets_replacements_not_a_traceback(
 ) -> None:
     base, script = platform
     script.models = [{**HOSTILE_MODELS[0], "modelName": "模型-😀-ǅ"}]
-    env = cli_env(base, tmp_path, PYTHONIOENCODING="gbk")
+    env = cli_env(base, tmp_path)
     for args in (["models"], ["models", "--json"]):
-        ran = run_cli(args, env, tmp_path)
+        ran = invoke(args, env, charset="gbk")  # stdout in GBK, strict: what it lacks raises
         assert ran.returncode == 0, ran.stderr.decode("gbk", "replace")
         text = ran.stdout.decode("gbk")  # every byte is valid GBK
         assert "模型-" in text
         assert b"Traceback" not in ran.stderr
     # The JSON stays valid and exact: what GBK lacks is \u-escaped.
     assert json.loads(text)[0]["modelName"] == "模型-😀-ǅ"
-    # An error line outside GBK too (stderr).
+    # An error line outside GBK too (stderr): \u-escaped by the toolkit (CliRunner's own
+    # stderr would write a backslashreplace \U0001f600 instead of failing).
     script.query_error = (400, envelope_error(40000, "名称 😀 不可用"), {})
-    ran = run_cli(["models"], env, tmp_path)
+    ran = invoke(["models"], env, charset="gbk")
     assert ran.returncode == 1 and b"Traceback" not in ran.stderr
-    assert "名称" in ran.stderr.decode("gbk")
+    said = ran.stderr.decode("gbk")
+    assert "名称" in said and "\\ud83d\\ude00" in said, said
 
 
 def test_an_absurd_retry_after_is_not_slept(platform: tuple[str, Script], tmp_path: Path) -> None:
     """Retry-After: 1000000 made `models` sleep 91 s; now it gives up at once."""
     base, script = platform
     script.query_error = (429, envelope_error(42900, "slow down"), {"Retry-After": "1000000"})
-    ran = run_cli(["models"], cli_env(base, tmp_path), tmp_path, timeout=60)
+    ran = invoke(["models"], cli_env(base, tmp_path))
     assert ran.returncode == 1 and b"Traceback" not in ran.stderr
     assert b"429" in ran.stderr
     assert ran.seconds < 15, f"took {ran.seconds:.1f} s"
@@ -209,7 +241,7 @@ def test_a_short_retry_after_is_honoured(platform: tuple[str, Script], tmp_path:
     base, script = platform
     script.query_error = (429, envelope_error(42900, "slow down"), {"Retry-After": "1"})
     script.query_errors_left = 1
-    ran = run_cli(["models"], cli_env(base, tmp_path), tmp_path, timeout=60)
+    ran = invoke(["models"], cli_env(base, tmp_path))
     assert ran.returncode == 0, ran.stderr
     assert script.requests.count("/openapi/v1/query-models") == 2
     assert ran.seconds >= 1.0
@@ -218,7 +250,7 @@ def test_a_short_retry_after_is_honoured(platform: tuple[str, Script], tmp_path:
 def test_check_details_quoting_the_server_are_safe(tmp_path: Path) -> None:
     # Every answer is an error quoting escape sequences: these.
     assert ESCAPES == TITLE + CLEAR + BIDI + C1
-    with hostile_tcp_server() as base:
+    with hostile_server() as base:
         env = cli_env(
             "http://127.0.0.1:9",
             tmp_path,
@@ -226,7 +258,7 @@ def test_check_details_quoting_the_server_are_safe(tmp_path: Path) -> None:
             LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
             LMREG_MODEL_NAME="m",
         )
-        ran = run_cli_on_tty(["check"], env, tmp_path)
+        ran = shown_on_terminal(["check"], env)
     assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
     assert b"System role not supported" in ran.stdout

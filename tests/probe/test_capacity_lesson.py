@@ -1,8 +1,9 @@
 """`capacity --need 40` against a compute-bound mock: what a lesson costs, and what was sent.
 
-The mock school model (uvicorn on loopback) prefills prompts through one queue
-at a set rate; a recording layer in front of it keeps every chat body it
-received, so the tests can say what the server saw.
+The mock school model prefills prompts through one queue at a set rate; a
+recording layer in front of it keeps every chat body it received, so the tests
+can say what the server saw. Both are served in this process (tests/fakes/hosts.py:
+uvicorn's HTTP/1.1 over a socketpair in the CLI's own event loop, no port bound).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fakes import hosts
 
 from lmreg_nb.cli import main
-from lmreg_nb.sandbox.school_model import MockModelConfig, prompt_tokens
-from lmreg_nb.sandbox.school_model import serve as serve_module
+from lmreg_nb.sandbox.school_model import MockModelConfig, create_app, prompt_tokens
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -55,14 +56,10 @@ class Recording:
 
 
 @contextmanager
-def recorded_mock(
-    monkeypatch: pytest.MonkeyPatch, **knobs: Any
-) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
+def recorded_mock(**knobs: Any) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
     seen: list[dict[str, Any]] = []
-    real = serve_module.create_app
-    monkeypatch.setattr(serve_module, "create_app", lambda config: Recording(real(config), seen))
     config = MockModelConfig(api_key=KEY, ttft_ms=20, itl_ms=5, tokens=30, **knobs)
-    with serve_module.serving(config) as base:
+    with hosts.served(Recording(create_app(config), seen)) as base:
         env = {
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
             "LMREG_MODEL_API_KEY": KEY,
@@ -94,14 +91,12 @@ def _what_the_server_saw(seen: list[dict[str, Any]]) -> None:
     assert max(len(b["messages"]) for b in chats) == 6  # 3 turns, then a new conversation
 
 
-@pytest.mark.slow
-def test_a_slow_prefill_does_not_serve_a_class_in_a_lesson(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.slow  # a search of about 35 s: CI's lane, not the inner loop
+def test_a_slow_prefill_does_not_serve_a_class_in_a_lesson() -> None:
     # A lesson's prompt (about 1,800 tokens) takes 150 ms to prefill, one at a time: 40
     # students wait up to 6 s for a first token, a few are served within 500 ms. (At a
     # 2 s SLO the same shape took four times as long: levels near the knee run longest.)
-    with recorded_mock(monkeypatch, prefill_tokens_per_s=12_000) as (env, seen):
+    with recorded_mock(prefill_tokens_per_s=12_000) as (env, seen):
         args = ["capacity", "--json", "--need", "40", "--slo-ttft-ms", "500"]
         result = CliRunner().invoke(main, args, env=env)
     assert result.exit_code == 1, result.output
@@ -116,12 +111,9 @@ def test_a_slow_prefill_does_not_serve_a_class_in_a_lesson(
     assert KEY not in result.output
 
 
-@pytest.mark.slow
-def test_a_prefix_cache_and_a_fast_prefill_serve_the_class(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_prefix_cache_and_a_fast_prefill_serve_the_class() -> None:
     knobs = {"prefill_tokens_per_s": 200_000, "prefix_cache": True}
-    with recorded_mock(monkeypatch, **knobs) as (env, seen):
+    with recorded_mock(**knobs) as (env, seen):
         result = CliRunner().invoke(main, ["capacity", "--need", "40"], env=env)
     assert result.exit_code == 0, result.output
     assert "40 students asking at once about a " in result.stdout
@@ -129,9 +121,8 @@ def test_a_prefix_cache_and_a_fast_prefill_serve_the_class(
     _what_the_server_saw(seen)
 
 
-@pytest.mark.slow
-def test_the_short_workload_sends_todays_one_liner(monkeypatch: pytest.MonkeyPatch) -> None:
-    with recorded_mock(monkeypatch) as (env, seen):
+def test_the_short_workload_sends_todays_one_liner() -> None:
+    with recorded_mock() as (env, seen):
         args = ["capacity", "--json", "--need", "2", "--workload", "short", "--max-tokens", "64"]
         result = CliRunner().invoke(main, args, env=env)
     assert result.exit_code == 0, result.output

@@ -5,57 +5,50 @@ Before: `lmreg-nb capacity http://HOST:PORT/v1` (the most common mistake) or a w
 sent 120 requests over three levels, drew a table of "✘" levels and ended on the raw
 "status 404: Not Found" / "status 401: ...": a connection refused stopped at once
 (issue 40 item 7), an answer that refuses every request alike did not.
-A small HTTP server on loopback (the load client speaks to a real socket).
+The refusing server is served in this process (tests/fakes/hosts.py): the load client
+still speaks HTTP/1.1 to it over a real socket, and no port is bound.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
+import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
+from fakes import hosts
 
 from lmreg_nb.probe.load.capacity import SLO, find_capacity
 from lmreg_nb.probe.target import Target
 from lmreg_nb.probe.text.capacity_text import verdict
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
-class _Refuses(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:  # quiet
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        status = 401 if self.path.startswith("/key/") else 404
-        body = b'{"error": "Unauthorized"}' if status == 401 else b'{"detail": "Not Found"}'
-        # The search stops once a level was refused alike and closes its connections: a
-        # reply still being written then meets a closed socket (not a failure of the test).
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    do_GET = do_POST
+async def _refuses(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """401 under ``/key/``, 404 anywhere else, to every request alike."""
+    if scope["type"] != "http":
+        return
+    more = True
+    while more:  # the request's body, read and dropped
+        message = await receive()
+        more = message.get("more_body", False)
+    status = 401 if scope["path"].startswith("/key/") else 404
+    body = {"error": "Unauthorized"} if status == 401 else {"detail": "Not Found"}
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refuses)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with hosts.served(_refuses) as url:
+        yield url
 
 
 @pytest.mark.parametrize("path", ["/v1", "/key/v1/chat/completions"])

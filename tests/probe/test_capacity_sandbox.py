@@ -1,22 +1,46 @@
-"""`lmreg-nb sandbox --slots K` gives the demo a known knee that `lmreg-nb capacity` finds."""
+"""`lmreg-nb sandbox --slots K` gives the demo a known knee that `lmreg-nb capacity` finds.
+
+The sandbox command parses its flags as it always does; what it would serve on its ports
+(:func:`lmreg_nb.sandbox.server.sandbox_apps` over those options) is served in this
+process instead (tests/fakes/sandbox.py), and `capacity` runs against it through
+CliRunner: the flags reach the mock, no process and no port. (Ctrl-C in a real
+`capacity` process: tests/commands/test_cli_processes.py.)
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fakes.sandbox import local_sandbox
 
 from lmreg_nb.cli import main
-from lmreg_nb.sandbox.process import running_sandbox
+from lmreg_nb.sandbox import server
+from lmreg_nb.sandbox.server import SandboxOptions
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
-def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
+def _options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> SandboxOptions:
+    """The options `lmreg-nb sandbox ARGS` would serve (its serving replaced by a recorder)."""
+    asked: list[SandboxOptions] = []
+    monkeypatch.setattr(server, "serve_sandbox", lambda options, announce: asked.append(options))
+    db = str(tmp_path / "sandbox.sqlite3")
+    done = CliRunner().invoke(main, ["sandbox", "--db", db, *args])
+    assert done.exit_code == 0, done.output
+    (options,) = asked
+    return options
+
+
+@pytest.mark.slow  # a real search of about 7 s: CI's lane, not the inner loop
+def test_capacity_of_the_sandbox_model_with_a_slot_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     knobs = ["--slots", "3", "--slowdown", "0.1", "--ttft-ms", "20", "--itl-ms", "10"]
-    with running_sandbox(args=[*knobs, "--tokens", "30"]) as sandbox:
+    options = _options(tmp_path, monkeypatch, *knobs, "--tokens", "30")
+    with local_sandbox(options.db, options) as sandbox:
         env = {
             "LMREG_MODEL_URL": sandbox.model_url,
             "LMREG_MODEL_API_KEY": sandbox.model_api_key,
@@ -47,40 +71,3 @@ def test_capacity_of_the_sandbox_model_with_a_slot_limit() -> None:
     # The slowdown: with 3 streams decoding at once each gap is 10 ms * (1 + 0.1 * 2).
     assert levels[3]["itl_ms"]["p50"] == pytest.approx(12, abs=2)
     assert levels[4]["itl_ms"]["p50"] == pytest.approx(12, abs=2)  # 4 chats, 3 slots
-
-
-@pytest.mark.slow  # a signal to a real process is the point
-def test_ctrl_c_in_the_cli_prints_what_was_measured_so_far(tmp_path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from lmreg_nb.sandbox.school_model import MockModelConfig, serving
-
-    key = "sk-ctrl-c-0123456789abcdef"
-    config = MockModelConfig(api_key=key, ttft_ms=10, itl_ms=5, tokens=20)
-    with serving(config) as base:  # on a port: the CLI runs in a process of its own
-        env = {
-            **os.environ,
-            "LMREG_MODEL_URL": base + "/v1/chat/completions",
-            "LMREG_MODEL_API_KEY": key,
-            "LMREG_MODEL_NAME": "m",
-            "LMREG_LANG": "en",
-        }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "lmreg_nb", "capacity", "--level-seconds", "1",
-             "--figure", str(tmp_path / "cap.png")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert proc.stderr is not None
-        warming = proc.stderr.readline()  # the warm-up, then the first level's progress
-        first = proc.stderr.readline()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    assert warming.startswith("Warming up")
-    assert first.startswith("concurrency 1: ")
-    assert proc.returncode == 1
-    assert "chats at once  requests  errors" in out, out
-    assert "The search was interrupted: this is what was measured so far." in out
-    assert "Traceback" not in err
