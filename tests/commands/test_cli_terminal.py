@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from fakes.hostile import ESCAPES, hostile_server
 from fakes.loopback_platform import (
     APP_SECRET,
     TOKEN,
+    Ran,
     Script,
     cli_env,
     envelope_error,
@@ -34,16 +34,6 @@ from fakes.loopback_platform import (
 )
 
 from lmreg_nb.cli import main
-
-
-@dataclass
-class Ran:
-    """A finished in-process ``lmreg-nb`` run: its exit code, raw output and duration."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    seconds: float
 
 
 def invoke(

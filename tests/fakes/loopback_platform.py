@@ -156,7 +156,8 @@ def cli_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
 
 @dataclass
 class Ran:
-    """A finished ``lmreg-nb`` process: its exit code, raw output bytes and duration."""
+    """A finished ``lmreg-nb`` run (a process, or in this process): its exit code, raw
+    output bytes and duration."""
 
     returncode: int
     stdout: bytes
