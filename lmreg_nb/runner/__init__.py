@@ -29,9 +29,11 @@ from .kernels import KERNEL_START_EXIT, ipc_prefix
 from .record import Ended, load_output, make_record, preload_html_export, write_atomic, write_record
 from .runs import (
     Interrupted,
+    held_interrupts,
     interruptible,
     kill_tree,
     note_child,
+    released_interrupts,
     run_folder,
     stop_all_runs,
     stop_reason,
@@ -116,7 +118,8 @@ def _launch(work: Path, command: list[str], env: Mapping[str, str], timeout: flo
         ended = Ended(None)
         with tracked(proc):
             try:
-                ended.returncode = proc.wait(timeout=timeout)
+                with released_interrupts():  # the one place a signal cuts the run
+                    ended.returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 kill_tree(proc)
                 ended.stopped = _("timed out after {seconds} s").format(seconds=f"{timeout:g}")
@@ -217,7 +220,8 @@ def run_notebook(
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = stem or notebook.stem
 
-    with interruptible(), run_folder() as work:
+    # Held from here to the folder's removal: a signal cuts only the wait on papermill.
+    with interruptible(), held_interrupts() as signals, run_folder() as work:
         kernel_cwd = _prepare(work, parameters, run_env, cwd)
         preload_html_export()
         ended = _execute(work, notebook, kernel_cwd, run_env, timeout)
@@ -236,6 +240,7 @@ def run_notebook(
         status_only=status_only,
     )  # fmt: skip
     log.info("ran %s: %s in %.1f s", notebook.name, result.status, result.duration_s)
-    if ended.interrupt is not None:
-        raise ended.interrupt
+    interrupt = ended.interrupt or signals.take()  # a signal held while the record was written
+    if interrupt is not None:
+        raise interrupt
     return result

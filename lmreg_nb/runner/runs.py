@@ -38,9 +38,11 @@ from ..i18n import _
 __all__ = [
     "RUN_PREFIX",
     "Interrupted",
+    "held_interrupts",
     "interruptible",
     "kill_tree",
     "note_child",
+    "released_interrupts",
     "remove_stale_runs",
     "resume_runs",
     "run_folder",
@@ -87,9 +89,25 @@ class Interrupted(BaseException):
         return _("interrupted by {signal}").format(signal=self.name)
 
 
+class _Delivery:
+    """Where a signal goes in the main thread: raised at once, or held (noted) for later."""
+
+    hold = False
+    noted: int | None = None
+
+    def take(self) -> Interrupted | None:
+        """The signal noted while held, as an :class:`Interrupted` (then forgotten)."""
+        signum, self.noted = self.noted, None
+        return Interrupted(signum) if signum is not None else None
+
+
+_delivery = _Delivery()
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """While inside, SIGTERM and SIGINT raise :class:`Interrupted` in the main thread.
+    """While inside, SIGTERM and SIGINT raise :class:`Interrupted` in the main thread
+    (or are noted, inside :func:`held_interrupts`).
 
     Does nothing outside the main thread or when an outer block already installed it.
     """
@@ -98,17 +116,59 @@ def interruptible() -> Iterator[None]:
         return
 
     def raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+        if _delivery.hold and _delivery.noted is None:
+            _delivery.noted = signum  # a second one, while held, stops at once
+            return
         raise Interrupted(signum)
 
     names = [s for s in ("SIGTERM", "SIGINT") if hasattr(signal, s)]
     previous = {name: signal.signal(getattr(signal, name), raise_interrupted) for name in names}
     _handlers_installed.set()
+    _delivery.noted = None
     try:
         yield
     finally:
         for name, handler in previous.items():
             signal.signal(getattr(signal, name), handler)
         _handlers_installed.clear()
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[_Delivery]:
+    """Inside, a SIGTERM or SIGINT in the main thread is noted, not raised, so that what the
+    block writes is finished (a run's record); ``.take()`` gives the one noted.
+
+    A signal raised where it came could cut the record being written, or land between a
+    kernel's two starts, and the run ended with no record at all. Only the wait on the
+    child (:func:`released_interrupts`) is cut by a signal, and a second signal while one
+    is held (a person pressing Ctrl-C again). Nothing outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield _Delivery()
+        return
+    before = _delivery.hold
+    _delivery.hold = True
+    try:
+        yield _delivery
+    finally:
+        _delivery.hold = before
+
+
+@contextlib.contextmanager
+def released_interrupts() -> Iterator[None]:
+    """Inside a held block, a signal raises again; one noted before raises here at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = _delivery.hold
+    _delivery.hold = False
+    try:
+        noted = _delivery.take()
+        if noted is not None:
+            raise noted
+        yield
+    finally:
+        _delivery.hold = before
 
 
 # ---------------------------------------------------------------- private folders

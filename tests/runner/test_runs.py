@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import psutil
@@ -239,3 +240,27 @@ def test_a_run_that_fails_before_its_summary_keeps_its_school(tmp_path: Path) ->
     result = execute_run(task)
     assert result["status"] == "failed" and result["school"] == "第一中学"
     assert "no notebook at" in result["error"]
+
+
+@pytest.mark.notebooks
+def test_a_signal_while_the_record_is_written_finishes_the_record_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGTERM that comes when the run's process is not waiting on papermill (the record
+    being written, a kernel's second start) is noted and raised once the record is written.
+    It was raised where it came: the run exited 143 with no record (a clean-clone CI run)."""
+    from lmreg_nb import runner
+    from lmreg_nb.runner.runs import Interrupted
+
+    real = runner.write_record
+
+    def signalled(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGTERM)  # this test's own process: the run's handler
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "write_record", signalled)
+    with pytest.raises(Interrupted) as stopped:
+        runner.run_notebook(DATA / "empty.ipynb", tmp_path / "out", parameters={}, env={})
+    assert stopped.value.signum == signal.SIGTERM
+    assert (tmp_path / "out" / "empty.ipynb").is_file()
+    assert (tmp_path / "out" / "empty.html").is_file()
