@@ -42,6 +42,11 @@ KNEE_TTFT, KNEE_ITL, KNEE_TOKENS = 20.0, 50.0, 10
 KNEE_PACE = {"ttft_ms": KNEE_TTFT, "itl_ms": KNEE_ITL, "tokens": KNEE_TOKENS}
 KNEE_SERVICE_MS = KNEE_TTFT + (KNEE_TOKENS - 1) * KNEE_ITL
 KNEE_SLO_MS = 200
+#: Searches a knee test makes at most. A busy machine can only make a level miss the SLO
+#: (a stall adds time, it never takes any away), so a knee found below the slots is
+#: measured again, and one found above them fails at once; a knee always too low still
+#: fails. (A clean-clone CI run found 2 for 6 slots once: 3 chats missed 200 ms.)
+ATTEMPTS = 3
 
 
 def _url(base: str) -> str:
@@ -54,21 +59,30 @@ def _env(url: str) -> dict[str, str]:
 
 # One slot count each (the knee's 8, the need's 6): a second count per test doubled the
 # time for the same claim.
+@pytest.mark.timeout(240)  # up to ATTEMPTS searches
 @pytest.mark.parametrize("slots", [8])
 def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None:
     assert KNEE_SERVICE_MS / 2 > KNEE_SLO_MS  # the SLO is well under one service time
     seen: list[int] = []
-    started = time.monotonic()
     with serving_process(mock(slots=slots, **KNEE_PACE)) as base:
-        result = find_capacity(
-            Target(_url(base), KEY, "school-llm"),
-            slo=SLO(ttft_ms=KNEE_SLO_MS),
-            max_concurrency=2 * slots,
-            on_level=lambda level: seen.append(level.concurrency),
-        )
-    assert time.monotonic() - started < 60
+        for _attempt in range(ATTEMPTS):
+            seen.clear()
+            started = time.monotonic()
+            result = find_capacity(
+                Target(_url(base), KEY, "school-llm"),
+                slo=SLO(ttft_ms=KNEE_SLO_MS),
+                max_concurrency=2 * slots,
+                on_level=lambda level: seen.append(level.concurrency),
+            )
+            assert time.monotonic() - started < 60
+            assert result.capacity.concurrency <= 1.5 * slots, result.to_json()
+            if result.capacity.concurrency >= slots - 1:
+                break
+        else:
+            pytest.fail(
+                f"the knee was below {slots - 1} in {ATTEMPTS} searches: {result.to_json()}"
+            )
     cap = result.capacity
-    assert slots - 1 <= cap.concurrency <= 1.5 * slots, result.to_json()
     assert cap.limited_by == "ttft"
     # Doubling up to the first miss, then bisection between the last pass and it.
     assert seen[:3] == [1, 2, 4] and 8 in seen
@@ -97,20 +111,22 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(slots: int) -> None
     assert again.capacity == cap and verdict(again, 40) == sentence
 
 
+@pytest.mark.timeout(240)  # up to ATTEMPTS searches
 @pytest.mark.parametrize("slots", [6])
 def test_a_need_above_the_slots_exits_1_with_the_capacity_near_them(slots: int) -> None:
-    started = time.monotonic()
+    args = ["capacity", "--json", "--slo-ttft-ms", str(KNEE_SLO_MS), "--need", str(2 * slots)]
     with serving_process(mock(slots=slots, **KNEE_PACE)) as base:
-        result = CliRunner().invoke(
-            main,
-            ["capacity", "--json", "--slo-ttft-ms", str(KNEE_SLO_MS), "--need", str(2 * slots)],
-            env=_env(base + "/v1/chat/completions"),
-        )
-    assert time.monotonic() - started < 60
-    assert result.exit_code == 1, result.output
-    out = json.loads(result.stdout)
-    got = out["capacity"]["concurrency"]
-    assert slots - 1 <= got <= 1.5 * slots, out
+        for _attempt in range(ATTEMPTS):
+            started = time.monotonic()
+            result = CliRunner().invoke(main, args, env=_env(base + "/v1/chat/completions"))
+            assert time.monotonic() - started < 60
+            assert result.exit_code == 1, result.output
+            out = json.loads(result.stdout)
+            assert out["capacity"]["concurrency"] <= 1.5 * slots, out
+            if out["capacity"]["concurrency"] >= slots - 1:
+                break
+        else:
+            pytest.fail(f"the capacity was below {slots - 1} in {ATTEMPTS} searches: {out}")
     assert out["capacity"]["limited_by"] == "ttft" and out["need"] == 2 * slots
     measured = [lv["concurrency"] for lv in out["levels"]]
     assert max(measured) == 2 * slots and 1 not in measured  # no knee search from 1
