@@ -35,9 +35,9 @@ def test_a_request_cut_before_its_first_token_is_in_flight_though_not_judged() -
 
     level, elapsed = _level(script, 2, SLO(ttft_ms=5000), LevelPlan(max_seconds=20))
     assert level.meets_slo and elapsed < 3.0
-    # Both chats had a request running at the end (a closed loop always has); the slow
-    # one is judged on nothing, yet the server may still be working on it.
-    assert level.in_flight == 2 > level.unfinished
+    # The slow request was still running at the end (the fast chat's too, unless the level
+    # ended at its ceiling): it is judged on nothing, yet the server may still work on it.
+    assert level.in_flight > level.unfinished and level.in_flight >= 1
 
 
 def _levels(in_flight: dict[int, int], failing: set[int]) -> Any:
@@ -117,4 +117,4 @@ def test_the_drain_ends_at_an_answer_unless_the_server_says_it_is_busy(
     if waits:
         assert not drained and elapsed >= 1.0 and _Answering.sent > 1
     else:
-        assert drained and _Answering.sent == 1 and elapsed < 0.5
+        assert drained and _Answering.sent == 1 and elapsed < 1.0  # before the bound
