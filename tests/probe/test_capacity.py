@@ -52,12 +52,19 @@ def _url(base: str, quirks: str = "") -> str:
 
 @pytest.mark.slow  # a real search or process: CI's lane, not the inner loop
 def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> None:
+    # Every level meets the SLO, but throughput stops rising at the 2 slots. A stall of this
+    # loop (the mock shares it) during the level at 2 lowers its throughput, so that 4 seems
+    # to rise (a clean-clone CI run said "max-concurrency" once); it never makes a level
+    # look flat. So up to 3 searches, until the flat is seen; a search that never sees it
+    # still fails.
     with mock_served(mock(slots=2)) as base:
-        result = find_capacity(
-            Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
-        )
-    # Every level meets the SLO, but throughput stopped rising at the 2 slots.
-    assert result.capacity.concurrency == 4
+        for _attempt in range(3):
+            result = find_capacity(
+                Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
+            )
+            assert result.capacity.concurrency == 4
+            if result.capacity.limited_by == "saturation":
+                break
     assert result.capacity.limited_by == "saturation" and result.saturation == 2
     assert "Throughput stops rising past 2 chats at once" in verdict(result)
     fig = capacity_figure(result)
