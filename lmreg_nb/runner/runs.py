@@ -116,8 +116,9 @@ def interruptible() -> Iterator[None]:
         return
 
     def raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+        # Held: the first signal is noted for later; a second one raises here at once.
         if _delivery.hold and _delivery.noted is None:
-            _delivery.noted = signum  # a second one, while held, stops at once
+            _delivery.noted = signum
             return
         raise Interrupted(signum)
 
