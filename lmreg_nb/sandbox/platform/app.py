@@ -66,6 +66,8 @@ class PlatformConfig:
     fail_rate: float = 0.0
     latency_ms: float = 0.0
     rate_limit: float = 0.0  # requests per second per account; 0 = off
+    # Seeds the --fail-rate draw, so a test sees the same faults each run; None = fresh.
+    fault_seed: int | None = None
 
 
 class RequestIdMiddleware:
@@ -122,7 +124,7 @@ def create_app(store: Store, config: PlatformConfig | None = None) -> FastAPI:
     app.state.store = store
     app.state.config = cfg
     app.state.limiter = RateLimiter(cfg.rate_limit) if cfg.rate_limit > 0 else None
-    app.state.rng = random.Random()
+    app.state.rng = random.Random(cfg.fault_seed)
     install_error_handlers(app)
     add_token_route(app, cfg.token_path, cfg.error_style)
     app.include_router(ROUTERS[cfg.error_style])
