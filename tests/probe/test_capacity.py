@@ -1,12 +1,13 @@
 """The capacity search against mock school models with a known knee, and its bad inputs.
 
 Each mock reply takes about one service time S = ttft + (tokens - 1) * itl
-(310 ms here). With a slot limit K, chat K + 1 waits a whole S for a slot, so
-a TTFT SLO well under S (150 ms) breaks just past K: the capacity found must
+(310 ms for the capacity mock). With a slot limit K, chat K + 1 waits a whole S for a
+slot, so a TTFT SLO well under S (150 ms) breaks just past K: the capacity found must
 lie between K - 1 and 1.5 K (tests/probe/test_capacity_knees.py: the slot-limited
 mock runs in its own process there, so that its pacing does not share our GIL on a
 busy machine). Here the mock is served in this process; levels are kept short (a
-ceiling of 8 requests at level 1).
+ceiling of 8 requests at level 1, 4 where only the kind of level matters), and the
+tests that need no long reply get replies of 8 tokens (S 90 ms).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from fakes import hosts
-from fakes.capacity_mock import KEY, TOKENS, mock
+from fakes.capacity_mock import KEY, mock
 from fakes.hostile import closing_server
 from fakes.hosts import mock_served
 
 from lmreg_nb.cli import main
 from lmreg_nb.probe import Target
+from lmreg_nb.probe.load import search as search_module
 from lmreg_nb.probe.load.capacity import SLO, LevelPlan, find_capacity
 from lmreg_nb.probe.load.fixed import run_load
 from lmreg_nb.probe.text.capacity_text import format_capacity, verdict
@@ -35,11 +37,22 @@ from lmreg_nb.probe.text.plots import capacity_figure
 pytestmark = pytest.mark.timeout(90)
 
 FAST = LevelPlan(max_requests=8, max_seconds=5)
+#: Levels whose figures no test reads, only their kind (met, cut, failed): 4 requests.
+SHORT = LevelPlan(max_requests=4, max_requests_per_worker=4, max_seconds=5)
+#: The replies of :func:`plain`: short, since those tests judge whole replies by their kind.
+PLAIN_TOKENS = 8
 
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
-    """A mock without a slot limit (quirks by path prefix)."""
+    """A mock without a slot limit (quirks by path prefix), replies of 90 ms (8 tokens)."""
+    with mock_served(mock(tokens=PLAIN_TOKENS)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def long_replies() -> Iterator[str]:
+    """The capacity mock as it is: replies of 310 ms (30 tokens)."""
     with mock_served(mock()) as base:
         yield base
 
@@ -89,7 +102,9 @@ def test_an_endpoint_failing_alone_has_capacity_0_and_the_reason(plain: str) -> 
 
 def test_a_server_cutting_streams_is_named_with_the_fix(plain: str) -> None:
     # llama.cpp's interrupt_requests: a new request ends the running one with [DONE].
-    result = find_capacity(Target(_url(plain, "interrupt"), KEY, "m"), max_concurrency=4, plan=FAST)
+    result = find_capacity(
+        Target(_url(plain, "interrupt"), KEY, "m"), max_concurrency=4, plan=SHORT
+    )
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "cut-streams"
     assert result.cut_streams > 0
@@ -110,12 +125,14 @@ def test_the_load_test_names_cut_streams_too(plain: str) -> None:
 
 
 def test_no_usage_says_tokens_are_counted_from_chunks(plain: str) -> None:
-    result = find_capacity(Target(_url(plain, "no-usage"), KEY, "m"), max_concurrency=1, plan=FAST)
+    result = find_capacity(
+        Target(_url(plain, "no-usage"), KEY, "m"), max_concurrency=1, plan=SHORT
+    )
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "max-concurrency"
     assert "token figures are counted from chunks" in verdict(result)
     assert result.levels[0].output_tokens_per_s == pytest.approx(
-        result.levels[0].requests_per_s * TOKENS, rel=1e-3
+        result.levels[0].requests_per_s * PLAIN_TOKENS, rel=1e-3
     )
 
 
@@ -172,13 +189,18 @@ def test_a_server_refusing_connections_gives_errors_not_a_hang() -> None:
         assert result.levels[0].errors == result.levels[0].requests > 0
 
 
-def test_the_search_stops_within_its_budget(plain: str) -> None:
+def test_the_search_stops_within_its_budget(
+    long_replies: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Every level meets the SLO, so only the budget ends the search: the level running
-    # when it runs out is cut there, and no new one starts.
+    # when it runs out is cut there, and no new one starts. A level may start with 0.2 s
+    # of the budget left (not 1 s): the warm-up keeps its 1 s of the budget, the level the
+    # rest, and the budget is 1.2 s.
+    monkeypatch.setattr(search_module, "_MIN_LEVEL_S", 0.2)
     started = time.monotonic()
-    plan = LevelPlan(max_seconds=5)  # level 1 wants 22 requests of 0.3 s: more than 2 s
+    plan = LevelPlan(max_seconds=5)  # level 1 wants 22 requests of 0.3 s: more than 1.2 s
     result = find_capacity(
-        Target(_url(plain), KEY, "m"), max_concurrency=1024, plan=plan, budget_s=2.0
+        Target(_url(long_replies), KEY, "m"), max_concurrency=1024, plan=plan, budget_s=1.2
     )
     elapsed = time.monotonic() - started
     assert result.stopped == "time" and result.capacity.limited_by == "time"
@@ -229,7 +251,7 @@ def _env(url: str) -> dict[str, str]:
 
 
 def test_cli_json_and_exit_codes(plain: str) -> None:
-    args = ["capacity", "--json", "--slo-ttft-ms", "1000", "--level-seconds", "0.4"]
+    args = ["capacity", "--json", "--slo-ttft-ms", "1000", "--level-seconds", "0.2"]
     ok = CliRunner().invoke(
         main, [*args, "--max-concurrency", "2", "--need", "2"], env=_env(_url(plain))
     )

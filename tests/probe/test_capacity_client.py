@@ -17,7 +17,8 @@ pytestmark = pytest.mark.timeout(60)
 
 KEY = "sk-capacity-client-0123456789"
 TOKENS = 12
-FAST = LevelPlan(max_requests=8, max_seconds=5)
+#: Levels of 4 requests a chat: only whether they are served is read.
+FAST = LevelPlan(max_requests=4, max_requests_per_worker=4, max_seconds=5)
 
 
 def _mock() -> MockModelConfig:

@@ -56,9 +56,13 @@ class Recording:
 
 
 @contextmanager
-def recorded_mock(**knobs: Any) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
+def recorded_mock(
+    tokens: int = 30, **knobs: Any
+) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
+    """The mock, recorded; ``tokens`` a reply (30: 165 ms; the search judges whole replies,
+    so a level's length follows it)."""
     seen: list[dict[str, Any]] = []
-    config = MockModelConfig(api_key=KEY, ttft_ms=20, itl_ms=5, tokens=30, **knobs)
+    config = MockModelConfig(api_key=KEY, ttft_ms=20, itl_ms=5, tokens=tokens, **knobs)
     with hosts.served(Recording(create_app(config), seen)) as base:
         env = {
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
@@ -113,7 +117,7 @@ def test_a_slow_prefill_does_not_serve_a_class_in_a_lesson() -> None:
 
 def test_a_prefix_cache_and_a_fast_prefill_serve_the_class() -> None:
     knobs = {"prefill_tokens_per_s": 200_000, "prefix_cache": True}
-    with recorded_mock(**knobs) as (env, seen):
+    with recorded_mock(tokens=6, **knobs) as (env, seen):
         result = CliRunner().invoke(main, ["capacity", "--need", "40"], env=env)
     assert result.exit_code == 0, result.output
     assert "40 students asking at once about a " in result.stdout
@@ -122,7 +126,7 @@ def test_a_prefix_cache_and_a_fast_prefill_serve_the_class() -> None:
 
 
 def test_the_short_workload_sends_todays_one_liner() -> None:
-    with recorded_mock() as (env, seen):
+    with recorded_mock(tokens=6) as (env, seen):
         args = ["capacity", "--json", "--need", "2", "--workload", "short", "--max-tokens", "64"]
         result = CliRunner().invoke(main, args, env=env)
     assert result.exit_code == 0, result.output

@@ -38,7 +38,8 @@ def _mock(**knobs: object) -> MockModelConfig:
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
-    with mock_served(_mock(ttft_ms=10.0, itl_ms=5.0, tokens=12)) as base:
+    # Replies of 30 ms (5 tokens): a level settles inside after 22 whole replies.
+    with mock_served(_mock(ttft_ms=10.0, itl_ms=5.0, tokens=5)) as base:
         yield base + "/v1/chat/completions"
 
 
@@ -118,18 +119,18 @@ def test_a_warm_up_that_hangs_ends_within_the_budget_with_a_verdict() -> None:
         url = base + "/silent/v1/chat/completions"
         started = time.monotonic()
         # The request timeout is 60 s (its whole reply may take 6 times that): the budget wins.
-        result = find_capacity(Target(url, KEY, "m", timeout=60), need=40, budget_s=2.0)
+        result = find_capacity(Target(url, KEY, "m", timeout=60), need=40, budget_s=1.0)
         elapsed = time.monotonic() - started
-        assert elapsed < 2.0 + 1.0, elapsed
+        assert elapsed < 1.0 + 1.0, elapsed
         assert result.levels == [] and result.capacity.limited_by == "time"
         assert verdict(result, 40).startswith(
-            "Nothing was measured: the model did not answer a first request within 2 s."
+            "Nothing was measured: the model did not answer a first request within 1 s."
         )
         # With a short request timeout the warm-up gives up at it, well inside the budget.
         started = time.monotonic()
-        result = find_capacity(Target(url, KEY, "m", timeout=1), budget_s=60)
-        assert time.monotonic() - started < 1.0 + 1.0
-        assert result.capacity.limited_by == "time" and "within 1 s" in verdict(result)
+        result = find_capacity(Target(url, KEY, "m", timeout=0.5), budget_s=60)
+        assert time.monotonic() - started < 0.5 + 1.0
+        assert result.capacity.limited_by == "time" and "within 0.5 s" in verdict(result)
 
 
 def _level(c: int, p90: float, ok: bool, **kw: object) -> Level:

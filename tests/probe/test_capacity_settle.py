@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from lmreg_nb.probe.load import level_run, samples
 from lmreg_nb.probe.load.level_run import run_level
 from lmreg_nb.probe.load.levels import SLO, Level, LevelPlan, Sample
 from lmreg_nb.probe.load.metrics import percentile
@@ -334,19 +335,26 @@ class PacedConnection:
         pass
 
 
-def _paced_level(conn: Callable[[], PacedConnection], c: int, plan: LevelPlan) -> tuple:
+def _paced_level(
+    conn: Callable[[], PacedConnection], c: int, plan: LevelPlan, slo: SLO = SLO(itl_ms=150)
+) -> tuple:
     async def measure() -> tuple:
         started = time.perf_counter()
         level = await run_level(
-            TARGET, b"{}", c, SLO(itl_ms=150), plan, connect=lambda target, payload: conn()
+            TARGET, b"{}", c, slo, plan, connect=lambda target, payload: conn()
         )
         return level, time.perf_counter() - started
 
     return asyncio.run(measure())
 
 
-def test_a_server_decoding_too_slowly_to_read_is_outside_once_every_chat_showed_it() -> None:
+def test_a_server_decoding_too_slowly_to_read_is_outside_once_every_chat_showed_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A token every 300 ms, 200 tokens a reply (a minute): no reply ends within the level.
+    # A reply shows its pace after 0.7 s here (2 s in the product): two gaps of 300 ms.
+    for module in (samples, level_run):
+        monkeypatch.setattr(module, "PACE_SEEN_S", 0.7)
     plan = LevelPlan(max_seconds=20)
     level, elapsed = _paced_level(lambda: PacedConnection(200, 0.3), 8, plan)
     assert not level.meets_slo and level.failed == "itl"
@@ -355,16 +363,19 @@ def test_a_server_decoding_too_slowly_to_read_is_outside_once_every_chat_showed_
 
 
 def test_a_reply_frozen_after_its_first_token_is_a_stalled_reply() -> None:
+    # A student waits 0.5 s for a reply to go on here (2 s by default): frozen for 8 s.
     plan = LevelPlan(max_seconds=20)
-    level, elapsed = _paced_level(lambda: PacedConnection(20, 0.02, freeze_s=8.0), 4, plan)
+    slo = SLO(itl_ms=150, pause_ms=500)
+    level, elapsed = _paced_level(lambda: PacedConnection(20, 0.02, freeze_s=8.0), 4, plan, slo)
     assert not level.meets_slo and level.failed == "errors"
     assert level.stalled == level.errors == 4 and level.paced == 0
-    assert elapsed < 6, elapsed  # the pause over 2 s is certain: no need to wait out 8 s
+    assert elapsed < 6, elapsed  # the pause over 0.5 s is certain: no need to wait out 8 s
 
 
 def test_a_reply_at_reading_pace_is_within_only_once_whole() -> None:
+    # Replies of 0.2 s (5 tokens 50 ms apart), 8 chats: 22 whole replies in 3 rounds.
     plan = LevelPlan(max_seconds=20, max_requests=24)
-    level, _ = _paced_level(lambda: PacedConnection(10, 0.05), 4, plan)
+    level, _ = _paced_level(lambda: PacedConnection(5, 0.05), 8, plan)
     assert level.meets_slo, level
     assert level.paced >= 22 and 40 <= level.itl_ms["p90"] <= 120
     assert level.longest_pause_ms is not None and level.longest_pause_ms < 2000
