@@ -208,6 +208,8 @@ def test_the_search_stops_within_its_budget(
     # Cut, not run out: the level alone would take 22 x 0.3 s. (Not "budget + 1 s": with both
     # cores busy the warm-up and the teardown alone have taken more than a second.)
     assert elapsed < 22 * 0.3, elapsed
+    # And cut at the budget, not at its own 5 s cap (the elapsed time alone would not tell).
+    assert result.levels[0].duration_s < 5 / 2, result.levels[0]
     assert "time limit" in verdict(result)
 
 
