@@ -7,7 +7,7 @@ lie between K - 1 and 1.5 K (tests/probe/test_capacity_knees.py: the slot-limite
 mock runs in its own process there, so that its pacing does not share our GIL on a
 busy machine). Here the mock is served in this process; levels are kept short (a
 ceiling of 8 requests at level 1, 4 where only the kind of level matters), and the
-tests that need no long reply get replies of 8 tokens (S 90 ms).
+tests that need no long reply get replies of 8 tokens 5 ms apart (S 45 ms).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ PLAIN_TOKENS = 8
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[str]:
-    """A mock without a slot limit (quirks by path prefix), replies of 90 ms (8 tokens)."""
-    with mock_served(mock(tokens=PLAIN_TOKENS)) as base:
+    """A mock without a slot limit (quirks by path prefix), replies of 45 ms (8 tokens)."""
+    with mock_served(mock(ttft_ms=10.0, itl_ms=5.0, tokens=PLAIN_TOKENS)) as base:
         yield base
 
 
@@ -125,9 +125,7 @@ def test_the_load_test_names_cut_streams_too(plain: str) -> None:
 
 
 def test_no_usage_says_tokens_are_counted_from_chunks(plain: str) -> None:
-    result = find_capacity(
-        Target(_url(plain, "no-usage"), KEY, "m"), max_concurrency=1, plan=SHORT
-    )
+    result = find_capacity(Target(_url(plain, "no-usage"), KEY, "m"), max_concurrency=1, plan=SHORT)
     assert result.capacity.concurrency == 1
     assert result.capacity.limited_by == "max-concurrency"
     assert "token figures are counted from chunks" in verdict(result)

@@ -57,12 +57,12 @@ class Recording:
 
 @contextmanager
 def recorded_mock(
-    tokens: int = 30, **knobs: Any
+    tokens: int = 30, ttft_ms: float = 20, **knobs: Any
 ) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
     """The mock, recorded; ``tokens`` a reply (30: 165 ms; the search judges whole replies,
     so a level's length follows it)."""
     seen: list[dict[str, Any]] = []
-    config = MockModelConfig(api_key=KEY, ttft_ms=20, itl_ms=5, tokens=tokens, **knobs)
+    config = MockModelConfig(api_key=KEY, ttft_ms=ttft_ms, itl_ms=5, tokens=tokens, **knobs)
     with hosts.served(Recording(create_app(config), seen)) as base:
         env = {
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
@@ -116,8 +116,10 @@ def test_a_slow_prefill_does_not_serve_a_class_in_a_lesson() -> None:
 
 
 def test_a_prefix_cache_and_a_fast_prefill_serve_the_class() -> None:
+    # Replies of 20 tokens after 5 ms: 40 chats in flight spend little of their time
+    # before a first token, so the level is clearly inside in fewer requests.
     knobs = {"prefill_tokens_per_s": 200_000, "prefix_cache": True}
-    with recorded_mock(tokens=6, **knobs) as (env, seen):
+    with recorded_mock(tokens=20, ttft_ms=5, **knobs) as (env, seen):
         result = CliRunner().invoke(main, ["capacity", "--need", "40"], env=env)
     assert result.exit_code == 0, result.output
     assert "40 students asking at once about a " in result.stdout
@@ -126,7 +128,7 @@ def test_a_prefix_cache_and_a_fast_prefill_serve_the_class() -> None:
 
 
 def test_the_short_workload_sends_todays_one_liner() -> None:
-    with recorded_mock(tokens=6) as (env, seen):
+    with recorded_mock(tokens=4) as (env, seen):
         args = ["capacity", "--json", "--need", "2", "--workload", "short", "--max-tokens", "64"]
         result = CliRunner().invoke(main, args, env=env)
     assert result.exit_code == 0, result.output

@@ -335,14 +335,15 @@ class PacedConnection:
         pass
 
 
+READING = SLO(itl_ms=150)
+
+
 def _paced_level(
-    conn: Callable[[], PacedConnection], c: int, plan: LevelPlan, slo: SLO = SLO(itl_ms=150)
+    conn: Callable[[], PacedConnection], c: int, plan: LevelPlan, slo: SLO = READING
 ) -> tuple:
     async def measure() -> tuple:
         started = time.perf_counter()
-        level = await run_level(
-            TARGET, b"{}", c, slo, plan, connect=lambda target, payload: conn()
-        )
+        level = await run_level(TARGET, b"{}", c, slo, plan, connect=lambda target, payload: conn())
         return level, time.perf_counter() - started
 
     return asyncio.run(measure())
