@@ -50,8 +50,9 @@ def test_a_request_waiting_for_its_first_token_is_awaited_before_a_level_is_insi
 
     level, elapsed = _level(script, 2, SLO(ttft_ms=5000), LevelPlan(max_seconds=20))
     assert level.meets_slo and elapsed >= 1.5
-    assert level.in_flight == level.unfinished == 0
-    assert level.ttft_ms["p99"] is not None and level.ttft_ms["p99"] > 1000
+    # (Cut unjudged, the p99 was the fast chat's 5 ms. A reply whose first token has
+    # just come may still be cut and judged on it, as before: no count of cut requests.)
+    assert level.ttft_ms["p99"] is not None and level.ttft_ms["p99"] > 500
 
 
 def _levels(in_flight: dict[int, int], failing: set[int]) -> Any:

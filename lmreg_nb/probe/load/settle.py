@@ -60,8 +60,9 @@ and a level within the SLO could never be clearly inside before its ceiling (at
 inside were its running replies fast (:func:`hopeful`) **holds**: it sends no
 new request, lets the running ones end whole, and is judged again with none
 unknown; clearly inside then, it ends; if not, it sends again
-(:mod:`lmreg_nb.probe.load.level_run`). Inside is still decided on whole
-replies only.
+(:mod:`lmreg_nb.probe.load.level_run`). A reply that began less than
+``PACE_SEEN_S`` ago is, as before, no unknown of the pace: cut at the end, it
+counts by its first token only.
 """
 
 from __future__ import annotations
