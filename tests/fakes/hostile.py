@@ -5,6 +5,8 @@
 segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
 
 ``/endless/...``  200 event stream of content chunks without end, as fast as it can
+                  (``/endless/wide/...``: each chunk 100 times longer, so a text cap is met
+                  in a hundredth of the events)
 ``/empty/...``    200 event stream of ``data: {}`` without end (no text: only bytes)
 ``/slowloris/...`` 200 event stream, then one byte a second
 ``/silent/...``   200 event stream headers, then nothing until the client gives up
@@ -157,7 +159,8 @@ class _Behaviours:
 
     def do_endless(self, headers: dict, body: dict) -> Play:
         yield _head()
-        block = _chunk("endless reply text ") * 256
+        words = "endless reply text " * (100 if self.variant == "wide" else 1)
+        block = _chunk(words) * 256
         yield from self._pour(block)
 
     def do_empty(self, headers: dict, body: dict) -> Play:
