@@ -97,15 +97,16 @@ def test_endless_empty_events_stop_at_the_byte_cap(
 
 
 def test_slowloris_is_reported_as_stalled_quickly(hostile: str) -> None:
+    # A byte every 50 ms and no whole event: the reads never wait 0.3 s, the reply does.
     start = time.monotonic()
     with pytest.raises(RequestTimeout, match=r"stalled after \d+ bytes"):
-        list(stream_chat(Target(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1), "hi"))
+        list(stream_chat(Target(hostile + "/slowloris/drip" + CHAT, KEY, "m", timeout=0.3), "hi"))
     assert time.monotonic() - start < 6
 
 
 def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
     start = time.monotonic()
-    report = check_endpoint(Target(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1))
+    report = check_endpoint(Target(hostile + "/slowloris/drip" + CHAT, KEY, "m", timeout=0.3))
     assert time.monotonic() - start < 10
     details = " ".join(c.detail for c in report.checks if not c.passed)
     assert "stalled after" in details or "no answer within" in details
@@ -113,8 +114,10 @@ def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
 
 
 def test_keep_alive_comments_are_not_a_stall(hostile: str) -> None:
-    # A server thinking longer than the timeout, sending keep-alives meanwhile, is alive.
-    text = "".join(stream_chat(Target(hostile + "/thinking" + CHAT, KEY, "m", timeout=1), "hi"))
+    # A server thinking longer than the timeout (0.8 s), sending keep-alives meanwhile (every
+    # 0.1 s), is alive.
+    target = Target(hostile + "/thinking/quick" + CHAT, KEY, "m", timeout=0.5)
+    text = "".join(stream_chat(target, "hi"))
     assert text == "thought hard"
 
 
