@@ -5,10 +5,14 @@
 segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
 
 ``/endless/...``  200 event stream of content chunks without end, as fast as it can
+                  (``/endless/wide/...``: each chunk 100 times longer, so a text cap is met
+                  in a hundredth of the events)
 ``/empty/...``    200 event stream of ``data: {}`` without end (no text: only bytes)
-``/slowloris/...`` 200 event stream, then one byte a second
+``/slowloris/...`` 200 event stream, then one byte a second (``/slowloris/drip/...``: one
+                  every 50 ms, so bytes keep coming while no event completes)
 ``/silent/...``   200 event stream headers, then nothing until the client gives up
-``/thinking/...`` keep-alive comments for 1.8 s, then a normal reply
+``/thinking/...`` keep-alive comments for 1.8 s, then a normal reply (``/thinking/quick/...``:
+                  one every 0.1 s for 0.8 s)
 ``/cut/...``      two content chunks, then the connection closes (no [DONE])
 ``/badutf8/...``  a Chinese character's bytes split over two events (invalid per event)
 ``/echo/...``     a reply (stream or not) that echoes the Authorization header, split
@@ -157,7 +161,8 @@ class _Behaviours:
 
     def do_endless(self, headers: dict, body: dict) -> Play:
         yield _head()
-        block = _chunk("endless reply text ") * 256
+        words = "endless reply text " * (100 if self.variant == "wide" else 1)
+        block = _chunk(words) * 256
         yield from self._pour(block)
 
     def do_empty(self, headers: dict, body: dict) -> Play:
@@ -173,12 +178,13 @@ class _Behaviours:
     def do_slowloris(self, headers: dict, body: dict) -> Play:
         yield _head()
         line = _chunk("slow")
+        gap = 0.05 if self.variant == "drip" else 1.0
         start = time.monotonic()
         for byte in line * 10:
             if time.monotonic() - start > CAP_SECONDS:
                 break
             yield bytes([byte])
-            yield 1.0
+            yield gap
 
     def do_silent(self, headers: dict, body: dict) -> Play:
         yield _head()
@@ -186,9 +192,11 @@ class _Behaviours:
 
     def do_thinking(self, headers: dict, body: dict) -> Play:
         yield _head()
-        for _ in range(6):  # 1.8 s of keep-alive comments before the first token
+        # 1.8 s of keep-alive comments before the first token (quick: 0.8 s)
+        count, gap = (8, 0.1) if self.variant == "quick" else (6, 0.3)
+        for _ in range(count):
             yield b": keep-alive\n\n"
-            yield 0.3
+            yield gap
         last = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
         yield _chunk("thought ") + _chunk("hard") + last + b"data: [DONE]\n\n"
 

@@ -6,11 +6,11 @@ import json
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from fakes.hostile import hostile_server
-from fakes.hosts import mock_served
+from fakes.hosts import mock_served, served
 
 from lmreg_nb.errors import LmregError, RequestTimeout
 from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat
@@ -55,7 +55,9 @@ def _peak_mb(run: Callable[[], T]) -> tuple[T, float]:
 
 
 def test_endless_stream_stops_with_one_line_and_bounded_memory(hostile: str) -> None:
-    target = Target(hostile + "/endless" + CHAT, KEY, "m", timeout=5)
+    # Long events (1900 characters): the text cap is met in ~140 events, not 13,800, and
+    # tracemalloc's toll on each stays small.
+    target = Target(hostile + "/endless/wide" + CHAT, KEY, "m", timeout=5)
     got: list[int] = []
 
     def chat() -> str:
@@ -75,8 +77,9 @@ def test_endless_stream_stops_with_one_line_and_bounded_memory(hostile: str) -> 
 
 
 def test_checks_with_the_chat_against_an_endless_stream_stay_bounded(hostile: str) -> None:
-    # Every request of the checks (GET /v1/models included) meets the endless answer.
-    target = Target(hostile + "/endless" + CHAT, KEY, "m", timeout=5)
+    # Every request of the checks (GET /v1/models included) meets the endless answer (long
+    # events, as above).
+    target = Target(hostile + "/endless/wide" + CHAT, KEY, "m", timeout=5)
     report, peak = _peak_mb(lambda: check_endpoint(target, chat_prompt="hi"))
     print(f"peak memory of the checks + chat against an endless stream: {peak:.1f} MB")
     assert "over 262144 characters; stopped" in (report.chat_error or "")
@@ -94,15 +97,16 @@ def test_endless_empty_events_stop_at_the_byte_cap(
 
 
 def test_slowloris_is_reported_as_stalled_quickly(hostile: str) -> None:
+    # A byte every 50 ms and no whole event: the reads never wait 0.3 s, the reply does.
     start = time.monotonic()
     with pytest.raises(RequestTimeout, match=r"stalled after \d+ bytes"):
-        list(stream_chat(Target(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1), "hi"))
+        list(stream_chat(Target(hostile + "/slowloris/drip" + CHAT, KEY, "m", timeout=0.3), "hi"))
     assert time.monotonic() - start < 6
 
 
 def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
     start = time.monotonic()
-    report = check_endpoint(Target(hostile + "/slowloris" + CHAT, KEY, "m", timeout=1))
+    report = check_endpoint(Target(hostile + "/slowloris/drip" + CHAT, KEY, "m", timeout=0.3))
     assert time.monotonic() - start < 10
     details = " ".join(c.detail for c in report.checks if not c.passed)
     assert "stalled after" in details or "no answer within" in details
@@ -110,8 +114,10 @@ def test_slowloris_in_the_checks_is_a_stalled_row(hostile: str) -> None:
 
 
 def test_keep_alive_comments_are_not_a_stall(hostile: str) -> None:
-    # A server thinking longer than the timeout, sending keep-alives meanwhile, is alive.
-    text = "".join(stream_chat(Target(hostile + "/thinking" + CHAT, KEY, "m", timeout=1), "hi"))
+    # A server thinking longer than the timeout (0.8 s), sending keep-alives meanwhile (every
+    # 0.1 s), is alive.
+    target = Target(hostile + "/thinking/quick" + CHAT, KEY, "m", timeout=0.5)
+    text = "".join(stream_chat(target, "hi"))
     assert text == "thought hard"
 
 
@@ -163,19 +169,60 @@ def test_stream_masker_holds_back_a_split_key() -> None:
     assert _clean(text) and text.startswith("hello ") and text.endswith(" 你好 bye")
 
 
-def test_chat_reply_runs_beside_the_checks() -> None:
-    from lmreg_nb.sandbox.school_model import MockModelConfig, reply_tokens
+def _timed(app: Any, seen: list[tuple[bool, float, float]]) -> Any:
+    """``app``, noting each POST's (asks for the chat prompt, start, end) as it serves it."""
 
-    config = MockModelConfig(api_key=KEY, ttft_ms=400, itl_ms=10, tokens=8)
-    with mock_served(config) as base:
-        check_endpoint(Target(base + CHAT, KEY, "m", timeout=5))  # warm up imports and connections
+    async def timed(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await inner(scope, receive, send)
+        start = time.monotonic()
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def again() -> dict:
+            nonlocal replayed
+            if replayed:  # then what the connection says (a disconnect)
+                return await receive()  # type: ignore[no-any-return]
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        try:
+            await inner(scope, again, send)
+        finally:
+            seen.append((b"Hello there" in body, start, time.monotonic()))
+
+    inner = app
+    return timed
+
+
+def test_chat_reply_runs_beside_the_checks() -> None:
+    from lmreg_nb.sandbox.school_model import MockModelConfig, create_app, reply_tokens
+
+    # Imports warmed up against a mock without latency, so they do not count below.
+    with mock_served(MockModelConfig(api_key=KEY, ttft_ms=0, itl_ms=0, tokens=2)) as base:
+        check_endpoint(Target(base + CHAT, KEY, "m", timeout=5))
+    config = MockModelConfig(api_key=KEY, ttft_ms=150, itl_ms=10, tokens=8)
+    seen: list[tuple[bool, float, float]] = []
+    with served(_timed(create_app(config), seen)) as base:
         start = time.monotonic()
         report = check_endpoint(Target(base + CHAT, KEY, "m", timeout=5), chat_prompt="Hello there")
         elapsed = time.monotonic() - start
     assert report.ok and report.chat_error is None
     assert report.chat_reply == "".join(reply_tokens(8))
-    # Eleven requests of ~0.5 s each: one after another they would take over 5 s.
-    assert elapsed < 2.0, elapsed
+    # The chat's request was at the server while the checks' were (not before, not after).
+    chat = [(s, e) for is_chat, s, e in seen if is_chat]
+    others = [(s, e) for is_chat, s, e in seen if not is_chat]
+    assert len(chat) == 1 and len(others) >= 10, seen
+    assert any(s < chat[0][1] and chat[0][0] < e for s, e in others), seen
+    # Each request takes ~0.23 s: one after another they would take over 2.5 s.
+    one = (config.ttft_ms + config.tokens * config.itl_ms) / 1000
+    assert elapsed < 0.5 * len(seen) * one, (elapsed, len(seen))
 
 
 def test_chat_error_is_reported_not_raised(mock: Mock) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import openai
@@ -39,12 +40,19 @@ def _openai_stream(mock: Mock, quirks: str) -> tuple[str, int, int | None]:
     "quirks", ["", "no-space", "crlf", "cr", "keepalive", "null-content", "no-usage", "burst"]
 )
 def test_probe_reads_what_openai_reads(mock: Mock, quirks: str) -> None:
-    text, chunks, usage = _openai_stream(mock, quirks)
+    # The three readers at once (the openai client and the chat step in threads of their
+    # own): each reads its own reply, and the test waits for one reply, not three.
+    with ThreadPoolExecutor(2) as pool:
+        reference = pool.submit(_openai_stream, mock, quirks)
+        target = Target(mock.url(quirks), mock.key, mock.model)
+        chatted = pool.submit(lambda: "".join(stream_chat(target, PROMPT)))
+        report = check_endpoint(Target(mock.url(quirks), mock.key, mock.model, timeout=5))
+        text, chunks, usage = reference.result()
+        probed = chatted.result()
     assert text == "".join(reply_tokens(mock.tokens))  # the reference saw the truth
 
-    assert "".join(stream_chat(Target(mock.url(quirks), mock.key, mock.model), PROMPT)) == text
+    assert probed == text
 
-    report = check_endpoint(Target(mock.url(quirks), mock.key, mock.model, timeout=5))
     assert report.reply_text == text
     assert report.metrics is not None
     assert report.metrics.chunks == chunks
