@@ -28,6 +28,8 @@ from lmreg_nb.watch.call import MAX_TOKENS, PROMPT, ProbeResult, probe_model
 from lmreg_nb.watch.rounds import Observation, make_client, probe_all
 
 SETTINGS = Settings(timeout=2.0)
+#: For the models that hang: each costs one timeout, so a short one keeps the tests quick.
+HANG = Settings(timeout=0.6)
 
 
 def _model(url: str, key: str = MODEL_KEY, name: str = "m") -> RegisteredModel:
@@ -42,10 +44,12 @@ def _probe(model: RegisteredModel, settings: Settings = SETTINGS) -> ProbeResult
     return asyncio.run(go())
 
 
-def _round(models: list[RegisteredModel], concurrency: int = 8) -> tuple[list[Observation], float]:
+def _round(
+    models: list[RegisteredModel], concurrency: int = 8, settings: Settings = SETTINGS
+) -> tuple[list[Observation], float]:
     async def go() -> list[Observation]:
-        async with make_client(concurrency, SETTINGS.timeout) as client:
-            return await probe_all(models, SETTINGS, client, concurrency=concurrency)
+        async with make_client(concurrency, settings.timeout) as client:
+            return await probe_all(models, settings, client, concurrency=concurrency)
 
     began = time.perf_counter()
     found = asyncio.run(go())
@@ -80,8 +84,8 @@ def test_a_server_that_cannot_be_reached() -> None:
 
 def test_a_model_that_hangs_costs_at_most_its_timeout(school_model: SchoolModel) -> None:
     began = time.perf_counter()
-    result = _probe(_model(school_model.url("slow")))
-    assert result.kind == "timeout" and time.perf_counter() - began < SETTINGS.timeout + 1.5
+    result = _probe(_model(school_model.url("slow")), HANG)
+    assert result.kind == "timeout" and time.perf_counter() - began < HANG.timeout + 1.5
 
 
 def test_an_incomplete_registration_is_said_so() -> None:
@@ -141,15 +145,15 @@ def test_the_body_model_is_the_registered_name_unless_lmreg_model_name(
 def test_models_that_hang_never_hold_the_round(school_model: SchoolModel) -> None:
     good = [_model(school_model.url(), name=f"ok-{i}") for i in range(24)]
     hanging = [_model(school_model.url("slow"), name=f"hangs-{i}") for i in range(4)]
-    _warm, _ = _round(good)
-    _found, reference = _round(good, concurrency=8)
-    found, took = _round([*hanging, *good], concurrency=8)
+    _warm, _ = _round(good, settings=HANG)
+    _found, reference = _round(good, concurrency=8, settings=HANG)
+    found, took = _round([*hanging, *good], concurrency=8, settings=HANG)
     kinds = {o.model.model_name: o.result.kind for o in found}
     assert [kinds.pop(m.model_name) for m in hanging] == ["timeout"] * 4
     assert set(kinds.values()) == {None}
     # Each hanging model holds one slot for its timeout, side by side: the round costs one
-    # timeout more, not four (one after the other: 4 x 2 s).
-    assert took < reference + SETTINGS.timeout + 1.5, (took, reference)
+    # timeout more, not four (one after the other: 4 x 0.6 s, over this bound).
+    assert took < reference + HANG.timeout + 1.0, (took, reference)
 
 
 # -- certificates -----------------------------------------------------------------------------
