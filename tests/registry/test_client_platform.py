@@ -29,6 +29,7 @@ from lmreg_nb.errors import (
 )
 from lmreg_nb.models import ModelDraft
 from lmreg_nb.registry import client as client_module
+from lmreg_nb.registry import retry
 from lmreg_nb.registry.client import REGISTER_PATH, RegistryClient
 from lmreg_nb.registry.tokens import TokenCache, credential_id
 from lmreg_nb.sandbox.platform.app import PlatformConfig
@@ -200,8 +201,11 @@ def test_envelope_error_style(tmp_path: Path) -> None:
 
 
 def test_fail_rate_queries_succeed_and_nothing_is_registered_twice(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The retries wait 10 ms, not 0.5 s and more: what is stored is the point here (the
+    # backoff itself: tests/registry/test_client.py).
+    monkeypatch.setattr(retry, "BACKOFF_BASE_S", 0.01)
     caplog.set_level(logging.INFO, logger="lmreg_nb")
     names = [f"flaky-{i}" for i in range(8)]
     # 0.3 ** 9: one call in 50 000 would exhaust its retries. The seed fixes which calls
