@@ -23,8 +23,8 @@ from lmreg_nb.settings import Settings
 
 # A short timeout keeps the test quick; the bug it guards makes the calls queue, so
 # enough threads that a queue (THREADS x one call) is far above every bound below.
-THREADS = 16
-TIMEOUT_S = 0.25
+THREADS = 32
+TIMEOUT_S = 0.3
 
 
 BASE_URL = "https://platform.test"
@@ -93,7 +93,7 @@ def test_threads_of_one_client_share_one_exchange_while_the_platform_hangs(
     _one_line_errors(outcomes)
     print(f"{THREADS} threads of one client: {total:.1f} s (one call alone: {single:.1f} s)")
     # Before: one exchange after another, THREADS x single.
-    assert total < 2 * single + 1.0, f"{THREADS} threads took {total:.1f} s, one {single:.1f} s"
+    assert total < 2 * single + 3, f"{THREADS} threads took {total:.1f} s, one {single:.1f} s"
 
 
 def test_clients_sharing_a_cache_file_stop_waiting_for_its_lock(tmp_path: Path) -> None:
@@ -108,5 +108,5 @@ def test_clients_sharing_a_cache_file_stop_waiting_for_its_lock(tmp_path: Path) 
     _one_line_errors(outcomes)
     print(f"{THREADS} clients, one cache file: {total:.1f} s (one call alone: {single:.1f} s)")
     # Each waits for the lock at most LMREG_TIMEOUT, then exchanges on its own.
-    bound = 2 * single + TIMEOUT_S + 1.25
+    bound = 2 * single + TIMEOUT_S + 2
     assert total < bound, f"{THREADS} clients took {total:.1f} s, one {single:.1f} s"
