@@ -156,8 +156,8 @@ def test_kv_room_admits_in_arrival_order() -> None:
 
 
 def test_ttft_grows_with_prompt_tokens_and_with_the_prompts_before() -> None:
-    config = _config(prefill_tokens_per_s=4000)
-    one = len(tokenize(LESSON)) / 4000  # 0.26 s of prefill
+    config = _config(prefill_tokens_per_s=3000)
+    one = len(tokenize(LESSON)) / 3000  # 0.35 s of prefill
     short, long_ = _run(config, [_body("你好"), _body(LESSON)], together=False)
     assert long_ >= one  # a sleep is never shorter than asked
     assert long_ > short + one / 2
@@ -167,14 +167,14 @@ def test_ttft_grows_with_prompt_tokens_and_with_the_prompts_before() -> None:
 
 
 def test_the_prefix_cache_makes_a_second_prompt_on_the_same_lesson_start_much_faster() -> None:
-    config = _config(prefill_tokens_per_s=4000, prefix_cache=True)
+    config = _config(prefill_tokens_per_s=3000, prefix_cache=True)
     asks = [_body(LESSON + "什么是光合作用？"), _body(LESSON + "为什么天是蓝的？")]
     first, second = _run(config, asks, together=False)
-    assert first >= len(tokenize(LESSON)) / 4000
+    assert first >= len(tokenize(LESSON)) / 3000
     assert second < first / 3
-    no_cache = _config(prefill_tokens_per_s=4000)
+    no_cache = _config(prefill_tokens_per_s=3000)
     (again,) = _run(no_cache, [_body(LESSON + "为什么？")], together=False)
-    assert again >= len(tokenize(LESSON)) / 4000  # without the cache: full price
+    assert again >= len(tokenize(LESSON)) / 3000  # without the cache: full price
 
 
 def test_kv_tokens_make_a_request_wait_for_room() -> None:

@@ -144,16 +144,16 @@ def test_the_body_model_is_the_registered_name_unless_lmreg_model_name(
 
 def test_models_that_hang_never_hold_the_round(school_model: SchoolModel) -> None:
     good = [_model(school_model.url(), name=f"ok-{i}") for i in range(24)]
-    hanging = [_model(school_model.url("slow"), name=f"hangs-{i}") for i in range(4)]
+    hanging = [_model(school_model.url("slow"), name=f"hangs-{i}") for i in range(6)]
     _warm, _ = _round(good, settings=HANG)
     _found, reference = _round(good, concurrency=8, settings=HANG)
     found, took = _round([*hanging, *good], concurrency=8, settings=HANG)
     kinds = {o.model.model_name: o.result.kind for o in found}
-    assert [kinds.pop(m.model_name) for m in hanging] == ["timeout"] * 4
+    assert [kinds.pop(m.model_name) for m in hanging] == ["timeout"] * 6
     assert set(kinds.values()) == {None}
     # Each hanging model holds one slot for its timeout, side by side: the round costs one
-    # timeout more, not four (one after the other: 4 x 0.6 s, over this bound).
-    assert took < reference + HANG.timeout + 1.0, (took, reference)
+    # timeout more, not six (one after the other: 6 x 0.6 s, over this bound).
+    assert took < reference + HANG.timeout + 1.5, (took, reference)
 
 
 # -- certificates -----------------------------------------------------------------------------

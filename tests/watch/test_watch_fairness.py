@@ -51,7 +51,7 @@ def test_a_school_with_320_hanging_models_does_not_delay_another(make_fleet: Any
     fleet = _fleet_of_320(make_fleet, "hang")
     report, took = _timed_round(fleet)
     # About one LMREG_TIMEOUT over the round's own work, never ten of them (the bug).
-    assert took < work + 3 * TIMEOUT, (took, work)
+    assert took < work + 4 * TIMEOUT, (took, work)
     b = [s for s in report.states if s.school == "b"]
     assert [(s.model_name, s.kind) for s in b] == [("qwen-b", "http-5xx")]
     assert [m.title for m in fleet.notifier.to("wang@b.example")] == [
