@@ -28,16 +28,28 @@ from lmreg_nb.probe.wire.exchange import Exchange
 
 
 def test_a_request_cut_before_its_first_token_is_in_flight_though_not_judged() -> None:
-    # The first request waits 3 s for its first token (the SLO is 5 s); the other chat's
-    # fast replies settle the level inside long before: the slow one is cut unjudged.
+    # The first request waits 3 s for its first token (the SLO is 5 s); the level's time
+    # cap (1 s) ends it first: the slow one is cut unjudged.
+    def script(n: int) -> tuple[float | None, float]:
+        return (3.0, 0.01) if n == 0 else (0.005, 0.01)
+
+    level, elapsed = _level(script, 2, SLO(ttft_ms=5000), LevelPlan(max_seconds=1.0))
+    assert elapsed < 3.0
+    # The slow request was still running at the end (the fast chat's too, maybe): it is
+    # judged on nothing, yet the server may still work on it.
+    assert level.in_flight > level.unfinished and level.in_flight >= 1
+
+
+def test_a_request_waiting_for_its_first_token_is_awaited_before_a_level_is_inside() -> None:
+    # The same request, but the other chat's fast replies would settle the level inside
+    # long before it ends: the level holds for it, and its 3 s count in the p99.
     def script(n: int) -> tuple[float | None, float]:
         return (3.0, 0.01) if n == 0 else (0.005, 0.01)
 
     level, elapsed = _level(script, 2, SLO(ttft_ms=5000), LevelPlan(max_seconds=20))
-    assert level.meets_slo and elapsed < 3.0
-    # The slow request was still running at the end (the fast chat's too, unless the level
-    # ended at its ceiling): it is judged on nothing, yet the server may still work on it.
-    assert level.in_flight > level.unfinished and level.in_flight >= 1
+    assert level.meets_slo and elapsed >= 3.0
+    assert level.in_flight == level.unfinished == 0
+    assert level.ttft_ms["p99"] is not None and level.ttft_ms["p99"] > 1000
 
 
 def _levels(in_flight: dict[int, int], failing: set[int]) -> Any:

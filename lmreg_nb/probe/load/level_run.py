@@ -4,16 +4,20 @@ The figures and the judgement are :mod:`lmreg_nb.probe.load.levels`'s; the rule 
 ends a level is :mod:`lmreg_nb.probe.load.settle`'s. Here: the workers (one chat
 each, sending its next request when the previous one ends), a look at the
 requests every ``TICK_S`` to end the level as soon as its verdict is settled
-(or at its ceiling or time cap), and the requests still running then, cut and
-judged on what they streamed so far (:func:`~lmreg_nb.probe.load.samples.cut_sample`):
-their first token, their pace and longest pause so far, or that they had waited
-past the SLO without one, or stalled after their first token.
+(or at its ceiling or time cap), the hold (no new request while the running
+replies end whole, once they alone stand between the level and "clearly inside":
+:func:`~lmreg_nb.probe.load.settle.hopeful`), and the requests still running at
+the end, cut and judged on what they streamed so far
+(:func:`~lmreg_nb.probe.load.samples.cut_sample`): their first token, their pace
+and longest pause so far, or that they had waited past the SLO without one, or
+stalled after their first token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -26,7 +30,7 @@ from ..wire.reasons import LOCAL_LIMIT
 from ..wire.stream_client import ChatConnection
 from .levels import CUT, SLO, Level, LevelPlan, Sample, cut_sample, judge, to_sample
 from .samples import PACE_SEEN_S
-from .settle import Measure, Tally, settled
+from .settle import Measure, Tally, hopeful, settled
 
 __all__ = ["PROGRESS_EVERY_S", "TICK_S", "Connection", "run_level"]
 
@@ -149,6 +153,10 @@ class _LevelRun:
         #: Running replies' closed gaps scanned so far: worker -> (exchange, times seen, widest).
         self.gaps: dict[int, tuple[Exchange | None, int, float]] = {}
         self.wake = asyncio.Event()  # set by a worker at the ceiling
+        #: Clear while the level holds (no new request until its running replies end).
+        self.sending = asyncio.Event()
+        self.sending.set()
+        self.hold_from = 0  # finished requests before the level may hold (again)
 
     def _add(self, index: int, sample: Sample) -> None:
         self.samples.append(sample)
@@ -226,14 +234,27 @@ class _LevelRun:
             return True
         if elapsed < plan.min_seconds:
             return False
-        verdict = settled(
-            self.tally(now),
+        tally = self.tally(now)
+        judged = functools.partial(
+            settled,
             floor=plan.floor(c),
             most=plan.ceiling(c) + c,
             max_error_rate=self.slo.max_error_rate,
             chats=c,
         )
-        return verdict is not None
+        if judged(tally) is not None:
+            return True
+        if not self.sending.is_set():
+            if not self.live:  # every held reply ended, and the level is still not settled:
+                self._send_again()  # back to the closed loop, for one more wave at least
+            return False
+        if len(self.samples) >= self.hold_from and judged(hopeful(tally)):
+            self.sending.clear()  # hold: only the running replies stand in the way
+        return False
+
+    def _send_again(self) -> None:
+        self.hold_from = len(self.samples) + self.concurrency
+        self.sending.set()
 
     def _cut(self, now: float) -> list[Sample]:
         """The requests in flight at the end, judged on what they streamed so far."""
@@ -260,6 +281,9 @@ class _LevelRun:
         conn = self.connect(self.target, self.payload)
         try:
             while len(self.samples) < ceiling:
+                if not self.sending.is_set():
+                    await self.sending.wait()
+                    due = time.perf_counter()  # the hold's wait is not the server's time
                 self.live[index] = (due, conn)
                 ex = await conn.send()
                 del self.live[index]

@@ -53,6 +53,15 @@ A level that is settled "inside" cannot be judged outside by the requests that
 are then cut (they were counted as slow), nor one settled "outside" be judged
 inside. Between the two (a p90 near the SLO) the level runs to its ceiling:
 that is where more requests are worth their time.
+
+Counting every running reply as slow means that C chats always hold C unknowns,
+and a level within the SLO could never be clearly inside before its ceiling (at
+4 chats, 74 whole replies; the ceiling is 40). So a level that would be clearly
+inside were its running replies fast (:func:`hopeful`) **holds**: it sends no
+new request, lets the running ones end whole, and is judged again with none
+unknown; clearly inside then, it ends; if not, it sends again
+(:mod:`lmreg_nb.probe.load.level_run`). Inside is still decided on whole
+replies only.
 """
 
 from __future__ import annotations
@@ -63,7 +72,16 @@ from dataclasses import dataclass
 
 from .samples import PACE_SEEN_S
 
-__all__ = ["CONFIDENCE", "PACE_SEEN_S", "QUANTILE", "Measure", "Tally", "rank_bounds", "settled"]
+__all__ = [
+    "CONFIDENCE",
+    "PACE_SEEN_S",
+    "QUANTILE",
+    "Measure",
+    "Tally",
+    "hopeful",
+    "rank_bounds",
+    "settled",
+]
 
 #: The percentile the SLO is about (p90) and the confidence of the bounds on it.
 QUANTILE = 0.9
@@ -214,3 +232,23 @@ def settled(
         if not (k <= m.counted and m.fast >= k):
             return None
     return True if errors_within else None
+
+
+def hopeful(tally: Tally) -> Tally:
+    """``tally`` with every unknown request counted as fast: what the level would be if
+    the replies still running all ended within the SLO (the hold's question)."""
+
+    def fast(m: Measure | None) -> Measure | None:
+        return None if m is None else Measure(m.fast + m.unknown, m.slow, 0, m.certain)
+
+    return Tally(
+        tally.fast + tally.unknown,
+        tally.slow,
+        0,
+        tally.errors,
+        tally.finished,
+        tally.late,
+        pace=fast(tally.pace),
+        pause=fast(tally.pause),
+        shown=tally.shown,
+    )
