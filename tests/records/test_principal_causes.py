@@ -9,14 +9,15 @@ waits on that cause.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from fakes.hosts import mock_served
 
-from lmreg_nb.probe import Target, check_endpoint
+from lmreg_nb.probe import CheckResult, Target, check_endpoint
 from lmreg_nb.records.principal import obstacles, render_principal_html
 from lmreg_nb.sandbox.school_model import MockModelConfig
 from lmreg_nb.summary import Step, build_summary
@@ -40,9 +41,10 @@ GENERIC = {
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, str]]:
     window = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=2, tokens=8, context_window=WINDOW)
-    # Replies of a second: two chats sent at once overlap even when a busy machine starts
-    # the second late (8 tokens 2 ms apart ended before it came: nothing was cut).
-    plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=25, tokens=40)
+    # Replies of half a second: two chats sent at once overlap even when a busy machine
+    # starts the second late (8 tokens 2 ms apart ended before it came: nothing was cut).
+    # Not longer: the checks send the cut streams again, one at a time.
+    plain = MockModelConfig(api_key=KEY, ttft_ms=5, itl_ms=25, tokens=20)
     down = 9  # discard's port: nothing listens on it, the connection is refused
     with mock_served(window) as small, mock_served(plain) as base:
         yield {
@@ -52,9 +54,21 @@ def servers() -> Iterator[dict[str, str]]:
         }
 
 
-def _page_rows(url: str, lang: str) -> list[str]:
-    report = check_endpoint(Target(url, KEY, "m", timeout=5), context_need=8000)
-    checks = list(report.checks)
+@pytest.fixture(scope="module")
+def checked(servers: dict[str, str]) -> Callable[[str], tuple[CheckResult, ...]]:
+    """The checks' rows against each server, run once for both languages (the rows carry
+    no words; the page puts them in the language)."""
+
+    @functools.cache
+    def rows(kind: str) -> tuple[CheckResult, ...]:
+        target = Target(servers[kind], KEY, "m", timeout=5)
+        return tuple(check_endpoint(target, context_need=8000).checks)
+
+    return rows
+
+
+def _page_rows(rows_checked: tuple[CheckResult, ...], lang: str) -> list[str]:
+    checks = list(rows_checked)
     failed = [c.name for c in checks if not c.passed and c.severity == "error"]
     steps = [Step(name, True, "") for name in ("contact card", "token", "register", "list models")]
     said = "required checks failed: " + ", ".join(failed)
@@ -72,8 +86,10 @@ def _page_rows(url: str, lang: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["down", "window", "cut"])
-def test_the_principals_page_names_the_cause(servers: dict[str, str], lang: str, kind: str) -> None:
-    rows = _page_rows(servers[kind], lang)
+def test_the_principals_page_names_the_cause(
+    checked: Callable[[str], tuple[CheckResult, ...]], lang: str, kind: str
+) -> None:
+    rows = _page_rows(checked(kind), lang)
     said = " | ".join(rows)
     assert SAYS[kind][lang] in said, rows
     for other in set(SAYS) - {kind}:

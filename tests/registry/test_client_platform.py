@@ -27,10 +27,13 @@ from lmreg_nb.errors import (
     NotFoundError,
     ValidationError,
 )
-from lmreg_nb.models import ModelDraft
+from lmreg_nb.models import ModelDraft, now_ms
 from lmreg_nb.registry import client as client_module
+from lmreg_nb.registry import retry
 from lmreg_nb.registry.client import REGISTER_PATH, RegistryClient
 from lmreg_nb.registry.tokens import TokenCache, credential_id
+from lmreg_nb.sandbox.platform import deps as platform_deps
+from lmreg_nb.sandbox.platform import store as platform_store
 from lmreg_nb.sandbox.platform.app import PlatformConfig
 from lmreg_nb.sandbox.process import SandboxInfo
 from lmreg_nb.secret import Secret
@@ -200,8 +203,11 @@ def test_envelope_error_style(tmp_path: Path) -> None:
 
 
 def test_fail_rate_queries_succeed_and_nothing_is_registered_twice(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The retries wait 10 ms, not 0.5 s and more: what is stored is the point here (the
+    # backoff itself: tests/registry/test_client.py).
+    monkeypatch.setattr(retry, "BACKOFF_BASE_S", 0.01)
     caplog.set_level(logging.INFO, logger="lmreg_nb")
     names = [f"flaky-{i}" for i in range(8)]
     # 0.3 ** 9: one call in 50 000 would exhaust its retries. The seed fixes which calls
@@ -228,7 +234,9 @@ def test_fail_rate_queries_succeed_and_nothing_is_registered_twice(
     assert sum("retry" in m or "not stored" in m for m in messages) >= 3
 
 
-def test_server_side_expiry_is_refreshed_once(tmp_path: Path) -> None:
+def test_server_side_expiry_is_refreshed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with app_platform(tmp_path / "ttl.sqlite3", PlatformConfig(token_ttl_s=1)) as plat:
         info = plat.info
         settings = settings_for(info, tmp_path)
@@ -240,7 +248,9 @@ def test_server_side_expiry_is_refreshed_once(tmp_path: Path) -> None:
         TokenCache(tmp_path / "tokens.json").store(
             info.base_url, info.app_id, lied, credential=credential
         )
-        time.sleep(1.2)
+        # The platform's clock moves 1.2 s on (the token's lifetime is 1 s), not this one's.
+        for module in (platform_store, platform_deps):
+            monkeypatch.setattr(module, "now_ms", lambda: now_ms() + 1200)
         with RegistryClient(settings, transport=plat.transport()) as c:
             assert c.query_models() == []
             assert c.exchanges == 1 and c.token().token != first.token

@@ -53,7 +53,7 @@ def faulty_platforms(platforms: dict[str, Platform]) -> Iterator[dict[str, Platf
             style: local_platform(
                 stack,
                 plain.info.db,
-                PlatformConfig(error_style=style, fail_rate=1.0, rate_limit=2.0, latency_ms=150),
+                PlatformConfig(error_style=style, fail_rate=1.0, rate_limit=2.0, latency_ms=50),
             )
             for style, plain in platforms.items()
         }

@@ -124,7 +124,8 @@ def test_interrupt_a_plain_request_cuts_the_running_stream() -> None:
                     lines.append(line)
                     running = sum('"content"' in x for x in lines) >= 3  # the stream is running
                     if running and poster is None:
-                        plain = {"model": "m", "messages": SYSTEM[1:]}
+                        # One token: its own reply is quick; its arrival is what cuts.
+                        plain = {"model": "m", "messages": SYSTEM[1:], "max_tokens": 1}
                         poster = asyncio.create_task(http.post(url, json=plain, headers=headers))
             assert poster is not None
             await asyncio.wait_for(poster, 10)

@@ -38,13 +38,20 @@ BASE = "http://127.0.0.1:8766"  # never dialled: the transports call the app
 
 @pytest.fixture(scope="module")
 def app() -> Starlette:
+    """The app whose timing is measured (the timing and timeout tests)."""
     return create_app(MockModelConfig(api_key=KEY, ttft_ms=120, itl_ms=15, tokens=TOKENS))
 
 
+@pytest.fixture(scope="module")
+def quick_app() -> Starlette:
+    """The same app with 1 ms waits, for the tests of what it answers (not when)."""
+    return create_app(MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=TOKENS))
+
+
 @pytest.fixture()
-def http(app: Starlette) -> Iterator[TestClient]:
-    """An httpx.Client into the app (each answer read whole)."""
-    with TestClient(app, base_url=BASE) as c:
+def http(quick_app: Starlette) -> Iterator[TestClient]:
+    """An httpx.Client into the quick app (each answer read whole)."""
+    with TestClient(quick_app, base_url=BASE) as c:
         yield c
 
 
@@ -187,7 +194,7 @@ def test_slow_quirk_hangs_past_the_timeout(app: Starlette) -> None:
                 "/quirks/slow/v1/chat/completions",
                 headers={"Authorization": f"Bearer {KEY}"},
                 json={"model": "m", "messages": MESSAGES},
-                timeout=0.5,
+                timeout=0.2,
             )
 
     with pytest.raises(httpx.ReadTimeout):

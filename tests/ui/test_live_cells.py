@@ -8,6 +8,7 @@ the verdict no longer says "not checked yet" and the figure no longer says
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -46,10 +47,23 @@ def _words(shown: Any) -> str:
     return shown.title if isinstance(shown, Outcome) else repr(shown)
 
 
+@pytest.fixture(scope="module")
+def quick_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    """A sandbox whose mock model answers in a few ms, not the default 0.37 s: the checks
+    and the load test below run several replies, and what is shown after is the point."""
+    from fakes.sandbox import local_sandbox
+
+    from lmreg_nb.sandbox.server import SandboxOptions
+
+    db = tmp_path_factory.mktemp("quick-sandbox") / "platform.sqlite3"
+    with local_sandbox(db, SandboxOptions(db=db, ttft_ms=5, itl_ms=1)) as info:
+        yield info
+
+
 def test_the_verdict_and_figure_cells_follow_the_checks(
-    sandbox: SandboxInfo, handles: list[Handle]
+    quick_sandbox: SandboxInfo, handles: list[Handle]
 ) -> None:
-    run = Onboarding("S", settings=Settings.load(environ=sandbox.env()))
+    run = Onboarding("S", settings=Settings.load(environ=quick_sandbox.env()))
     assert not run.headless
     for render in (run.verdict, run.figure):
         run.live(render)._ipython_display_()  # the cells, run top to bottom: nothing checked

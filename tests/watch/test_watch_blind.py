@@ -220,12 +220,12 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
     from fakes.hostile import closing_server
 
     # 40 models behind one host whose TLS handshake never completes, 4 call slots and a
-    # 1 s timeout: called one by one they would take 10 waves (20 s before: handshake,
+    # 0.5 s timeout: called one by one they would take 10 waves (10 s before: handshake,
     # then the call); the handshake made once, outside the slots, takes one timeout.
     with closing_server(silent=True) as port, loopback_platform() as (base, script):
         url = f"https://127.0.0.1:{port}/v1/chat/completions"
         script.models = [_model(f"tls-{i:02d}", url) for i in range(40)]
-        settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "1"})
+        settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "0.5"})
         targets = parse_targets([webhook.url])
         store = StateStore(tmp_path / "state.sqlite3")
         store.acquire()
@@ -241,7 +241,7 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
             _close(watcher)
     assert len(report.states) == 40 and {s.kind for s in report.states} == {"timeout"}
     assert "TLS handshake" in report.states[0].detail
-    assert report.seconds < 5, report.seconds  # one 1 s bound, not ten
+    assert report.seconds < 2.5, report.seconds  # one 0.5 s bound, not ten
 
 
 def test_a_target_that_comes_back_gets_its_backlog_as_one_digest(

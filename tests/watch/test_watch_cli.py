@@ -4,7 +4,9 @@ process (a signal mid-round) is test_watch_e2e.py's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -13,6 +15,9 @@ from watch_helpers import MODEL_KEY, WEBHOOK_TOKEN, Account, SchoolModel, Webhoo
 
 from lmreg_nb.cli import main
 from lmreg_nb.registry import retry
+from lmreg_nb.watch import config as watch_config
+from lmreg_nb.watch import service
+from lmreg_nb.watch.watcher import WatchConfig
 
 SECRETS = {"apiKey": MODEL_KEY, "webhook token": WEBHOOK_TOKEN}
 
@@ -27,6 +32,20 @@ def _env(account: Account, webhook: Webhook) -> dict[str, str]:
 
 def _watch(args: list[str], env: dict[str, str]) -> Result:
     return CliRunner().invoke(main, ["watch", *args], env=env)
+
+
+@pytest.fixture
+def short_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounds 0.05 s apart: the command still parses and checks --interval (1 s at
+    least), then the watch's floor is lowered and it waits less between rounds (the exit
+    codes and the lines are the point)."""
+    run_watch = service.run_watch
+    monkeypatch.setattr(watch_config, "MIN_INTERVAL_S", 0.05)
+
+    def quick(config: WatchConfig, *args: Any, **kwargs: Any) -> int:
+        return run_watch(replace(config, interval=0.05), *args, **kwargs)
+
+    monkeypatch.setattr(service, "run_watch", quick)
 
 
 @pytest.mark.parametrize(
@@ -82,6 +101,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert "Pw-0123456789" not in result.output + result.stderr
 
 
+@pytest.mark.usefixtures("short_interval")
 def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
     account: Account, school_model: SchoolModel, webhook: Webhook, tmp_path: Path
 ) -> None:
@@ -104,6 +124,7 @@ def test_rounds_exit_0_when_all_are_up_and_1_when_one_is_down(
     assert (tmp_path / "state-status.html").is_file()
 
 
+@pytest.mark.usefixtures("short_interval")
 def test_a_platform_that_is_down_is_logged_and_tried_again(
     account: Account, webhook: Webhook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
