@@ -32,7 +32,18 @@ from typing import Any
 
 import httpx
 
-__all__ = ["HOST", "asgi_factory", "close", "mock_served", "serve", "serve_asgi", "served", "stop"]
+__all__ = [
+    "HOST",
+    "asgi_factory",
+    "close",
+    "mock_served",
+    "read_body",
+    "replaying",
+    "serve",
+    "serve_asgi",
+    "served",
+    "stop",
+]
 
 #: The host every served address names (a port on it is only a key here).
 HOST = "127.0.0.1"
@@ -298,3 +309,28 @@ def mock_served(
         context.load_cert_chain(certfile, keyfile)
     with served(create_app(config), ssl=context) as base:
         yield base
+
+
+async def read_body(receive: Any) -> bytes:
+    """An ASGI request's whole body (a wrapper that looks at it before the app does)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` giving ``body`` once, then what the connection says (a
+    disconnect): for the app behind a wrapper that read the body first."""
+    replayed = False
+
+    async def again() -> dict[str, Any]:
+        nonlocal replayed
+        if replayed:
+            return await receive()  # type: ignore[no-any-return]
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again

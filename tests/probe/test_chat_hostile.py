@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from fakes.hostile import hostile_server
-from fakes.hosts import mock_served, served
+from fakes.hosts import mock_served, read_body, replaying, served
 
 from lmreg_nb.errors import LmregError, RequestTimeout
 from lmreg_nb.probe import ChatEndpointError, Target, check_endpoint, stream_chat
@@ -176,24 +176,9 @@ def _timed(app: Any, seen: list[tuple[bool, float, float]]) -> Any:
         if scope["type"] != "http" or scope["method"] != "POST":
             return await inner(scope, receive, send)
         start = time.monotonic()
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def again() -> dict:
-            nonlocal replayed
-            if replayed:  # then what the connection says (a disconnect)
-                return await receive()  # type: ignore[no-any-return]
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
+        body = await read_body(receive)
         try:
-            await inner(scope, again, send)
+            await inner(scope, replaying(body, receive), send)
         finally:
             seen.append((b"Hello there" in body, start, time.monotonic()))
 

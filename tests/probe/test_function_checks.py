@@ -233,13 +233,7 @@ def _echoing(config: MockModelConfig) -> Iterator[str]:
     async def app(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             return await inner(scope, receive, send)
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body = await hosts.read_body(receive)
         asked = json.loads(body or b"{}")
         messages = asked.get("messages") or [{}]
         long = len(str(messages[-1].get("content", "")).split()) > 1000
@@ -250,16 +244,7 @@ def _echoing(config: MockModelConfig) -> Iterator[str]:
                         "headers": [(b"content-type", b"application/json")]})  # fmt: skip
             return await send({"type": "http.response.body", "body": said})
 
-        replayed = False
-
-        async def again() -> dict:
-            nonlocal replayed
-            if replayed:  # then what the connection says (a disconnect)
-                return await receive()  # type: ignore[no-any-return]
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        return await inner(scope, again, send)
+        return await inner(scope, hosts.replaying(body, receive), send)
 
     with hosts.served(app) as base:
         yield base
