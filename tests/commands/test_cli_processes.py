@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from fakes.hostile import Base, hostile_tcp_server
+from fakes.hostile import Base, escapes_check_env, hostile_tcp_server
 from leaks import CANARY_KEY, leaks_in
 
 from lmreg_nb.errors import ConfigurationError
@@ -257,17 +257,10 @@ FORBIDDEN = (b"\x1b", b"\x07", b"\x08", b"\x7f", b"\xc2\x9b", b"\xe2\x80\xae", b
 def test_check_on_a_terminal_shows_no_escape_a_server_quotes(tmp_path: Path) -> None:
     """What tests/commands/test_cli_terminal.py reads in this process, once on a real
     terminal: stdout and stderr a pseudo-terminal, where the check's progress is drawn."""
-    from fakes.loopback_platform import cli_env, run_cli_on_tty
+    from fakes.loopback_platform import run_cli_on_tty
 
     with hostile_tcp_server() as base:
-        env = cli_env(
-            "http://127.0.0.1:9",
-            tmp_path,
-            LMREG_MODEL_URL=f"{base}/escapes/v1/chat/completions",
-            LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
-            LMREG_MODEL_NAME="m",
-        )
-        ran = run_cli_on_tty(["check"], env, tmp_path)
+        ran = run_cli_on_tty(["check"], escapes_check_env(base, tmp_path), tmp_path)
     assert ran.returncode == 1, ran.stdout
     shown = ran.stdout.replace(b"\r\n", b"\n")  # a pseudo-terminal turns \n into \r\n
     for bad in FORBIDDEN:

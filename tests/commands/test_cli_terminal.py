@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hostile import ESCAPES, hostile_server
+from fakes.hostile import ESCAPES, escapes_check_env, hostile_server
 from fakes.loopback_platform import (
     APP_SECRET,
     TOKEN,
@@ -241,14 +241,7 @@ def test_check_details_quoting_the_server_are_safe(tmp_path: Path) -> None:
     # Every answer is an error quoting escape sequences: these.
     assert ESCAPES == TITLE + CLEAR + BIDI + C1
     with hostile_server() as base:
-        env = cli_env(
-            "http://127.0.0.1:9",
-            tmp_path,
-            LMREG_MODEL_URL=f"{base}/escapes/v1/chat/completions",
-            LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
-            LMREG_MODEL_NAME="m",
-        )
-        ran = shown_on_terminal(["check"], env)
+        ran = shown_on_terminal(["check"], escapes_check_env(base, tmp_path))
     assert ran.returncode == 1, ran.stdout
     _assert_safe(ran.stdout)
     assert b"System role not supported" in ran.stdout

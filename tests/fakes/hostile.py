@@ -57,6 +57,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 from urllib.parse import quote
 
 #: The most a hostile stream sends, and for how long (bounded, as every test traffic).
@@ -552,6 +553,20 @@ def hostile_tcp_server() -> Iterator[Base]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def escapes_check_env(base: str, home: Path) -> dict[str, str]:
+    """``lmreg-nb check``'s environment against ``base``'s ``/escapes`` model (every answer
+    an error quoting terminal escapes), with a platform that is never called."""
+    from fakes.loopback_platform import cli_env
+
+    return cli_env(
+        "http://127.0.0.1:9",
+        home,
+        LMREG_MODEL_URL=f"{base}/escapes/v1/chat/completions",
+        LMREG_MODEL_API_KEY="sk-hostile-check-0123456789",
+        LMREG_MODEL_NAME="m",
+    )
 
 
 class _Closing(asyncio.Protocol):
