@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .samples import PACE_SEEN_S
 
@@ -240,16 +240,12 @@ def hopeful(tally: Tally) -> Tally:
     the replies still running all ended within the SLO (the hold's question)."""
 
     def fast(m: Measure | None) -> Measure | None:
-        return None if m is None else Measure(m.fast + m.unknown, m.slow, 0, m.certain)
+        return None if m is None else replace(m, fast=m.fast + m.unknown, unknown=0)
 
-    return Tally(
-        tally.fast + tally.unknown,
-        tally.slow,
-        0,
-        tally.errors,
-        tally.finished,
-        tally.late,
+    return replace(
+        tally,
+        fast=tally.fast + tally.unknown,
+        unknown=0,
         pace=fast(tally.pace),
         pause=fast(tally.pause),
-        shown=tally.shown,
     )
