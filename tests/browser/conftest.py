@@ -84,6 +84,13 @@ _CELLS_SETTLED_JS = """
 """
 
 
+# "asking" while JupyterLab shows a dialog, "closed" once no notebook is open.
+_CLOSED_OR_ASKING_JS = """
+() => document.querySelector('.jp-Dialog') ? 'asking'
+  : (document.querySelector('#jp-main-dock-panel .jp-NotebookPanel') ? null : 'closed')
+"""
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -219,13 +226,35 @@ class Lab:
         self.shots = shots
 
     def start(self, notebook: str) -> Locator:
-        """Load JupyterLab (fresh workspace) with ``notebook`` open; return its panel."""
+        """JupyterLab with ``notebook`` open; return its panel.
+
+        A new page loads it by the notebook's address (fresh workspace). A page an
+        earlier test of the module left (every tab closed, see `close_all`) goes on
+        as a person goes from one notebook to the next: the notebook is opened from
+        the file browser, which spares the browser JupyterLab's start (about 3 s of
+        CPU each time).
+        """
         from playwright.sync_api import expect
 
+        if self.page.url.startswith(f"{self.server.url}/lab"):
+            return self.open(notebook)
         self.page.goto(f"{self.server.url}/lab/tree/{notebook}?reset&token={self.server.token}")
         panel = self.panel(notebook)
         expect(panel).to_be_visible(timeout=STATE_TIMEOUT_MS)
         return panel
+
+    def close_all(self) -> None:
+        """File > Close All Tabs, discarding each notebook's changes ("Save your work"
+        asks once per notebook that ran), until no notebook is left open."""
+        self.menu("File", "Close All Tabs")
+        for _ in range(20):  # one dialog per notebook left open, at most
+            state = self.page.wait_for_function(
+                _CLOSED_OR_ASKING_JS, timeout=STATE_TIMEOUT_MS
+            ).json_value()
+            if state == "closed":
+                return
+            self.page.locator(".jp-Dialog button", has_text="Discard").click()
+        pytest.fail(f"notebooks still open after Close All Tabs:\n{self.server.tail()}")
 
     def open(self, notebook: str) -> Locator:
         """Open ``notebook`` from the file browser (double-click); return its panel."""
@@ -432,43 +461,86 @@ def lab_server(
         yield server
 
 
+class LabPages:
+    """The page a test module drives one JupyterLab with, kept from test to test.
+
+    Each test gets the page with no notebook open and leaves it so: its notebooks
+    closed (changes discarded), its kernels shut down. A page in an unknown state
+    (a test failed, or closing did) is dropped and the next test starts a new one.
+    """
+
+    def __init__(self, context: BrowserContext, server: LabServer) -> None:
+        self.context = context
+        self.server = server
+        self.page: Page | None = None
+
+    @contextmanager
+    def lab(self, shots: Path, item: pytest.Item) -> Iterator[Lab]:
+        """A Lab on the kept page for the test ``item``; screenshots go to ``shots``."""
+        if self.page is None:
+            self.page = self.context.new_page()
+        lab = Lab(self.page, self.server, shots)
+        try:
+            yield lab
+        finally:
+            try:
+                if item.stash.get(CALL_FAILED, True):
+                    # Evidence of the last state for the post-mortem; then a page of its
+                    # own for the next test.
+                    with suppress(Exception):
+                        lab.page.screenshot(path=str(shots / "last-page.png"))
+                    self._drop()
+                else:
+                    try:
+                        lab.close_all()
+                    except Exception:
+                        self._drop()
+                        raise
+            finally:
+                # The next test opens its own notebooks: the kernels of this one are done.
+                lab.shutdown_kernels()
+
+    def _drop(self) -> None:
+        if self.page is not None:
+            with suppress(Exception):
+                self.page.close()
+            self.page = None
+
+
+#: Set on a test's item once its call phase is over: True when it failed.
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
 @contextmanager
-def lab_page(chromium: Browser, server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    """A page in a context of its own on ``server`` (a lab of a test module's own making);
-    its kernels are shut down after."""
+def lab_pages(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
+    """A browser context of its own on ``server`` and the page its tests share;
+    the kernels are shut down at the end."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
-    page = context.new_page()
     try:
-        yield Lab(page, server, tmp_path)
+        yield LabPages(context, server)
     finally:
-        Lab(page, server, tmp_path).shutdown_kernels()
         context.close()
 
 
 @pytest.fixture(scope="module")
-def lab_context(chromium: Browser, lab_server: LabServer) -> Iterator[BrowserContext]:
-    """One browser context per module and language: its pages share the HTTP cache, so
-    JupyterLab's scripts load once, not once per test."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(30_000)
-    try:
-        yield context
-    finally:
-        context.close()
+def kept_page(chromium: Browser, lab_server: LabServer) -> Iterator[LabPages]:
+    """One page per module and language on the session's JupyterLab of that language."""
+    with lab_pages(chromium, lab_server) as pages:
+        yield pages
 
 
 @pytest.fixture
-def lab(lab_context: BrowserContext, lab_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    """A fresh browser page on the JupyterLab server; screenshots go to tmp_path."""
-    page = lab_context.new_page()
-    try:
-        yield Lab(page, lab_server, tmp_path)
-    finally:
-        # Best-effort evidence of the last state, for a failure's post-mortem.
-        with suppress(Exception):
-            page.screenshot(path=str(tmp_path / "last-page.png"))
-        page.close()
-        # The next test opens its own notebooks: the kernels of this one are done.
-        with suppress(Exception):
-            Lab(page, lab_server, tmp_path).shutdown_kernels()
+def lab(kept_page: LabPages, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
+    """The module's browser page on the JupyterLab server, no notebook open; screenshots
+    go to tmp_path."""
+    with kept_page.lab(tmp_path, request.node) as lab:
+        yield lab

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, lab_page, running_lab
+from conftest import Lab, LabPages, LabServer, lab_environment, lab_pages, running_lab
 from lab_helpers import CJK, CLICK_TIMEOUT_MS, connect_in_01, platform_models
 
 if TYPE_CHECKING:
@@ -56,9 +56,15 @@ def secretless_server(
         yield server
 
 
+@pytest.fixture(scope="module")
+def kept_page(chromium: Browser, secretless_server: LabServer) -> Iterator[LabPages]:
+    with lab_pages(chromium, secretless_server) as pages:
+        yield pages
+
+
 @pytest.fixture
-def lab(chromium: Browser, secretless_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    with lab_page(chromium, secretless_server, tmp_path) as lab:
+def lab(kept_page: LabPages, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
+    with kept_page.lab(tmp_path, request.node) as lab:
         yield lab
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, lab_page, running_lab
+from conftest import Lab, LabPages, LabServer, lab_environment, lab_pages, running_lab
 from lab_helpers import connect_in_01, platform_models
 
 if TYPE_CHECKING:
@@ -71,9 +71,15 @@ def server(
         yield lab_server
 
 
+@pytest.fixture(scope="module")
+def kept_page(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
+    with lab_pages(chromium, server) as pages:
+        yield pages
+
+
 @pytest.fixture
-def lab(chromium: Browser, server: LabServer, tmp_path: Path) -> Iterator[Lab]:
-    with lab_page(chromium, server, tmp_path) as lab:
+def lab(kept_page: LabPages, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
+    with kept_page.lab(tmp_path, request.node) as lab:
         yield lab
 
 
