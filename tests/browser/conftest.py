@@ -335,10 +335,14 @@ class Lab:
 
     def shutdown_kernels(self) -> None:
         """Stop every kernel of the server (each notebook opened started one): frees the CPU."""
+        from concurrent.futures import ThreadPoolExecutor
+
         headers = {"Authorization": f"token {self.server.token}"}
         with httpx.Client(base_url=self.server.url, headers=headers, timeout=10.0) as http:
-            for session in http.get("/api/sessions").json():
-                http.delete(f"/api/sessions/{session['id']}")
+            paths = [f"/api/sessions/{s['id']}" for s in http.get("/api/sessions").json()]
+            # Together: each delete waits for its kernel to exit (a few hundred ms).
+            with ThreadPoolExecutor(max_workers=max(1, len(paths))) as pool:
+                list(pool.map(http.delete, paths))
 
     def wait_kernel_idle(self, notebook: str, panel: Locator) -> None:
         """Wait until the notebook's kernel runs and the page is connected to it, idle.
@@ -490,6 +494,8 @@ class LabPages:
                     with suppress(Exception):
                         lab.page.screenshot(path=str(shots / "last-page.png"))
                     self._drop()
+                elif not _drives_the_same_page(item, item.stash.get(NEXT_ITEM, None)):
+                    self._drop()  # the module's (or the language's) last test: no next one
                 else:
                     try:
                         lab.close_all()
@@ -509,6 +515,23 @@ class LabPages:
 
 #: Set on a test's item once its call phase is over: True when it failed.
 CALL_FAILED = pytest.StashKey[bool]()
+#: The test pytest runs after this one (None after the last).
+NEXT_ITEM = pytest.StashKey["pytest.Item | None"]()
+
+
+def _drives_the_same_page(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    """Whether ``nextitem`` drives the page ``item`` leaves: same module, same language."""
+    if nextitem is None or nextitem.path != item.path or "lab" not in nextitem.fixturenames:
+        return False
+    lang = getattr(getattr(item, "callspec", None), "params", {}).get("lab_account")
+    return bool(
+        lang == getattr(getattr(nextitem, "callspec", None), "params", {}).get("lab_account")
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    item.stash[NEXT_ITEM] = nextitem
 
 
 @pytest.hookimpl(wrapper=True)
