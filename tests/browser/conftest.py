@@ -544,8 +544,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @contextmanager
 def lab_pages(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
-    """A browser context of its own on ``server`` and the page its tests share;
-    the kernels are shut down at the end."""
+    """A browser context of its own on ``server``, and the page a module's tests share
+    in it (each test shuts its kernels down)."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
     try:
