@@ -170,8 +170,11 @@ def test_the_prefix_cache_makes_a_second_prompt_on_the_same_lesson_start_much_fa
     config = _config(prefill_tokens_per_s=3000, prefix_cache=True)
     asks = [_body(LESSON + "什么是光合作用？"), _body(LESSON + "为什么天是蓝的？")]
     first, second = _run(config, asks, together=False)
-    assert first >= len(tokenize(LESSON)) / 3000
-    assert second < first / 3
+    lesson_price = len(tokenize(LESSON)) / 3000  # 0.35 s
+    assert first >= lesson_price
+    # The cache saves at least half the lesson's price: a saving, not a ratio, so a
+    # scheduler's stall on a busy machine (150 ms once, at load 15) cannot fail it.
+    assert first - second >= lesson_price / 2
     no_cache = _config(prefill_tokens_per_s=3000)
     (again,) = _run(no_cache, [_body(LESSON + "为什么？")], together=False)
     assert again >= len(tokenize(LESSON)) / 3000  # without the cache: full price
