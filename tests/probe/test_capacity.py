@@ -311,7 +311,7 @@ def test_cli_registered_measures_the_registered_model(sandbox) -> None:
     result = runner.invoke(
         main,
         ["capacity", "--registered", "capacity-model", "--max-concurrency", "1",
-         "--level-seconds", "0.3", "--json"],
+         "--level-seconds", "0.3", "--max-tokens", "4", "--json"],
         env=env,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
