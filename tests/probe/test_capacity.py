@@ -69,15 +69,17 @@ def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> N
     # loop (the mock shares it) during the level at 2 lowers its throughput, so that 4 seems
     # to rise (a clean-clone CI run said "max-concurrency" once); it never makes a level
     # look flat. So up to 3 searches, until the flat is seen; a search that never sees it
-    # still fails.
-    with mock_served(mock(slots=2)) as base:
-        for _attempt in range(3):
+    # still fails. A mock of its own for each search: its slots' queue belongs to the event
+    # loop of the search that first waited on it (each search runs a loop of its own), so a
+    # second search against the same one failed every request.
+    for _attempt in range(3):
+        with mock_served(mock(slots=2)) as base:
             result = find_capacity(
                 Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
             )
-            assert result.capacity.concurrency == 4
-            if result.capacity.limited_by == "saturation":
-                break
+        assert result.capacity.concurrency == 4
+        if result.capacity.limited_by == "saturation":
+            break
     assert result.capacity.limited_by == "saturation" and result.saturation == 2
     assert "Throughput stops rising past 2 chats at once" in verdict(result)
     fig = capacity_figure(result)
