@@ -51,6 +51,7 @@ import contextlib
 import json
 import socket
 import socketserver
+import struct
 import threading
 import time
 import zlib
@@ -147,10 +148,19 @@ def _head(
 
 @cache
 def gzip_bomb(mib: int = 1024) -> bytes:
-    """One gzip member that inflates to ``mib`` MiB of zeros (about 1 KiB per MiB)."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    """One gzip member that inflates to ``mib`` MiB of zeros (about 1 KiB per MiB).
+
+    A MiB of zeros is deflated once, ending in a full flush (which forgets the history,
+    so every MiB deflates to the same bytes), and repeated: not 1 GiB deflated (4 s)."""
     block = bytes(1 << 20)
-    return b"".join([*(packer.compress(block) for _ in range(mib)), packer.flush()])
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: the gzip frame by hand
+    piece = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    last = packer.flush()  # the final, empty block
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(block, crc)
+    head = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # gzip, deflate, no name, mtime 0
+    return head + piece * mib + last + struct.pack("<II", crc, (mib << 20) & 0xFFFFFFFF)
 
 
 class _Behaviours:

@@ -39,6 +39,10 @@ pytestmark = pytest.mark.timeout(90)
 FAST = LevelPlan(max_requests=8, max_seconds=5)
 #: Levels whose figures no test reads, only their kind (met, cut, failed): 4 requests.
 SHORT = LevelPlan(max_requests=4, max_requests_per_worker=4, max_seconds=5)
+#: The saturated search's levels: 6 requests a chat (level 4, 24 whole replies through 2
+#: slots, measures the flat throughput for 3.7 s; 4 a chat made its ratio to level 2's
+#: land nearer the 10 % that tells "flat").
+FLAT = LevelPlan(max_requests=6, max_requests_per_worker=6, max_seconds=5)
 #: The replies of :func:`plain`: short, since those tests judge whole replies by their kind.
 PLAIN_TOKENS = 8
 
@@ -69,15 +73,17 @@ def test_a_saturated_mock_within_a_generous_slo_is_reported_as_saturation() -> N
     # loop (the mock shares it) during the level at 2 lowers its throughput, so that 4 seems
     # to rise (a clean-clone CI run said "max-concurrency" once); it never makes a level
     # look flat. So up to 3 searches, until the flat is seen; a search that never sees it
-    # still fails.
-    with mock_served(mock(slots=2)) as base:
-        for _attempt in range(3):
+    # still fails. A mock of its own for each search: its slots' queue belongs to the event
+    # loop of the search that first waited on it (each search runs a loop of its own), so a
+    # second search against the same one failed every request.
+    for _attempt in range(3):
+        with mock_served(mock(slots=2)) as base:
             result = find_capacity(
-                Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FAST
+                Target(_url(base), KEY, "m"), slo=SLO(ttft_ms=10_000), max_concurrency=4, plan=FLAT
             )
-            assert result.capacity.concurrency == 4
-            if result.capacity.limited_by == "saturation":
-                break
+        assert result.capacity.concurrency == 4
+        if result.capacity.limited_by == "saturation":
+            break
     assert result.capacity.limited_by == "saturation" and result.saturation == 2
     assert "Throughput stops rising past 2 chats at once" in verdict(result)
     fig = capacity_figure(result)
@@ -311,7 +317,7 @@ def test_cli_registered_measures_the_registered_model(sandbox) -> None:
     result = runner.invoke(
         main,
         ["capacity", "--registered", "capacity-model", "--max-concurrency", "1",
-         "--level-seconds", "0.3", "--json"],
+         "--level-seconds", "0.3", "--max-tokens", "4", "--json"],
         env=env,
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -5,7 +5,8 @@ reading pace (tests/fakes/pace_peers.py): one decoding a token every 300 ms, one
 token and then only ``: ping`` comments, one sending 5 tokens 1.5 s apart and claiming
 100,000 in usage, one freezing 8 s after its first token. Each once got "serves 60" for
 a class of 40; none serves it, each for its own reason, and each level ends as soon as
-that is certain, not at its time cap. The four run at once, in one loop.
+that is certain, not at its time cap. The four run at once, in one loop, and the CLI's
+runs beside them.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakes.pace_peers import LIMITED_BY, PEERS, pace_server, url
 
 from lmreg_nb.cli import main
@@ -28,9 +31,34 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 KEY = "sk-pace-test-0123456789abcdef"
 
 
+@dataclass(frozen=True)
+class Runs:
+    """What the module measured: the four searches and, beside them, the CLI's two runs."""
+
+    searched: dict[str, tuple[CapacityResult, float]]
+    held: Result  # the CLI with the class's SLO
+    free: Result  # the CLI with --slo-itl-ms 0 --slo-pause-ms 0
+
+
+def _cli(base: str) -> tuple[Result, Result]:
+    env = {"LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_NAME": "m", "LMREG_LANG": "en"}
+    env["LMREG_MODEL_URL"] = url(base, "slow-decode")
+    # Replies of 2 tokens, 300 ms apart: the pace is measured on each (one gap), and 22
+    # whole replies at 2 chats take 3.5 s, not the 15 s cap of replies 6 s long.
+    args = ["capacity", "--json", "--need", "2", "--max-concurrency", "2", "--workload", "short",
+            "--max-tokens", "2"]  # fmt: skip
+    held = CliRunner().invoke(main, args, env=env)
+    # Without a pace limit at all the slow server's first tokens serve the class.
+    free = CliRunner().invoke(main, [*args, "--slo-itl-ms", "0", "--slo-pause-ms", "0"], env=env)
+    return held, free
+
+
 @pytest.fixture(scope="module")
-def searched() -> dict[str, tuple[CapacityResult, float]]:
-    """The class's search (--need 40) against each of the four, all at once."""
+def runs() -> Runs:
+    """The class's search (--need 40) against each of the four, all at once in one loop (a
+    thread of its own), and meanwhile the CLI's runs in this thread: all of them only wait
+    (each level about 2 s, until every chat has shown its pace), so together they take
+    the searches' time."""
 
     async def one(base: str, peer: str) -> tuple[CapacityResult, float]:
         started = time.perf_counter()
@@ -40,8 +68,17 @@ def searched() -> dict[str, tuple[CapacityResult, float]]:
     async def all_four(base: str) -> list[tuple[CapacityResult, float]]:
         return await asyncio.gather(*(one(base, peer) for peer in PEERS))
 
-    with pace_server() as base:
-        return dict(zip(PEERS, asyncio.run(all_four(base)), strict=True))
+    with pace_server() as base, ThreadPoolExecutor(1) as pool:
+        searching = pool.submit(asyncio.run, all_four(base))
+        held, free = _cli(base)
+        searched = dict(zip(PEERS, searching.result(), strict=True))
+    return Runs(searched, held, free)
+
+
+@pytest.fixture(scope="module")
+def searched(runs: Runs) -> dict[str, tuple[CapacityResult, float]]:
+    """The four searches by peer: (result, seconds)."""
+    return runs.searched
 
 
 @pytest.mark.parametrize("peer", PEERS)
@@ -99,15 +136,8 @@ def test_the_four_searches_end_long_before_their_budget(
         assert seconds < 90, (peer, seconds)
 
 
-def test_the_cli_holds_the_class_to_pauses_and_drops_them_with_0() -> None:
-    env = {"LMREG_MODEL_API_KEY": KEY, "LMREG_MODEL_NAME": "m", "LMREG_LANG": "en"}
-    args = ["capacity", "--json", "--need", "2", "--max-concurrency", "2", "--workload", "short"]
-    with pace_server() as base:
-        env["LMREG_MODEL_URL"] = url(base, "usage-lie")
-        held = CliRunner().invoke(main, args, env=env)
-        # Without a pace limit at all the lying server's first tokens serve the class.
-        unpaced = [*args, "--slo-itl-ms", "0", "--slo-pause-ms", "0"]
-        free = CliRunner().invoke(main, unpaced, env=env)
+def test_the_cli_holds_the_class_to_pauses_and_drops_them_with_0(runs: Runs) -> None:
+    held, free = runs.held, runs.free
     assert held.exit_code == 1, held.output
     out = json.loads(held.stdout)
     assert out["slo"]["pause_ms"] == 2000.0 and out["capacity"]["limited_by"] == "itl"
