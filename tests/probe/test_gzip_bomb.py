@@ -77,7 +77,7 @@ def _run_cli(args: list[str], url: str, cwd: Path) -> tuple[int, str, str, float
     return done.returncode, done.stdout, err, float(peak[-1].split()[1])
 
 
-def test_check_with_a_load_test_against_a_gzip_bomb_stays_under_400_mb(
+def test_check_with_a_load_test_against_a_gzip_bomb_stays_under_200_mb(
     hostile: str, tmp_path: Path
 ) -> None:
     code, out, err, peak = _run_cli(
@@ -92,4 +92,6 @@ def test_check_with_a_load_test_against_a_gzip_bomb_stays_under_400_mb(
     assert report["summary"]["requests"] == 64  # the load test ran: 64 bombs at once
     load = next(c for c in report["checks"] if c["name"] == "load-test")
     assert not load["passed"]
-    assert peak < 400
+    # 85 MB bounded; 291-295 MB when the decoder inflates each read whole (no bound):
+    # the limit lies between them, so that break fails here too.
+    assert peak < 200
