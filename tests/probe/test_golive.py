@@ -113,14 +113,14 @@ def vllm_like() -> Iterator[str]:
 
 
 def test_served_name_passes(vllm_like: str) -> None:
-    report = check_endpoint(Target(vllm_like, KEY, "school-llm", timeout=2))
+    report = check_endpoint(Target(vllm_like, KEY, "school-llm", timeout=5))
     row = _row(report, "model-name-served")
     assert row.passed and "listed by GET /v1/models" in row.detail and report.ok
 
 
 def test_registered_name_that_is_not_served_is_flagged(vllm_like: str) -> None:
     report = check_endpoint(
-        Target(vllm_like, KEY, "school-llm", timeout=2, registered_name="campus-llm")
+        Target(vllm_like, KEY, "school-llm", timeout=5, registered_name="campus-llm")
     )
     row = _row(report, "model-name-served")
     assert not row.passed and row.severity == "warning" and report.ok
@@ -141,7 +141,7 @@ def test_without_a_model_list_the_answering_name_is_named(vllm_like: str) -> Non
 
 
 def test_unserved_body_model_fails_the_chat_and_says_why(vllm_like: str) -> None:
-    report = check_endpoint(Target(vllm_like, KEY, "campus-llm", timeout=2))
+    report = check_endpoint(Target(vllm_like, KEY, "campus-llm", timeout=5))
     assert not _row(report, "chat-answers").passed
     assert "does not exist" in _row(report, "chat-answers").detail
     assert not _row(report, "model-name-served").passed
