@@ -136,7 +136,7 @@ class Reply:
         if self.done:
             self.after_done += 1
             return ""
-        if data == "[DONE]" or data == b"[DONE]":
+        if data in ("[DONE]", b"[DONE]"):
             self.done = True
             return ""
         try:
