@@ -6,7 +6,9 @@ Asserts that each step happened on the platform and that no canary secret
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,47 +62,46 @@ def _errors(path: Path) -> list[dict[str, Any]]:
 def test_step_notebooks_do_each_step(
     execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None],
     token_canary: str,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    outputs = [execute("01_get_token", {"exchange": True})]
-    outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
-    with _client(nb_env) as client:
-        registered = client.find_model(name="nb-step-model")
-    assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
+    # 05 makes no platform call: it runs beside 01-04, with a token canary where no
+    # platform call is made (it must not show either).
+    chat_env = {**os.environ, "LMREG_TOKEN": token_canary, "LMREG_ENV": "env-canary"}
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        chat_run = beside.submit(
+            execute, "05_test_chat_endpoint",
+            {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}, env=chat_env,
+        )  # fmt: skip
+        outputs = [execute("01_get_token", {"exchange": True})]
+        outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
+        with _client(nb_env) as client:
+            registered = client.find_model(name="nb-step-model")
+        assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
 
-    outputs.append(
-        execute(
-            "03_modify_model",
-            {
-                "model_name": "nb-step-model",
-                "new_model_name": "nb-step-model-2",
-                "new_registry_url": "https://llm.canary.example/v1/chat/completions",
-            },
+        outputs.append(
+            execute(
+                "03_modify_model",
+                {
+                    "model_name": "nb-step-model",
+                    "new_model_name": "nb-step-model-2",
+                    "new_registry_url": "https://llm.canary.example/v1/chat/completions",
+                },
+            )
         )
-    )
-    with _client(nb_env) as client:
-        changed = client.find_model(name="nb-step-model-2")
-    assert changed is not None and changed.model_id == registered.model_id
-    assert changed.registry_url == "https://llm.canary.example/v1/chat/completions"
-    assert changed.api_key.reveal() == nb_env["LMREG_MODEL_API_KEY"]  # kept
-    modified = nbformat.read(outputs[-1], as_version=4)
-    assert "nb-step-model → nb-step-model-2" in str([c.get("outputs") for c in modified.cells])
+        with _client(nb_env) as client:
+            changed = client.find_model(name="nb-step-model-2")
+        assert changed is not None and changed.model_id == registered.model_id
+        assert changed.registry_url == "https://llm.canary.example/v1/chat/completions"
+        assert changed.api_key.reveal() == nb_env["LMREG_MODEL_API_KEY"]  # kept
+        modified = nbformat.read(outputs[-1], as_version=4)
+        assert "nb-step-model → nb-step-model-2" in str([c.get("outputs") for c in modified.cells])
 
-    outputs.append(execute("04_list_models", {"name_contains": "nb-step"}))
-    listed = nbformat.read(outputs[-1], as_version=4)
-    # The list shows once, in one time format (not three times in three formats).
-    assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
-        "run = ob.Onboarding('')\nrun.list_models(name_contains)"
-    ]
-
-    # A token canary where no platform call is made: it must not show either.
-    monkeypatch.setenv("LMREG_TOKEN", token_canary)
-    monkeypatch.setenv("LMREG_ENV", "env-canary")
-    outputs.append(
-        execute(
-            "05_test_chat_endpoint", {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}
-        )
-    )
+        outputs.append(execute("04_list_models", {"name_contains": "nb-step"}))
+        listed = nbformat.read(outputs[-1], as_version=4)
+        # The list shows once, in one time format (not three times in three formats).
+        assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
+            "run = ob.Onboarding('')\nrun.list_models(name_contains)"
+        ]
+        outputs.append(chat_run.result(timeout=300))
     chat = nbformat.read(outputs[-1], as_version=4)
     streamed = [o for c in chat.cells if "stream_reply" in c.source for o in c.outputs]
     # One output updated in place as the reply streamed; plain text only, never HTML.
@@ -123,6 +124,9 @@ def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
         {
             **CONTACT, "model_name": "nb-onboard-model", "check_requests": 4,
             "check_concurrency": 2, "class_size": 2, "lang": "en",
+            # Short replies and a short lesson: every step still runs, its requests finish
+            # sooner (the capacity levels end after two requests per chat).
+            "max_tokens": 24, "lesson_tokens": 200,
         },
     )  # fmt: skip
     assert _errors(out) == []
