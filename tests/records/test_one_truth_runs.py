@@ -8,6 +8,10 @@
   blames the key or the model name;
 - ``lmreg-nb onboard`` against a model that is down: one cause, and no advice the run's
   own parameters contradict (``check_requests`` and ``class_size`` were set).
+
+The module's eight runs (three kinds, two languages; the demo's own sandbox and the
+session's one) are separate processes that mostly wait on their models, so they start
+together, the first time a test asks for one (:func:`runs`), and each test reads its own.
 """
 
 from __future__ import annotations
@@ -37,14 +41,33 @@ SERVES = {
 ENOUGH = {"en": "nough for a class of 4", "zh-CN": "4 人的班级"}
 
 
-def _lmreg(args: list[str], root: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", *args],
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}, **env,
-             "HOME": str(root / "home")},
-        cwd=root, capture_output=True, text=True, timeout=360,
-    )  # fmt: skip
-    return done.stdout + done.stderr
+#: Each run's limit: a whole demo takes some 25 s alone, and six runs share two cores.
+RUN_TIMEOUT_S = 360
+LANGS = ("en", "zh-CN")
+
+
+def _start(args: list[str], root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``python -m lmreg_nb ARGS`` in ``root``, its own HOME, output to a file (not a pipe:
+    nobody reads it until the run ends)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "said.txt").open("w", encoding="utf-8") as said:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lmreg_nb", *args],
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}, **env,
+                 "HOME": str(root / "home")},
+            cwd=root, stdout=said, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+def _said(proc: subprocess.Popen[str], root: Path) -> str:
+    """What the run printed, once it ended (killed and failed at RUN_TIMEOUT_S)."""
+    try:
+        proc.wait(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"lmreg-nb {' '.join(proc.args[3:6])} ran past {RUN_TIMEOUT_S} s")
+    return (root / "said.txt").read_text(encoding="utf-8")
 
 
 def _page_text(path: Path) -> str:
@@ -52,12 +75,11 @@ def _page_text(path: Path) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
-@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("lang", LANGS)
 def test_one_capacity_number_in_the_cli_the_record_and_the_principals_page(
-    tmp_path: Path, lang: str
+    runs: Runs, lang: str
 ) -> None:
-    out = tmp_path / "demo"
-    said = _lmreg(["--lang", lang, "demo", "--out", str(out)], tmp_path, {})
+    said, out = runs[("demo", lang)]
     summary: dict[str, Any] = read_records(out / "onboarding.ipynb")["summary"]
     # The demo ran the whole onboarding against its own sandbox (one demo run per language
     # in the suite: this one).
@@ -89,28 +111,58 @@ def _free_port() -> int:
 
 def _onboard(
     sandbox_process: SandboxInfo, root: Path, url: str, name: str, lang: str
-) -> tuple[str, Path]:
+) -> subprocess.Popen[str]:
     app = sandbox_process.add_app(name)
     env = {**sandbox_process.env(), "LMREG_APP_ID": app["app_id"],
            "LMREG_APP_SECRET": app["app_secret"], "LMREG_TIMEOUT": "5"}  # fmt: skip
-    out = root / name
-    said = _lmreg([
-        "--lang", lang, "onboard", "--out", str(out), "-p", "school", "One Truth School",
+    return _start([
+        "--lang", lang, "onboard", "--out", str(root / "out"), "-p", "school", "One Truth School",
         "-p", "contact_name", "Li Hua", "-p", "contact_mobile", "13812345678",
         "-p", "contact_email", "ops@school.edu.cn", "-p", "model_name", name,
         "-p", "registry_url", url, "-p", "class_size", "4", "-p", "check_requests", "8",
         "-p", "check_concurrency", "2",
     ], root, env)  # fmt: skip
-    return said, out
 
 
-@pytest.mark.parametrize("lang", ["en", "zh-CN"])
-def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
-    sandbox_process: SandboxInfo, tmp_path: Path, lang: str
-) -> None:
+#: (kind, language) -> (what the command printed, its output folder).
+Runs = dict[tuple[str, str], tuple[str, Path]]
+
+
+@pytest.fixture(scope="module")
+def runs(sandbox_process: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """Every run of the module, started at once: ``demo`` in each language; ``onboard`` with
+    a registryUrl that stops at ``/v1`` ("v1") and with a model that is down ("down")."""
     base = sandbox_process.model_url.removesuffix("/chat/completions")  # .../v1
-    fixed = base + "/chat/completions"
-    said, out = _onboard(sandbox_process, tmp_path, base, f"v1-{lang}", lang)
+    down = f"http://127.0.0.1:{_free_port()}/v1/chat/completions"
+    started: dict[tuple[str, str], tuple[subprocess.Popen[str], Path]] = {}
+    try:
+        for lang in LANGS:
+            root = tmp_path_factory.mktemp(f"demo-{lang}")
+            started["demo", lang] = (
+                _start(["--lang", lang, "demo", "--out", str(root / "out")], root, {}),
+                root,
+            )
+        for kind, url in (("v1", base), ("down", down)):
+            for lang in LANGS:
+                root = tmp_path_factory.mktemp(f"{kind}-{lang}")
+                started[kind, lang] = (
+                    _onboard(sandbox_process, root, url, f"{kind}-{lang}", lang),
+                    root,
+                )
+        return {key: (_said(proc, root), root / "out") for key, (proc, root) in started.items()}
+    finally:
+        for proc, _root in started.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
+    sandbox_process: SandboxInfo, runs: Runs, lang: str
+) -> None:
+    fixed = sandbox_process.model_url  # the registryUrl stopped at .../v1, before this
+    said, out = runs[("v1", lang)]
     summary = read_records(out / "onboarding.ipynb")["summary"]
     assert fixed in said, said
     assert fixed in summary["go_live"]["blockers"][0]
@@ -124,12 +176,11 @@ def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
         assert blame not in record and blame not in said
 
 
-@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("lang", LANGS)
 def test_no_advice_the_parameters_contradict_after_a_failed_chat_check(
-    sandbox_process: SandboxInfo, tmp_path: Path, lang: str
+    runs: Runs, lang: str
 ) -> None:
-    down = f"http://127.0.0.1:{_free_port()}/v1/chat/completions"
-    said, out = _onboard(sandbox_process, tmp_path, down, f"down-{lang}", lang)
+    said, out = runs[("down", lang)]
     shown = said + _page_text(out / "onboarding.html") + _page_text(out / "onboarding-short.html")
     for contradicted in (
         "check_requests above 0", "class_size above 0", "Step not done yet", "Steps not done yet",
