@@ -3,7 +3,9 @@
 Builds the wheel (`pip wheel --no-deps`), installs it into a new venv without the
 system's or this venv's site-packages (dependencies from pip's cache and the
 configured index, --find-links for the wheel), then, from an empty folder, `lmreg-nb demo` and
-`lmreg-nb notebooks DIR`. The demo skips its capacity step to keep this test lean.
+`lmreg-nb notebooks DIR`. The demo skips its capacity step to keep this test lean. The
+dependencies pyproject.toml declares are installed while the wheel builds (the two are
+independent); the wheel must declare exactly those, and its own install then finds them.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from lmreg_nb.records import read_records
 from lmreg_nb.runner.shipped import NOTEBOOKS
@@ -50,6 +54,16 @@ def _source_copy(dest: Path) -> Path:
     return dest
 
 
+def _requires(wheel: Path) -> set[Requirement]:
+    """The wheel's dependencies (its METADATA's Requires-Dist), extras' ones left out."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name).decode("utf-8")
+    lines = [line.split(":", 1)[1].strip() for line in metadata.splitlines()
+             if line.startswith("Requires-Dist:")]  # fmt: skip
+    return {Requirement(line) for line in lines if "extra ==" not in line}
+
+
 def _pip_cache() -> str:
     """The user's pip cache (the test's HOME is a fresh folder; its cache would be empty)."""
     if os.environ.get("PIP_CACHE_DIR"):
@@ -71,10 +85,30 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LMREG_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}  # fmt: skip
     env["PIP_CACHE_DIR"] = _pip_cache()
-    wheels = tmp_path / "wheels"
-    source = _source_copy(tmp_path / "src")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)],
-         cwd=tmp_path, env=env, timeout=180)  # fmt: skip
+    venv = tmp_path / "venv"
+    # No pip inside the venv (ensurepip is slow): this pip installs into it (--python).
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, env=env,
+         timeout=120)  # fmt: skip
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    # --no-compile: byte-compiling ~90 packages is most of an install's time.
+    pip = [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
+           "--no-compile"]  # fmt: skip
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    dependencies = subprocess.Popen(
+        [*pip, *declared], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wheels = tmp_path / "wheels"
+        source = _source_copy(tmp_path / "src")
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),
+              str(source)], cwd=tmp_path, env=env, timeout=180)  # fmt: skip
+        out, err = dependencies.communicate(timeout=300)
+    finally:
+        if dependencies.poll() is None:
+            dependencies.kill()
+            dependencies.communicate()
+    assert dependencies.returncode == 0, f"the dependencies: {out[-2000:]}{err[-3000:]}"
     (wheel,) = wheels.glob("lmreg_nb-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"lmreg_nb/notebooks/{n}.ipynb" for n in NOTEBOOKS} <= names
@@ -82,16 +116,9 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     assert "lmreg_nb/notebooks/zh-CN/.env.example" in names  # its comments in Chinese
     assert any(n.startswith("lmreg_nb/locale/") and n.endswith(".mo") for n in names)
     assert {f"lmreg_nb/schemas/{n}.schema.json" for n in ("check", "capacity", "summary")} <= names
+    assert _requires(wheel) == {Requirement(r) for r in declared}
 
-    venv = tmp_path / "venv"
-    # No pip inside the venv (ensurepip is slow): this pip installs into it (--python).
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, env=env,
-         timeout=120)  # fmt: skip
-    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
-    # --no-compile: byte-compiling ~90 packages is most of an install's time.
-    _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
-          "--no-compile", "--find-links", str(wheels), str(wheel)],
-         cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+    _run([*pip, "--find-links", str(wheels), str(wheel)], cwd=tmp_path, env=env, timeout=300)
 
     empty = tmp_path / "empty"
     empty.mkdir()

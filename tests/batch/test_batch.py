@@ -39,7 +39,9 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 CANARY = "CanaryAppSecret-7f3Q9x2LmZ81"
 CANARY_KEY = "sk-canary-model-key-44Rt0pW"
 ONBOARDING_COLUMNS = "school,contact_name,contact_mobile,contact_email,model_name,check_requests"
-TIMEOUT_S = 25  # the sleepy run's timeout; the onboarding runs take ~6 s each
+#: The sleepy run's timeout: every run of the batch has it, and the five onboarding runs,
+#: all at once beside the sleepy one (--jobs 6), take ~6 s each, ~9 s with both cores busy.
+TIMEOUT_S = 18
 RERUN_TIMEOUT_S = 5  # the rerun of the failed ones (the sleepy and the wrong secret)
 
 
@@ -309,7 +311,7 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
     )
     out = tmp_path / "out"
     first = CliRunner().invoke(
-        main, ["batch", str(plan), "--out", str(out), "--jobs", "3", "--timeout", str(TIMEOUT_S)]
+        main, ["batch", str(plan), "--out", str(out), "--jobs", "6", "--timeout", str(TIMEOUT_S)]
     )
     assert first.exit_code == 1, first.output
     with (out / "summary.csv").open(encoding="utf-8-sig") as fh:
@@ -331,7 +333,7 @@ def test_batch_of_six_survives_failures_and_reruns_only_those(
     stamps = {k: (out / k / "result.json").stat().st_mtime_ns for k in rows}
 
     # Only the two failed runs run again, and both fail again: a short timeout will do
-    # (the sleepy one would otherwise sleep its whole 25 s once more).
+    # (the sleepy one would otherwise sleep its whole TIMEOUT_S once more).
     second = run_batch(plan, out, jobs=2, timeout=RERUN_TIMEOUT_S, progress=False)
     assert sorted(second.executed) == ["slow", "wrong"]
     assert sorted(second.skipped) == ["a1", "a2", "b1", "b2"]

@@ -53,7 +53,7 @@ def test_a_chinese_batch_without_a_lang_column(
     out = tmp_path / "out"
     result = CliRunner().invoke(
         main, ["--lang", "zh-CN", "batch", str(tmp_path / "plan.csv"), "--out", str(out),
-               "--jobs", "2"],
+               "--jobs", "3"],  # the three rows at once
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     summaries = {

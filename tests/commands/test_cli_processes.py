@@ -281,14 +281,23 @@ def echo_tcp() -> Iterator[Base]:
         yield base
 
 
-def _canary_cli(
-    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 240
-) -> subprocess.CompletedProcess[str]:
+def _canary_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """A started `lmreg-nb` process; :func:`_finished` waits for it."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")} | env
-    return subprocess.run(
-        [sys.executable, "-m", "lmreg_nb", *args],
-        env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    return subprocess.Popen(
+        [sys.executable, "-m", "lmreg_nb", *args], env=full, cwd=cwd, text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
+
+
+def _finished(proc: subprocess.Popen[str], timeout: float = 240) -> tuple[str, str]:
+    """The process's stdout and stderr once it ended (killed after ``timeout`` seconds)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _files_text(folder: Path) -> dict[Path, str]:
@@ -323,30 +332,31 @@ def test_onboard_and_batch_leave_no_secret(
         "-p", "contact_mobile", "13800138000", "-p", "contact_email", "ops@canary.example",
         "-p", "model_name", "canary-model",
     ]  # fmt: skip
-    onboard = _canary_cli(["onboard", "--out", str(tmp_path / "one"), *params], env, tmp_path)
-    assert "Traceback" not in onboard.stderr, onboard.stderr[-2000:]
-    assert (tmp_path / "one").is_dir(), onboard.stdout + onboard.stderr
-
+    school_env = _echo_env(sandbox_process, f"{echo_base}/e500/v1/chat/completions")
     (tmp_path / "school.env").write_text(
-        "".join(
-            f"{k}={v}\n"
-            for k, v in _echo_env(sandbox_process, f"{echo_base}/e500/v1/chat/completions").items()
-        ),
-        encoding="utf-8",
+        "".join(f"{k}={v}\n" for k, v in school_env.items()), encoding="utf-8"
     )
     (tmp_path / "plan.csv").write_text(
         "run_id,env_file,school,contact_name,contact_mobile,contact_email,model_name,check_requests\n"
         "canary-b,school.env,Canary B,Wang Fang,13900001111,ops@b.example,canary-b,0\n",
         encoding="utf-8",
     )
-    batch = _canary_cli(
-        ["batch", "plan.csv", "--out", str(tmp_path / "batch"), "--jobs", "1"], {}, tmp_path
-    )
-    assert "Traceback" not in batch.stderr, batch.stderr[-2000:]
-    assert (tmp_path / "batch").is_dir(), batch.stdout + batch.stderr
+    # The two commands run at the same time: each only waits on its own notebook run.
+    onboard = _canary_cli(["onboard", "--out", str(tmp_path / "one"), *params], env, tmp_path)
+    try:
+        batch = _canary_cli(
+            ["batch", "plan.csv", "--out", str(tmp_path / "batch"), "--jobs", "1"], {}, tmp_path
+        )
+        batch_out, batch_err = _finished(batch)
+    finally:
+        onboard_out, onboard_err = _finished(onboard)
+    assert "Traceback" not in onboard_err, onboard_err[-2000:]
+    assert (tmp_path / "one").is_dir(), onboard_out + onboard_err
+    assert "Traceback" not in batch_err, batch_err[-2000:]
+    assert (tmp_path / "batch").is_dir(), batch_out + batch_err
 
     assert len(echo_tcp.requests) > asked  # the runs met the echoes (no leak unseen)
-    printed = onboard.stdout + onboard.stderr + batch.stdout + batch.stderr
+    printed = onboard_out + onboard_err + batch_out + batch_err
     assert leaks_in(printed, secrets) == [], printed[-3000:]
     written = _files_text(tmp_path / "one") | _files_text(tmp_path / "batch")
     assert written, "no file was written"

@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,10 +52,24 @@ def _names(sandbox_process: SandboxInfo, account: dict[str, str], cache: Path) -
         return {m.model_name for m in client.query_models()}
 
 
-@pytest.mark.parametrize("planted_above", ["tmpdir", "working-folder"])
-def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
-    sandbox_process: SandboxInfo, tmp_path: Path, planted_above: str
-) -> None:
+SCENARIOS = ("tmpdir", "working-folder")
+
+
+@dataclass(frozen=True)
+class Planted:
+    """One scenario's onboarding run and what the test looks at afterwards."""
+
+    done: subprocess.CompletedProcess[str]
+    marker: Path
+    attacker: dict[str, str]
+    cache: Path
+    name: str
+
+
+def _plant_and_onboard(
+    sandbox_process: SandboxInfo, tmp_path: Path, planted_above: str, attacker: dict[str, str]
+) -> Planted:
+    """A planted .env above TMPDIR or above the working folder, then `lmreg-nb onboard`."""
     shared = tmp_path / "shared"  # like /tmp: anyone may write here
     shared.mkdir(mode=0o1777)
     shared.chmod(0o1777)
@@ -63,7 +79,6 @@ def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
     marker = shared / "attacker-notebook-ran"
     text = json.dumps(EVIL_NOTEBOOK).replace("MARKER", repr(str(marker)))
     (evil / "onboarding.ipynb").write_text(text)
-    attacker = sandbox_process.add_app("attacker")
     cache = tmp_path / "test-cache.json"
     with _client(sandbox_process, attacker, cache) as client:
         token = client.token()
@@ -88,9 +103,33 @@ def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
          "-p", "model_name", name, "-p", "check_requests", "0", "-p", "class_size", "0"],
         cwd=work, env=env, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
-    assert not marker.exists(), "the planted notebook ran"
-    assert name not in _names(sandbox_process, attacker, cache), (
+    return Planted(done, marker, attacker, cache, name)
+
+
+@pytest.fixture(scope="module")
+def planted(
+    sandbox_process: SandboxInfo, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Planted]:
+    """Both scenarios, run at the same time (each its own folders, account and process):
+    each only waits on its own notebook run."""
+    attackers = {above: sandbox_process.add_app("attacker") for above in SCENARIOS}
+    with ThreadPoolExecutor(max_workers=len(SCENARIOS)) as pool:
+        runs = {
+            above: pool.submit(_plant_and_onboard, sandbox_process,
+                               tmp_path_factory.mktemp(above), above, attackers[above])
+            for above in SCENARIOS
+        }  # fmt: skip
+        return {above: run.result() for above, run in runs.items()}
+
+
+@pytest.mark.parametrize("planted_above", SCENARIOS)
+def test_a_planted_dotenv_neither_runs_its_notebook_nor_registers_elsewhere(
+    sandbox_process: SandboxInfo, planted: dict[str, Planted], planted_above: str
+) -> None:
+    run = planted[planted_above]
+    assert not run.marker.exists(), "the planted notebook ran"
+    assert run.name not in _names(sandbox_process, run.attacker, run.cache), (
         "registered into the attacker's account"
     )
     school = {"app_id": sandbox_process.app_id, "app_secret": sandbox_process.app_secret}
-    assert name in _names(sandbox_process, school, cache), done.stdout + done.stderr
+    assert run.name in _names(sandbox_process, school, run.cache), run.done.stdout + run.done.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from nb_helpers import execute_in
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -73,27 +74,11 @@ def canaries(sandbox_process: SandboxInfo, account: dict[str, str]) -> list[str]
 
 @pytest.fixture
 def execute(tmp_path: Path) -> Callable[..., Path]:
-    """Run a stored notebook with papermill (in a kernel of this venv); return the output path."""
-    from lmreg_nb.runner.shipped import notebook_path
+    """``execute(stem, parameters, *, env=None, expect_error=False)``: :func:`execute_in`
+    this test's folder."""
 
-    def run(stem: str, parameters: dict[str, Any], *, expect_error: bool = False) -> Path:
-        import papermill
-        from papermill.exceptions import PapermillExecutionError
-
-        out = tmp_path / f"{stem}.out.ipynb"
-        cwd = tmp_path / "cwd"
-        cwd.mkdir(exist_ok=True)
-        try:
-            papermill.execute_notebook(
-                str(notebook_path(stem)), str(out), parameters=parameters, cwd=str(cwd),
-                progress_bar=False, kernel_name="python3", execution_timeout=120,
-            )  # fmt: skip
-        except PapermillExecutionError:
-            if not expect_error:
-                raise
-        else:
-            assert not expect_error, f"{stem} ran without the expected error"
-        return out
+    def run(stem: str, parameters: dict[str, Any], **options: Any) -> Path:
+        return execute_in(tmp_path, stem, parameters, **options)
 
     return run
 

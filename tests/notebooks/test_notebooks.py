@@ -6,12 +6,15 @@ Asserts that each step happened on the platform and that no canary secret
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nbformat
 import pytest
+from nb_helpers import execute_in
 
 from lmreg_nb.records import read_records
 from lmreg_nb.records.export import render_html
@@ -20,7 +23,7 @@ from lmreg_nb.settings import Settings
 from lmreg_nb.summary import Contact, Summary
 
 if TYPE_CHECKING:
-    pass
+    from lmreg_nb.sandbox.process import SandboxInfo
 
 pytestmark = pytest.mark.notebooks
 
@@ -60,47 +63,46 @@ def _errors(path: Path) -> list[dict[str, Any]]:
 def test_step_notebooks_do_each_step(
     execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None],
     token_canary: str,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    outputs = [execute("01_get_token", {"exchange": True})]
-    outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
-    with _client(nb_env) as client:
-        registered = client.find_model(name="nb-step-model")
-    assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
+    # 05 makes no platform call: it runs beside 01-04, with a token canary where no
+    # platform call is made (it must not show either).
+    chat_env = {**os.environ, "LMREG_TOKEN": token_canary, "LMREG_ENV": "env-canary"}
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        chat_run = beside.submit(
+            execute, "05_test_chat_endpoint",
+            {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}, env=chat_env,
+        )  # fmt: skip
+        outputs = [execute("01_get_token", {"exchange": True})]
+        outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
+        with _client(nb_env) as client:
+            registered = client.find_model(name="nb-step-model")
+        assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
 
-    outputs.append(
-        execute(
-            "03_modify_model",
-            {
-                "model_name": "nb-step-model",
-                "new_model_name": "nb-step-model-2",
-                "new_registry_url": "https://llm.canary.example/v1/chat/completions",
-            },
+        outputs.append(
+            execute(
+                "03_modify_model",
+                {
+                    "model_name": "nb-step-model",
+                    "new_model_name": "nb-step-model-2",
+                    "new_registry_url": "https://llm.canary.example/v1/chat/completions",
+                },
+            )
         )
-    )
-    with _client(nb_env) as client:
-        changed = client.find_model(name="nb-step-model-2")
-    assert changed is not None and changed.model_id == registered.model_id
-    assert changed.registry_url == "https://llm.canary.example/v1/chat/completions"
-    assert changed.api_key.reveal() == nb_env["LMREG_MODEL_API_KEY"]  # kept
-    modified = nbformat.read(outputs[-1], as_version=4)
-    assert "nb-step-model → nb-step-model-2" in str([c.get("outputs") for c in modified.cells])
+        with _client(nb_env) as client:
+            changed = client.find_model(name="nb-step-model-2")
+        assert changed is not None and changed.model_id == registered.model_id
+        assert changed.registry_url == "https://llm.canary.example/v1/chat/completions"
+        assert changed.api_key.reveal() == nb_env["LMREG_MODEL_API_KEY"]  # kept
+        modified = nbformat.read(outputs[-1], as_version=4)
+        assert "nb-step-model → nb-step-model-2" in str([c.get("outputs") for c in modified.cells])
 
-    outputs.append(execute("04_list_models", {"name_contains": "nb-step"}))
-    listed = nbformat.read(outputs[-1], as_version=4)
-    # The list shows once, in one time format (not three times in three formats).
-    assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
-        "run = ob.Onboarding('')\nrun.list_models(name_contains)"
-    ]
-
-    # A token canary where no platform call is made: it must not show either.
-    monkeypatch.setenv("LMREG_TOKEN", token_canary)
-    monkeypatch.setenv("LMREG_ENV", "env-canary")
-    outputs.append(
-        execute(
-            "05_test_chat_endpoint", {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}
-        )
-    )
+        outputs.append(execute("04_list_models", {"name_contains": "nb-step"}))
+        listed = nbformat.read(outputs[-1], as_version=4)
+        # The list shows once, in one time format (not three times in three formats).
+        assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
+            "run = ob.Onboarding('')\nrun.list_models(name_contains)"
+        ]
+        outputs.append(chat_run.result(timeout=300))
     chat = nbformat.read(outputs[-1], as_version=4)
     streamed = [o for c in chat.cells if "stream_reply" in c.source for o in c.outputs]
     # One output updated in place as the reply streamed; plain text only, never HTML.
@@ -115,16 +117,48 @@ def test_step_notebooks_do_each_step(
         assert "LMREG" not in str(meta.get("papermill", {}).get("parameters", {}))
 
 
+LOOPBACK_TEST = "test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loopback_run(
+    request: pytest.FixtureRequest, sandbox_process: SandboxInfo,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Future[Path], dict[str, str]] | None]:  # fmt: skip
+    """The whole onboarding on loopback (load test and capacity: the longest run here),
+    started in the background when the module starts, in its own account and kernel
+    environment, so that the other tests of the module run while it waits on the model.
+    None when its test is not selected."""
+    if not any(item.name == LOOPBACK_TEST for item in request.session.items):
+        yield None
+        return
+    account = sandbox_process.add_app("notebooks-loopback")
+    home = tmp_path_factory.mktemp("loopback-home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
+    env |= {
+        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"), **sandbox_process.env(),
+        "LMREG_APP_ID": account["app_id"], "LMREG_APP_SECRET": account["app_secret"],
+    }  # fmt: skip
+    parameters = {
+        **CONTACT, "model_name": "nb-onboard-model", "check_requests": 4,
+        "check_concurrency": 2, "class_size": 2, "lang": "en",
+        # Short replies and a short lesson: every step still runs, its requests finish
+        # sooner (the capacity levels end after two requests per chat).
+        "max_tokens": 24, "lesson_tokens": 200,
+    }  # fmt: skip
+    folder = tmp_path_factory.mktemp("loopback")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(execute_in, folder, "onboarding", parameters, env=env), env
+
+
 def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
-    execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None]
-) -> None:
-    out = execute(
-        "onboarding",
-        {
-            **CONTACT, "model_name": "nb-onboard-model", "check_requests": 4,
-            "check_concurrency": 2, "class_size": 2, "lang": "en",
-        },
-    )  # fmt: skip
+    loopback_run: tuple[Future[Path], dict[str, str]] | None,
+    leaks: Callable[..., list[str]], canaries: list[str],
+) -> None:  # fmt: skip
+    assert loopback_run is not None
+    run, env = loopback_run
+    out = run.result(timeout=300)
     assert _errors(out) == []
     record = read_records(out)["summary"]
     summary = Summary.from_json(record)
@@ -152,9 +186,11 @@ def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
     assert "apiKey" not in str(record["models"])
     page = render_html(nb, summary)
     assert "Not ready for go-live" in page and "127.0.0.1" in page
-    with _client(nb_env) as client:
+    with _client(env) as client:
         assert client.find_model(name="nb-onboard-model") is not None
-    assert_no_leak(out)
+    benign = [v for k, v in env.items() if k not in ("LMREG_APP_SECRET", "LMREG_MODEL_API_KEY")]
+    found = leaks(out.read_text(encoding="utf-8"), [*canaries, env["LMREG_APP_SECRET"]], benign)
+    assert found == [], f"secret material in {out.name}: {len(found)} form(s)"
 
 
 def test_onboarding_with_no_parameters_records_incomplete(
@@ -238,7 +274,10 @@ def test_stored_defaults_show_forms_and_change_nothing(
 ) -> None:
     with _client(nb_env) as client:
         before = [(m.model_id, m.update_time_ms) for m in client.query_models()]
-    outputs = [execute("02_register_model", {}), execute("onboarding", {})]
+    with ThreadPoolExecutor(max_workers=2) as both:  # each its own kernel, at once
+        outputs = list(
+            both.map(lambda stem: execute(stem, {}), ["02_register_model", "onboarding"])
+        )
     with _client(nb_env) as client:
         after = [(m.model_id, m.update_time_ms) for m in client.query_models()]
     assert after == before

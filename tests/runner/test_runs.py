@@ -48,30 +48,68 @@ def _wait_for(predicate: object, timeout: float, what: str) -> None:
     raise AssertionError(f"waited {timeout:g} s for {what}")
 
 
-@pytest.fixture
-def cli_batch(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path]]:
-    """`lmreg-nb batch` of one sleepy run, in its own temp folder, once its cells run."""
-    tmp = tmp_path / "tmp"
+Batch = tuple[subprocess.Popen[bytes], Path, Path]
+
+
+def _start_batch(folder: Path) -> Batch:
+    """`lmreg-nb batch` of one sleepy run, in its own temp folder: (process, TMPDIR, out)."""
+    tmp = folder / "tmp"
     tmp.mkdir()
-    plan = tmp_path / "plan.csv"
+    plan = folder / "plan.csv"
     plan.write_text(f"run_id,notebook,seconds\nnap,{DATA / 'sleepy.ipynb'},3600\n")
-    out = tmp_path / "out"
+    out = folder / "out"
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lmreg_nb", "batch", str(plan), "--out", str(out),
          "--timeout", "300"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    # papermill writes its output notebook as soon as cells start running.
-    _wait_for(lambda: list(tmp.glob(RUN_PREFIX + "*/executed.ipynb")), 90, "the run's cells")
+    return proc, tmp, out
+
+
+def _stop(batch: Batch) -> None:
+    proc, tmp, _out = batch
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for child in _processes_under(tmp):
+        child.kill()
+
+
+@pytest.fixture(scope="module")
+def cli_batches(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Batch]]:
+    """One batch for each selected test of this module that takes ``cli_batch``, started
+    all at once (each only waits on its kernel's start) and handed out once its cells run."""
+    names = [
+        item.name for item in request.session.items
+        if item.path == request.path and "cli_batch" in getattr(item, "fixturenames", ())
+    ]  # fmt: skip
+    batches: dict[str, Batch] = {}
     try:
-        yield proc, tmp, out
+        for name in names:
+            batches[name] = _start_batch(tmp_path_factory.mktemp("batch"))
+        for _proc, tmp, _out in batches.values():
+            # papermill writes its output notebook as soon as cells start running.
+            _wait_for(
+                lambda tmp=tmp: list(tmp.glob(RUN_PREFIX + "*/executed.ipynb")), 90,
+                "the run's cells",
+            )  # fmt: skip
+        yield batches
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for child in _processes_under(tmp):
-            child.kill()
+        for batch in batches.values():
+            _stop(batch)
+
+
+@pytest.fixture
+def cli_batch(request: pytest.FixtureRequest, cli_batches: dict[str, Batch]) -> Iterator[Batch]:
+    """This test's `lmreg-nb batch` of one sleepy run (see ``cli_batches``), its cells running."""
+    batch = cli_batches[request.node.name]
+    try:
+        yield batch
+    finally:
+        _stop(batch)
 
 
 @pytest.mark.notebooks
