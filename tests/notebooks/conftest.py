@@ -74,8 +74,8 @@ def canaries(sandbox_process: SandboxInfo, account: dict[str, str]) -> list[str]
 
 @pytest.fixture
 def execute(tmp_path: Path) -> Callable[..., Path]:
-    """``execute(stem, parameters, *, env=None, expect_error=False)``: :func:`execute_in`
-    this test's folder."""
+    """``execute(stem, parameters, *, expect_error=False)``: :func:`execute_in` this test's
+    folder (in this process: one run at a time; a run beside others is ``start_apart``)."""
 
     def run(stem: str, parameters: dict[str, Any], **options: Any) -> Path:
         return execute_in(tmp_path, stem, parameters, **options)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nbformat
 import pytest
-from nb_helpers import execute_in
+from nb_helpers import ApartRun, start_apart
 
 from lmreg_nb.records import read_records
 from lmreg_nb.records.export import render_html
@@ -62,16 +61,16 @@ def _errors(path: Path) -> list[dict[str, Any]]:
 
 def test_step_notebooks_do_each_step(
     execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None],
-    token_canary: str,
+    token_canary: str, tmp_path: Path,
 ) -> None:  # fmt: skip
-    # 05 makes no platform call: it runs beside 01-04, with a token canary where no
-    # platform call is made (it must not show either).
+    # 05 makes no platform call: it runs beside 01-04 (in a process of its own), with a
+    # token canary where no platform call is made (it must not show either).
     chat_env = {**os.environ, "LMREG_TOKEN": token_canary, "LMREG_ENV": "env-canary"}
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        chat_run = beside.submit(
-            execute, "05_test_chat_endpoint",
-            {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}, env=chat_env,
-        )  # fmt: skip
+    chat_run = start_apart(
+        tmp_path, "05_test_chat_endpoint",
+        {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}, env=chat_env,
+    )  # fmt: skip
+    try:
         outputs = [execute("01_get_token", {"exchange": True})]
         outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
         with _client(nb_env) as client:
@@ -103,6 +102,8 @@ def test_step_notebooks_do_each_step(
             "run = ob.Onboarding('')\nrun.list_models(name_contains)"
         ]
         outputs.append(chat_run.result(timeout=300))
+    finally:
+        chat_run.close()
     chat = nbformat.read(outputs[-1], as_version=4)
     streamed = [o for c in chat.cells if "stream_reply" in c.source for o in c.outputs]
     # One output updated in place as the reply streamed; plain text only, never HTML.
@@ -124,7 +125,7 @@ LOOPBACK_TEST = "test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_l
 def loopback_run(
     request: pytest.FixtureRequest, sandbox_process: SandboxInfo,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Future[Path], dict[str, str]] | None]:  # fmt: skip
+) -> Iterator[tuple[ApartRun, dict[str, str]] | None]:  # fmt: skip
     """The whole onboarding on loopback (load test and capacity: the longest run here),
     started in the background when the module starts, in its own account and kernel
     environment, so that the other tests of the module run while it waits on the model.
@@ -147,13 +148,15 @@ def loopback_run(
         # sooner (the capacity levels end after two requests per chat).
         "max_tokens": 24, "lesson_tokens": 200,
     }  # fmt: skip
-    folder = tmp_path_factory.mktemp("loopback")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        yield pool.submit(execute_in, folder, "onboarding", parameters, env=env), env
+    run = start_apart(tmp_path_factory.mktemp("loopback"), "onboarding", parameters, env=env)
+    try:
+        yield run, env
+    finally:
+        run.close()
 
 
 def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
-    loopback_run: tuple[Future[Path], dict[str, str]] | None,
+    loopback_run: tuple[ApartRun, dict[str, str]] | None,
     leaks: Callable[..., list[str]], canaries: list[str],
 ) -> None:  # fmt: skip
     assert loopback_run is not None
@@ -270,14 +273,16 @@ def test_onboard_refuses_a_secret_parameter(nb_env: dict[str, str], tmp_path: Pa
 
 
 def test_stored_defaults_show_forms_and_change_nothing(
-    execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None]
-) -> None:
+    execute: Callable[..., Path], nb_env: dict[str, str], assert_no_leak: Callable[[Path], None],
+    tmp_path: Path,
+) -> None:  # fmt: skip
     with _client(nb_env) as client:
         before = [(m.model_id, m.update_time_ms) for m in client.query_models()]
-    with ThreadPoolExecutor(max_workers=2) as both:  # each its own kernel, at once
-        outputs = list(
-            both.map(lambda stem: execute(stem, {}), ["02_register_model", "onboarding"])
-        )
+    onboarding = start_apart(tmp_path, "onboarding", {})  # beside 02, in a process of its own
+    try:
+        outputs = [execute("02_register_model", {}), onboarding.result(timeout=300)]
+    finally:
+        onboarding.close()
     with _client(nb_env) as client:
         after = [(m.model_id, m.update_time_ms) for m in client.query_models()]
     assert after == before
