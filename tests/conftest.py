@@ -19,13 +19,17 @@ if TYPE_CHECKING:
 
 #: Markers of tests that start real processes (papermill, kernels, JupyterLab, Chromium).
 _SLOW_MARKERS = ("browser", "notebooks")
-#: Files with one test of a minute or more (`pytest --durations`): scheduled first, as if
-#: they held many slow tests, so none of them starts last and ends the run alone.
+#: Files of 20 s or more in one test (or a module fixture), or of 35 s in all, weighed in
+#: seconds (a -n 2 run's per-test times, issue 44): scheduled first, as if they held that
+#: many slow tests, so none of them starts last and ends the run alone.
 _LONG_FILES = {
-    "tests/probe/test_capacity_lesson.py": 100,
-    "tests/batch/test_batch.py": 60,
-    "tests/test_wheel.py": 50,
-    "tests/i18n/test_i18n_pseudo_run.py": 40,
+    "tests/browser/test_forms_in_lab.py": 71,
+    "tests/test_wheel.py": 48,
+    "tests/notebooks/test_notebooks.py": 37,
+    "tests/records/test_one_truth_runs.py": 30,
+    "tests/batch/test_batch.py": 27,
+    "tests/i18n/test_i18n_pseudo_run.py": 24,
+    "tests/browser/test_walkthrough_in_lab.py": 20,
 }
 
 
