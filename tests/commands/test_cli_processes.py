@@ -228,10 +228,14 @@ def test_ctrl_c_in_capacity_prints_what_was_measured_so_far(
         "LMREG_MODEL_NAME": "m",
         "LMREG_LANG": "en",
     }
+    # SIGINT's default action in the child, as a terminal's command has it: pytest started
+    # in the background of a non-interactive shell passes SIGINT on ignored, and Python
+    # then installs no KeyboardInterrupt (the search ran to its end, exit 0).
     proc = subprocess.Popen(
         [sys.executable, "-m", "lmreg_nb", "capacity", "--level-seconds", "1",
          "--figure", str(tmp_path / "cap.png")],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert proc.stderr is not None
     warming = proc.stderr.readline()  # the warm-up, then the first level's progress
