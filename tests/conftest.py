@@ -83,8 +83,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         heavy = not nbval_cell and item.get_closest_marker("slow") is not None
         path = item.nodeid.split("::")[0]
         weight[path] = weight.get(path, _LONG_FILES.get(path, 0)) + heavy
-    # The files with the most slow tests first: the workers (one file each, --dist loadfile)
-    # take files in this order, so the long ones start early instead of ending the run alone.
+    # The files with the most slow tests first: the workers (one file each, --dist loadfile,
+    # --no-loadscope-reorder keeps this order) take files in this order, so the long ones
+    # start early instead of ending the run alone.
     items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])
 
 
