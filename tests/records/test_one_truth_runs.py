@@ -9,9 +9,10 @@
 - ``lmreg-nb onboard`` against a model that is down: one cause, and no advice the run's
   own parameters contradict (``check_requests`` and ``class_size`` were set).
 
-The module's eight runs (three kinds, two languages; the demo's own sandbox and the
-session's one) are separate processes that mostly wait on their models, so they start
-together, the first time a test asks for one (:func:`runs`), and each test reads its own.
+The module's six runs (three kinds, two languages; each demo with its own sandbox, the
+onboards with the session's) are separate processes that mostly wait on their models, so
+they start together, the first time a test asks for one (:func:`runs`), and each test
+reads its own.
 """
 
 from __future__ import annotations
