@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from fakes.hostile import Base, escapes_check_env, hostile_tcp_server
+from fakes.loopback_platform import finish_cli, start_cli
 from leaks import CANARY_KEY, leaks_in
 
 from lmreg_nb.errors import ConfigurationError
@@ -286,22 +287,9 @@ def echo_tcp() -> Iterator[Base]:
 
 
 def _canary_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
-    """A started `lmreg-nb` process; :func:`_finished` waits for it."""
+    """A started `lmreg-nb` process (no LMREG_* of this one's); :func:`finish_cli` waits."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")} | env
-    return subprocess.Popen(
-        [sys.executable, "-m", "lmreg_nb", *args], env=full, cwd=cwd, text=True,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-
-
-def _finished(proc: subprocess.Popen[str], timeout: float = 240) -> tuple[str, str]:
-    """The process's stdout and stderr once it ended (killed after ``timeout`` seconds)."""
-    try:
-        return proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    return start_cli(args, full, cwd)
 
 
 def _files_text(folder: Path) -> dict[Path, str]:
@@ -351,9 +339,9 @@ def test_onboard_and_batch_leave_no_secret(
         batch = _canary_cli(
             ["batch", "plan.csv", "--out", str(tmp_path / "batch"), "--jobs", "1"], {}, tmp_path
         )
-        batch_out, batch_err = _finished(batch)
+        batch_out, batch_err = finish_cli(batch)
     finally:
-        onboard_out, onboard_err = _finished(onboard)
+        onboard_out, onboard_err = finish_cli(onboard)
     assert "Traceback" not in onboard_err, onboard_err[-2000:]
     assert (tmp_path / "one").is_dir(), onboard_out + onboard_err
     assert "Traceback" not in batch_err, batch_err[-2000:]

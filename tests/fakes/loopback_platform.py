@@ -179,6 +179,26 @@ def run_cli(args: list[str], env: Mapping[str, str], cwd: Path, *, timeout: floa
     return Ran(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
 
 
+def start_cli(args: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """``python -m lmreg_nb ARGS`` started, its output piped (for runs that wait side by side:
+    :func:`finish_cli` waits for each)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "lmreg_nb", *args], env=dict(env), cwd=cwd, text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def finish_cli(proc: subprocess.Popen[str], timeout: float = 240) -> tuple[str, str]:
+    """A :func:`start_cli` run's stdout and stderr once it ended (killed after ``timeout`` s,
+    or when the caller is interrupted)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def run_cli_on_tty(
     args: list[str], env: Mapping[str, str], cwd: Path, *, timeout: float = 120
 ) -> Ran:

@@ -22,11 +22,11 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from fakes.loopback_platform import finish_cli, start_cli
 
 from lmreg_nb import read_records
 
@@ -48,27 +48,10 @@ LANGS = ("en", "zh-CN")
 
 
 def _start(args: list[str], root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    """``python -m lmreg_nb ARGS`` in ``root``, its own HOME, output to a file (not a pipe:
-    nobody reads it until the run ends)."""
+    """``python -m lmreg_nb ARGS`` in ``root``, its own HOME."""
     root.mkdir(parents=True, exist_ok=True)
-    with (root / "said.txt").open("w", encoding="utf-8") as said:
-        return subprocess.Popen(
-            [sys.executable, "-m", "lmreg_nb", *args],
-            env={**{k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}, **env,
-                 "HOME": str(root / "home")},
-            cwd=root, stdout=said, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-
-
-def _said(proc: subprocess.Popen[str], root: Path) -> str:
-    """What the run printed, once it ended (killed and failed at RUN_TIMEOUT_S)."""
-    try:
-        proc.wait(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        pytest.fail(f"lmreg-nb {' '.join(proc.args[3:6])} ran past {RUN_TIMEOUT_S} s")
-    return (root / "said.txt").read_text(encoding="utf-8")
+    full = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
+    return start_cli(args, {**full, **env, "HOME": str(root / "home")}, root)
 
 
 def _page_text(path: Path) -> str:
@@ -150,7 +133,10 @@ def runs(sandbox_process: SandboxInfo, tmp_path_factory: pytest.TempPathFactory)
                     _onboard(sandbox_process, root, url, f"{kind}-{lang}", lang),
                     root,
                 )
-        return {key: (_said(proc, root), root / "out") for key, (proc, root) in started.items()}
+        return {
+            key: ("".join(finish_cli(proc, RUN_TIMEOUT_S)), root / "out")
+            for key, (proc, root) in started.items()
+        }
     finally:
         for proc, _root in started.values():
             if proc.poll() is None:
