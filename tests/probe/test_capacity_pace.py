@@ -132,7 +132,9 @@ def test_a_reply_with_no_second_token_is_a_stalled_reply(
         assert level.stalled == level.errors > 0, level.errors_by_kind
         assert level.first_error.startswith("stalled: no second token ")
         assert level.paced == 0 and level.itl_ms["p90"] is None  # no pace measured
-    assert "stalled after the first token" in verdict(result, NEED) or "failed" in verdict(result, NEED)
+    assert "stalled after the first token" in verdict(result, NEED) or "failed" in verdict(
+        result, NEED
+    )
 
 
 def test_the_four_searches_end_long_before_their_budget(
