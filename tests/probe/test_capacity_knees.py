@@ -33,7 +33,7 @@ from lmreg_nb.sandbox.school_model import MockModelConfig, serving_process
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 ITL_KEY = "sk-itl-test-0123456789abcdef"
-ITL_TOKENS = 32
+ITL_TOKENS = 16  # replies of 170 ms: the load test's 96 in 0.5 s, 15 gaps each
 
 #: The slot-limited mock's pace for the knee: a token every 50 ms, 10 of them. One
 #: reply alone takes 470 ms, so a chat past the slots waits at least that long for its
