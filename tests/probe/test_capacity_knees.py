@@ -50,6 +50,12 @@ KNEE_SLO_MS = 200
 #: measured again, and one found above them fails at once; a knee always too low still
 #: fails. (A clean-clone CI run found 2 for 6 slots once: 3 chats missed 200 ms.)
 ATTEMPTS = 3
+#: Searches more at most, one for each low knee the client itself said its first tokens may
+#: read longer on (its own stalls moved a level across the SLO: the capacity contract's
+#: ``client.may_read_longer_ms``). With both cores busy and other workers beside it, the
+#: CLI's search once read 6 chats of 6 slots at 346 ms with the client stalled 19 times,
+#: three times running. A knee low on a client that was not stalled still counts.
+BUSY_ATTEMPTS = 3
 
 
 #: Levels of at most 4 requests a chat (8 at one chat): a level far from the knee is as
@@ -77,24 +83,32 @@ T = TypeVar("T")
 
 @dataclass
 class Attempt(Generic[T]):
-    """One search: what it found, its capacity, how long it took (s)."""
+    """One search: what it found, its capacity, how long it took (s), and whether the client
+    said its own stalls may have moved a level's first tokens across the SLO."""
 
     found: T
     capacity: int
     seconds: float
+    busy: bool = False
 
 
 def _attempts(
-    search: Callable[[], T], capacity: Callable[[T], int], slots: int
+    search: Callable[[], T],
+    capacity: Callable[[T], int],
+    busy: Callable[[T], bool],
+    slots: int,
 ) -> list[Attempt[T]]:
-    """Up to ATTEMPTS searches, until one finds a knee at ``slots - 1`` or above (one above
-    1.5 x ``slots`` stops them too: the test fails on it at once) or none (-1)."""
+    """Up to ATTEMPTS searches on a client that was not stalled (BUSY_ATTEMPTS more at most
+    when it was), until one finds a knee at ``slots - 1`` or above (one above 1.5 x
+    ``slots`` stops them too: the test fails on it at once) or none (-1)."""
     done: list[Attempt[T]] = []
-    for _attempt in range(ATTEMPTS):
+    for _attempt in range(ATTEMPTS + BUSY_ATTEMPTS):
         started = time.monotonic()
         found = search()
-        done.append(Attempt(found, capacity(found), time.monotonic() - started))
+        done.append(Attempt(found, capacity(found), time.monotonic() - started, busy(found)))
         if not 0 <= done[-1].capacity < slots - 1:
+            break
+        if sum(not attempt.busy for attempt in done) >= ATTEMPTS:
             break
     return done
 
@@ -131,6 +145,13 @@ def _need_capacity(result: Result) -> int:
     return int(json.loads(result.stdout)["capacity"]["concurrency"])
 
 
+def _need_busy(result: Result) -> bool:
+    if result.exit_code != 1:
+        return False
+    client = json.loads(result.stdout).get("client") or {}
+    return client.get("may_read_longer_ms") is not None
+
+
 @pytest.fixture(scope="module")
 def knees() -> Knees:
     """Both tests' searches at once, each against its own mock process: the library's in a
@@ -146,9 +167,10 @@ def knees() -> Knees:
             _attempts,
             lambda: _knee_search(knee_base),
             lambda found: found[0].capacity.concurrency,
+            lambda found: found[0].skew.moved,
             KNEE_SLOTS,
         )
-        need = _attempts(lambda: _need_search(need_base), _need_capacity, NEED_SLOTS)
+        need = _attempts(lambda: _need_search(need_base), _need_capacity, _need_busy, NEED_SLOTS)
         return Knees(knee.result(), need)
 
 
@@ -160,11 +182,15 @@ def _settled(attempts: list[Attempt[T]], slots: int, what: str) -> T:
         assert attempt.capacity <= 1.5 * slots, attempt
     last = attempts[-1]
     if last.capacity < slots - 1:
-        pytest.fail(f"{what} was below {slots - 1} in {len(attempts)} searches: {last.found}")
+        busy = sum(attempt.busy for attempt in attempts)
+        pytest.fail(
+            f"{what} was below {slots - 1} in {len(attempts)} searches ({busy} on a stalled"
+            f" client): {last.found}"
+        )
     return last.found
 
 
-@pytest.mark.timeout(240)  # up to ATTEMPTS searches
+@pytest.mark.timeout(300)  # up to ATTEMPTS + BUSY_ATTEMPTS searches
 def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(knees: Knees) -> None:
     slots = KNEE_SLOTS
     assert KNEE_SERVICE_MS / 2 > KNEE_SLO_MS  # the SLO is well under one service time
@@ -198,7 +224,7 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(knees: Knees) -> No
     assert again.capacity == cap and verdict(again, 40) == sentence
 
 
-@pytest.mark.timeout(240)  # up to ATTEMPTS searches (beside the knee's)
+@pytest.mark.timeout(300)  # up to ATTEMPTS + BUSY_ATTEMPTS searches (beside the knee's)
 def test_a_need_above_the_slots_exits_1_with_the_capacity_near_them(knees: Knees) -> None:
     slots = NEED_SLOTS
     result = knees.need[-1].found
