@@ -74,15 +74,17 @@ def test_step_notebooks_do_each_step(
     token_canary: str, tmp_path: Path,
 ) -> None:  # fmt: skip
     # 05 makes no platform call: it runs beside 01-04 (in a process of its own), with a
-    # token canary where no platform call is made (it must not show either).
+    # token canary where no platform call is made (it must not show either). 01 exchanges
+    # a token that 02-04 do not need (each exchanges its own when none is cached; the
+    # cache is locked): it runs beside them too.
     chat_env = {**os.environ, "LMREG_TOKEN": token_canary, "LMREG_ENV": "env-canary"}
     chat_run = start_apart(
         tmp_path, "05_test_chat_endpoint",
         {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}, env=chat_env,
     )  # fmt: skip
+    token_run = start_apart(tmp_path, "01_get_token", {"exchange": True})
     try:
-        outputs = [execute("01_get_token", {"exchange": True})]
-        outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
+        outputs = [execute("02_register_model", {"model_name": "nb-step-model"})]
         with _client(nb_env) as client:
             registered = client.find_model(name="nb-step-model")
         assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
@@ -111,8 +113,10 @@ def test_step_notebooks_do_each_step(
         assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
             "run = ob.Onboarding('')\nrun.list_models(name_contains)"
         ]
+        outputs.append(token_run.result(timeout=300))
         outputs.append(chat_run.result(timeout=300))
     finally:
+        token_run.close()
         chat_run.close()
     chat = nbformat.read(outputs[-1], as_version=4)
     streamed = [o for c in chat.cells if "stream_reply" in c.source for o in c.outputs]
