@@ -2,10 +2,12 @@
 
 Builds the wheel (`pip wheel --no-deps`), installs it into a new venv without the
 system's or this venv's site-packages (dependencies from pip's cache and the
-configured index, --find-links for the wheel), then, from an empty folder, `lmreg-nb demo` and
+configured index), then, from an empty folder, `lmreg-nb demo` and
 `lmreg-nb notebooks DIR`. The demo skips its capacity step to keep this test lean. The
-dependencies pyproject.toml declares are installed while the wheel builds (the two are
-independent); the wheel must declare exactly those, and its own install then finds them.
+dependencies pyproject.toml declares are installed while the wheel builds and installs
+(`--no-deps`: the three are independent, and no two write the same files); the wheel must
+declare exactly those, and `pip check` then finds every requirement of the venv met, the
+wheel's included.
 """
 
 from __future__ import annotations
@@ -103,13 +105,14 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
         source = _source_copy(tmp_path / "src")
         _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),
               str(source)], cwd=tmp_path, env=env, timeout=180)  # fmt: skip
+        (wheel,) = wheels.glob("lmreg_nb-*.whl")
+        _run([*pip, "--no-deps", str(wheel)], cwd=tmp_path, env=env, timeout=300)
         out, err = dependencies.communicate(timeout=300)
     finally:
         if dependencies.poll() is None:
             dependencies.kill()
             dependencies.communicate()
     assert dependencies.returncode == 0, f"the dependencies: {out[-2000:]}{err[-3000:]}"
-    (wheel,) = wheels.glob("lmreg_nb-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"lmreg_nb/notebooks/{n}.ipynb" for n in NOTEBOOKS} <= names
     assert "lmreg_nb/notebooks/.env.example" in names
@@ -118,7 +121,9 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     assert {f"lmreg_nb/schemas/{n}.schema.json" for n in ("check", "capacity", "summary")} <= names
     assert _requires(wheel) == {Requirement(r) for r in declared}
 
-    _run([*pip, "--find-links", str(wheels), str(wheel)], cwd=tmp_path, env=env, timeout=300)
+    # Every requirement met: the wheel's (its Requires-Dist) and its dependencies' own.
+    _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "check"],
+         cwd=tmp_path, env=env, timeout=120)  # fmt: skip
 
     empty = tmp_path / "empty"
     empty.mkdir()

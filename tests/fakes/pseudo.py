@@ -127,3 +127,63 @@ def widget_texts(widget: Any) -> Iterator[str]:
             yield html.unescape(re.sub(r"<[^>]+>", " ", str(data.get("text/html", ""))))
     for child in getattr(widget, "children", ()):
         yield from widget_texts(child)
+
+
+def record_values(summary: dict[str, Any]) -> set[str]:
+    """A summary record's data (school, contact, URLs, models, check names...): shown as it
+    is, never translated, so taken out before looking for words outside the catalog."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and value:
+            found.add(value)
+
+    for key in ("school", "contact", "base_url", "env", "models"):
+        walk(summary.get(key))
+    for check in summary.get("checks", []):
+        # Names and severities are the contract's identifiers (the notebooks cite `error`).
+        found.update((str(check.get("name")), str(check.get("severity"))))
+    found.add("sandbox-model")  # the model name the sandbox's mock serves
+    return {v for v in found if len(v) > 1}
+
+
+def html_text(page: str) -> str:
+    """The text a person reads in an HTML page (no style, script or tags)."""
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def notebook_texts(nb: Any) -> list[str]:
+    """What an executed notebook's code cells show: streams, HTML as text, plain text
+    (not the plain-text twin of a JSON output)."""
+    texts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                texts.append(out.get("text", ""))
+            data = out.get("data", {})
+            if "text/html" in data:
+                texts.append(html_text(str(data["text/html"])))
+            elif "text/plain" in data and not any(k.endswith("+json") for k in data):
+                texts.append(str(data["text/plain"]))
+    return texts
+
+
+def without_chat(text: str) -> str:
+    """``text`` up to the chat's prompt or reply: the caller's and the model's words are
+    data, not the toolkit's texts."""
+    prompt, reply = "【prompt】", "【reply】"
+    if reply in text:
+        head, _, _ = text.partition(reply)
+        if prompt in head:
+            head = head.partition(prompt)[0]
+        return head
+    return text

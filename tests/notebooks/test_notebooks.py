@@ -74,15 +74,17 @@ def test_step_notebooks_do_each_step(
     token_canary: str, tmp_path: Path,
 ) -> None:  # fmt: skip
     # 05 makes no platform call: it runs beside 01-04 (in a process of its own), with a
-    # token canary where no platform call is made (it must not show either).
+    # token canary where no platform call is made (it must not show either). 01 exchanges
+    # a token that 02-04 do not need (each exchanges its own when none is cached; the
+    # cache is locked): it runs beside them too.
     chat_env = {**os.environ, "LMREG_TOKEN": token_canary, "LMREG_ENV": "env-canary"}
     chat_run = start_apart(
         tmp_path, "05_test_chat_endpoint",
         {"check_requests": 4, "check_concurrency": 2, "prompt": "Hi"}, env=chat_env,
     )  # fmt: skip
+    token_run = start_apart(tmp_path, "01_get_token", {"exchange": True})
     try:
-        outputs = [execute("01_get_token", {"exchange": True})]
-        outputs.append(execute("02_register_model", {"model_name": "nb-step-model"}))
+        outputs = [execute("02_register_model", {"model_name": "nb-step-model"})]
         with _client(nb_env) as client:
             registered = client.find_model(name="nb-step-model")
         assert registered is not None and registered.registry_url == nb_env["LMREG_MODEL_URL"]
@@ -111,8 +113,10 @@ def test_step_notebooks_do_each_step(
         assert [c.source for c in listed.cells if "nb-step-model-2" in str(c.get("outputs"))] == [
             "run = ob.Onboarding('')\nrun.list_models(name_contains)"
         ]
+        outputs.append(token_run.result(timeout=300))
         outputs.append(chat_run.result(timeout=300))
     finally:
+        token_run.close()
         chat_run.close()
     chat = nbformat.read(outputs[-1], as_version=4)
     streamed = [o for c in chat.cells if "stream_reply" in c.source for o in c.outputs]
@@ -126,81 +130,6 @@ def test_step_notebooks_do_each_step(
         assert_no_leak(path)
         meta = nbformat.read(path, as_version=4).metadata
         assert "LMREG" not in str(meta.get("papermill", {}).get("parameters", {}))
-
-
-LOOPBACK_TEST = "test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def loopback_run(
-    request: pytest.FixtureRequest, sandbox_process: SandboxInfo,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[ApartRun, dict[str, str]] | None]:  # fmt: skip
-    """The whole onboarding on loopback (load test and capacity: the longest run here),
-    started in the background when the module starts, in its own account and kernel
-    environment, so that the other tests of the module run while it waits on the model.
-    None when its test is not selected."""
-    if not any(item.name == LOOPBACK_TEST for item in request.session.items):
-        yield None
-        return
-    account = sandbox_process.add_app("notebooks-loopback")
-    home = tmp_path_factory.mktemp("loopback-home")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
-    env |= {
-        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"), **sandbox_process.env(),
-        "LMREG_APP_ID": account["app_id"], "LMREG_APP_SECRET": account["app_secret"],
-    }  # fmt: skip
-    parameters = {
-        **CONTACT, "model_name": "nb-onboard-model", "check_requests": 4,
-        "check_concurrency": 2, "class_size": 2, "lang": "en",
-        # Short replies and a short lesson: every step still runs, its requests finish
-        # sooner (the capacity levels end after two requests per chat).
-        "max_tokens": 24, "lesson_tokens": 200,
-    }  # fmt: skip
-    run = start_apart(tmp_path_factory.mktemp("loopback"), "onboarding", parameters, env=env)
-    try:
-        yield run, env
-    finally:
-        run.close()
-
-
-def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
-    loopback_run: tuple[ApartRun, dict[str, str]] | None,
-    leaks: Callable[..., list[str]], canaries: list[str],
-) -> None:  # fmt: skip
-    assert loopback_run is not None
-    run, env = loopback_run
-    out = run.result(timeout=300)
-    assert _errors(out) == []
-    record = read_records(out)["summary"]
-    summary = Summary.from_json(record)
-    assert summary.status == "ok", summary.reason
-    assert summary.lang == "en" and summary.class_size == 2
-    assert summary.contact == Contact("Li Hua", "13900001111", CONTACT["contact_email"])
-    assert [s.name for s in summary.steps] == [
-        "contact card", "token", "register", "list models", "chat endpoint checks", "chat",
-        "capacity",
-    ]  # fmt: skip
-    # A rehearsal on loopback: the steps passed, but the platform cannot reach the model.
-    assert not summary.go_live.ready
-    assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
-    assert summary.performance is not None and summary.performance.requests == 4
-    assert summary.capacity is not None and summary.capacity.class_size == 2
-    assert summary.capacity.verdict and summary.capacity.levels
-    nb = nbformat.read(out, as_version=4)
-    assert "image/png" in _shown(nb, "run.figure")[0]  # the load test's plots, as an image
-    assert "image/png" in _shown(nb, "run.capacity_figure()")[0]
-    assert "reply" in _shown(nb, "run.reply()")[0]["text/plain"]
-    assert any(m["modelName"] == "nb-onboard-model" for m in record["models"])
-    assert "apiKey" not in str(record["models"])
-    page = render_html(nb, summary)
-    assert "Not ready for go-live" in page and "127.0.0.1" in page
-    with _client(env) as client:
-        assert client.find_model(name="nb-onboard-model") is not None
-    benign = [v for k, v in env.items() if k not in ("LMREG_APP_SECRET", "LMREG_MODEL_API_KEY")]
-    found = leaks(out.read_text(encoding="utf-8"), [*canaries, env["LMREG_APP_SECRET"]], benign)
-    assert found == [], f"secret material in {out.name}: {len(found)} form(s)"
 
 
 def test_onboarding_with_no_parameters_records_incomplete(
@@ -388,3 +317,79 @@ def test_a_wordy_api_key_leaves_every_check_name_whole_in_the_record(
         text = path.read_text(encoding="utf-8")
         assert find_leaks(text, {"LMREG_MODEL_API_KEY": key}) == [], path.name
         assert not [p for p in own_pieces if p in text], path.name
+
+
+LOOPBACK_TEST = "test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loopback_run(
+    request: pytest.FixtureRequest, sandbox_process: SandboxInfo,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ApartRun, dict[str, str]] | None]:  # fmt: skip
+    """The whole onboarding on loopback (load test and capacity: the longest run here),
+    started in the background when the module starts, in its own account and kernel
+    environment, so that the other tests of the module run while it waits on the model
+    (its test is the module's last, so it reads the run after all of them).
+    None when its test is not selected."""
+    if not any(item.name == LOOPBACK_TEST for item in request.session.items):
+        yield None
+        return
+    account = sandbox_process.add_app("notebooks-loopback")
+    home = tmp_path_factory.mktemp("loopback-home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LMREG_")}
+    env |= {
+        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"), **sandbox_process.env(),
+        "LMREG_APP_ID": account["app_id"], "LMREG_APP_SECRET": account["app_secret"],
+    }  # fmt: skip
+    parameters = {
+        **CONTACT, "model_name": "nb-onboard-model", "check_requests": 4,
+        "check_concurrency": 2, "class_size": 2, "lang": "en",
+        # Short replies and a short lesson: every step still runs, its requests finish
+        # sooner (the capacity levels end after two requests per chat).
+        "max_tokens": 24, "lesson_tokens": 200,
+    }  # fmt: skip
+    run = start_apart(tmp_path_factory.mktemp("loopback"), "onboarding", parameters, env=env)
+    try:
+        yield run, env
+    finally:
+        run.close()
+
+
+def test_onboarding_headless_is_ok_but_not_ready_for_go_live_on_a_loopback_host(
+    loopback_run: tuple[ApartRun, dict[str, str]] | None,
+    leaks: Callable[..., list[str]], canaries: list[str],
+) -> None:  # fmt: skip
+    assert loopback_run is not None
+    run, env = loopback_run
+    out = run.result(timeout=300)
+    assert _errors(out) == []
+    record = read_records(out)["summary"]
+    summary = Summary.from_json(record)
+    assert summary.status == "ok", summary.reason
+    assert summary.lang == "en" and summary.class_size == 2
+    assert summary.contact == Contact("Li Hua", "13900001111", CONTACT["contact_email"])
+    assert [s.name for s in summary.steps] == [
+        "contact card", "token", "register", "list models", "chat endpoint checks", "chat",
+        "capacity",
+    ]  # fmt: skip
+    # A rehearsal on loopback: the steps passed, but the platform cannot reach the model.
+    assert not summary.go_live.ready
+    assert any("127.0.0.1" in b and "cannot reach" in b for b in summary.go_live.blockers)
+    assert summary.performance is not None and summary.performance.requests == 4
+    assert summary.capacity is not None and summary.capacity.class_size == 2
+    assert summary.capacity.verdict and summary.capacity.levels
+    nb = nbformat.read(out, as_version=4)
+    assert "image/png" in _shown(nb, "run.figure")[0]  # the load test's plots, as an image
+    assert "image/png" in _shown(nb, "run.capacity_figure()")[0]
+    assert "reply" in _shown(nb, "run.reply()")[0]["text/plain"]
+    assert any(m["modelName"] == "nb-onboard-model" for m in record["models"])
+    assert "apiKey" not in str(record["models"])
+    page = render_html(nb, summary)
+    assert "Not ready for go-live" in page and "127.0.0.1" in page
+    with _client(env) as client:
+        assert client.find_model(name="nb-onboard-model") is not None
+    benign = [v for k, v in env.items() if k not in ("LMREG_APP_SECRET", "LMREG_MODEL_API_KEY")]
+    found = leaks(out.read_text(encoding="utf-8"), [*canaries, env["LMREG_APP_SECRET"]], benign)
+    assert found == [], f"secret material in {out.name}: {len(found)} form(s)"

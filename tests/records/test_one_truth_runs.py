@@ -7,26 +7,40 @@
   is the finding in the CLI, the record's blockers and the principal's page, and no check
   blames the key or the model name;
 - ``lmreg-nb onboard`` against a model that is down: one cause, and no advice the run's
-  own parameters contradict (``check_requests`` and ``class_size`` were set).
+  own parameters contradict (``check_requests`` and ``class_size`` were set);
+- ``lmreg-nb demo`` in the pseudo-locale (its capacity step included): what a person reads
+  (the command's lines, the notebook's outputs, the short HTML record) comes from the
+  catalog; the record's own values (school, models, check names, ids, URLs) are taken out
+  before looking. The kernel is another process, so the pseudo catalog travels by
+  LMREG_LOCALE_DIR.
 
-The module's six runs (three kinds, two languages; each demo with its own sandbox, the
-onboards with the session's) are separate processes that mostly wait on their models, so
-they start together, the first time a test asks for one (:func:`runs`), and each test
-reads its own.
+The module's seven runs (three kinds in two languages, and the pseudo-locale demo; each
+demo with its own sandbox, the onboards with the session's) are separate processes that
+mostly wait on their models, so they start together, the first time a test asks for one
+(:func:`runs`), and each test reads its own.
 """
 
 from __future__ import annotations
 
-import html
+import json
 import os
 import re
 import socket
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import nbformat
 import pytest
 from fakes.loopback_platform import finish_cli, start_cli
+from fakes.pseudo import (
+    html_text,
+    notebook_texts,
+    record_values,
+    unmarked,
+    without_chat,
+    write_pseudo_catalog,
+)
 
 from lmreg_nb import read_records
 
@@ -42,7 +56,7 @@ SERVES = {
 ENOUGH = {"en": "nough for a class of 4", "zh-CN": "4 人的班级"}
 
 
-#: Each run's limit: a whole demo takes some 25 s alone, and six runs share two cores.
+#: Each run's limit: a whole demo takes some 25 s alone, and seven runs share two cores.
 RUN_TIMEOUT_S = 360
 LANGS = ("en", "zh-CN")
 
@@ -55,15 +69,14 @@ def _start(args: list[str], root: Path, env: dict[str, str]) -> subprocess.Popen
 
 
 def _page_text(path: Path) -> str:
-    page = re.sub(r"<(style|script)\b.*?</\1>", " ", path.read_text(encoding="utf-8"), flags=re.S)
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+    return html_text(path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_one_capacity_number_in_the_cli_the_record_and_the_principals_page(
     runs: Runs, lang: str
 ) -> None:
-    said, out = runs[("demo", lang)]
+    said, out, _ = runs[("demo", lang)]
     summary: dict[str, Any] = read_records(out / "onboarding.ipynb")["summary"]
     # The demo ran the whole onboarding against its own sandbox (one demo run per language
     # in the suite: this one).
@@ -108,14 +121,23 @@ def _onboard(
     ], root, env)  # fmt: skip
 
 
-#: (kind, language) -> (what the command printed, its output folder).
-Runs = dict[tuple[str, str], tuple[str, Path]]
+class Run(NamedTuple):
+    """A finished run: what the command printed, its output folder, its exit code."""
+
+    said: str
+    out: Path
+    code: int | None
+
+
+#: (kind, language) -> its run.
+Runs = dict[tuple[str, str], Run]
 
 
 @pytest.fixture(scope="module")
 def runs(sandbox_process: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> Runs:
     """Every run of the module, started at once: ``demo`` in each language; ``onboard`` with
-    a registryUrl that stops at ``/v1`` ("v1") and with a model that is down ("down")."""
+    a registryUrl that stops at ``/v1`` ("v1") and with a model that is down ("down");
+    ``demo`` in the pseudo-locale (("pseudo", "zh-CN"))."""
     base = sandbox_process.model_url.removesuffix("/chat/completions")  # .../v1
     down = f"http://127.0.0.1:{_free_port()}/v1/chat/completions"
     started: dict[tuple[str, str], tuple[subprocess.Popen[str], Path]] = {}
@@ -133,8 +155,17 @@ def runs(sandbox_process: SandboxInfo, tmp_path_factory: pytest.TempPathFactory)
                     _onboard(sandbox_process, root, url, f"{kind}-{lang}", lang),
                     root,
                 )
+        root = tmp_path_factory.mktemp("pseudo-zh-CN")
+        pseudo = {
+            "LMREG_LANG": "zh-CN",
+            "LMREG_LOCALE_DIR": str(write_pseudo_catalog(root / "locale")),
+        }
+        started["pseudo", "zh-CN"] = (
+            _start(["demo", "--out", str(root / "out")], root, pseudo),
+            root,
+        )
         return {
-            key: ("".join(finish_cli(proc, RUN_TIMEOUT_S)), root / "out")
+            key: Run("".join(finish_cli(proc, RUN_TIMEOUT_S)), root / "out", proc.returncode)
             for key, (proc, root) in started.items()
         }
     finally:
@@ -149,7 +180,7 @@ def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
     sandbox_process: SandboxInfo, runs: Runs, lang: str
 ) -> None:
     fixed = sandbox_process.model_url  # the registryUrl stopped at .../v1, before this
-    said, out = runs[("v1", lang)]
+    said, out, _ = runs[("v1", lang)]
     summary = read_records(out / "onboarding.ipynb")["summary"]
     assert fixed in said, said
     assert fixed in summary["go_live"]["blockers"][0]
@@ -167,7 +198,7 @@ def test_a_url_that_stops_at_v1_is_named_as_the_fix_everywhere(
 def test_no_advice_the_parameters_contradict_after_a_failed_chat_check(
     runs: Runs, lang: str
 ) -> None:
-    said, out = runs[("down", lang)]
+    said, out, _ = runs[("down", lang)]
     shown = said + _page_text(out / "onboarding.html") + _page_text(out / "onboarding-short.html")
     for contradicted in (
         "check_requests above 0", "class_size above 0", "Step not done yet", "Steps not done yet",
@@ -179,3 +210,39 @@ def test_no_advice_the_parameters_contradict_after_a_failed_chat_check(
     assert capacity["skipped_after"] == "chat endpoint checks"
     skipped = "skip" if lang == "en" else "跳过"
     assert skipped in said
+
+
+def _pseudo_run(runs: Runs) -> tuple[str, Path, set[str]]:
+    """The pseudo-locale demo (it succeeded): its lines, its folder, its record's values."""
+    said, out, code = runs[("pseudo", "zh-CN")]
+    assert code == 0, said
+    summary = read_records(out / "onboarding.ipynb")["summary"]
+    assert summary["lang"] == "zh-CN"
+    return said, out, record_values(summary)
+
+
+def test_pseudo_locale_demo_lines_come_from_the_catalog(runs: Runs) -> None:
+    said, out, values = _pseudo_run(runs)
+    found = unmarked(said, values | {str(out)})
+    assert not found, f"{found}\n{said}"
+
+
+def test_pseudo_locale_notebook_outputs_come_from_the_catalog(runs: Runs) -> None:
+    _, out, values = _pseudo_run(runs)
+    nb = nbformat.read(out / "onboarding.ipynb", as_version=4)
+    problems = {}
+    for text in notebook_texts(nb):
+        found = unmarked(without_chat(text), values)
+        if found:
+            problems[text[:300]] = found
+    assert not problems, json.dumps(problems, ensure_ascii=False, indent=1)
+
+
+def test_pseudo_locale_short_record_comes_from_the_catalog(runs: Runs) -> None:
+    _, out, values = _pseudo_run(runs)
+    short = out / "onboarding-short.html"
+    if not short.exists():
+        pytest.skip("no short record written")
+    text = _page_text(short)
+    found = unmarked(text, values)
+    assert not found, f"{found}\n{text[:3000]}"
