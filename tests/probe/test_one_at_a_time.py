@@ -28,10 +28,10 @@ KEY = "sk-one-at-a-time-0123456789"
 
 @pytest.fixture(scope="module")
 def one_slot() -> Iterator[str]:
-    # One slot: every request waits for the one before it (about 0.2 s each), so the
-    # checks' burst of 14 requests queues for about 3 s, past a 0.5 s read timeout (six
-    # of the requests the rows judge wait past it).
-    config = MockModelConfig(api_key=KEY, ttft_ms=10, itl_ms=10, tokens=20, slots=1)
+    # One slot: every request waits for the one before it (about 0.11 s each), so the
+    # checks' burst of 14 requests queues for about 1.5 s, past a 0.5 s read timeout (the
+    # last nine wait past it).
+    config = MockModelConfig(api_key=KEY, ttft_ms=10, itl_ms=10, tokens=10, slots=1)
     with mock_served(config) as base:
         yield base + "/v1/chat/completions"
 
