@@ -84,9 +84,7 @@ def test_the_cli_need_met_exits_0_with_the_contract_json_and_progress_only_on_st
     assert out["capacity"]["limited_by"] == "need-met" and out["capacity"]["concurrency"] == 5
     assert ok.stderr == ""  # --json: nothing else either
 
-    text = CliRunner().invoke(
-        main, ["capacity", "--need", "3"], env=_env(plain)
-    )
+    text = CliRunner().invoke(main, ["capacity", "--need", "3"], env=_env(plain))
     assert text.exit_code == 0, text.output
     lines = text.stderr.splitlines()
     assert lines[0] == "Warming up: one request before the first level…"
