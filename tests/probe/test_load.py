@@ -34,12 +34,12 @@ SUMMARY = {
 
 
 def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
-    report = check_endpoint(Target(mock.url(), mock.key, mock.model), requests=24, concurrency=6)
+    report = check_endpoint(Target(mock.url(), mock.key, mock.model), requests=12, concurrency=6)
     s = report.performance.to_json()
     assert set(s) == SUMMARY and report.performance.load_test
     assert set(s["client"]) == {"stalls", "worst_stall_ms", "stalled_share"}
     assert all(set(s[k]) == PCT for k in ("ttft_ms", "first_answer_ms", "itl_ms", "latency_ms"))
-    assert s["requests"] == 24 and s["errors"] == 0
+    assert s["requests"] == 12 and s["errors"] == 0
     # The mock cannot answer before its schedule: measured times are at least the knobs
     # (less a margin: the clock starts once our request is written, which a busy
     # machine may record a moment late).
@@ -49,12 +49,12 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
     assert s["output_tokens_per_s"] == pytest.approx(s["requests_per_s"] * mock.tokens, rel=1e-3)
 
     rows = report.rows
-    assert rows is not None and len(rows) == 24 and rows["ok"].all()
+    assert rows is not None and len(rows) == 12 and rows["ok"].all()
     assert (rows["output_tokens"] == mock.tokens).all() and (rows["tokens_source"] == "usage").all()
     assert (rows["ttft_ms"] < rows["latency_ms"]).all()
     assert (rows["start_s"] < rows["end_s"]).all()
     load_row = next(c for c in report.checks if c.name == "load-test")
-    assert load_row.passed and "24 of 24 requests at concurrency 6" in load_row.detail
+    assert load_row.passed and "12 of 12 requests at concurrency 6" in load_row.detail
 
     fig = report.figure()
     assert fig is not None
@@ -66,7 +66,7 @@ def test_load_test_rows_summary_and_figure(mock: Mock) -> None:
         "Throughput over time",
     ]
     assert all(ax.get_xlabel() for ax in fig.axes[:4])
-    assert "24 requests at concurrency 6, 0 failed" in fig.get_suptitle()
+    assert "12 requests at concurrency 6, 0 failed" in fig.get_suptitle()
     # Both throughput series are drawn, each on its own axis (twin axes).
     assert len(fig.axes[3].get_lines()) == 1 and len(fig.axes[4].get_lines()) == 1
     buf = io.BytesIO()
