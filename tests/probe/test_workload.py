@@ -261,7 +261,7 @@ def test_check_json_names_the_load_tests_workload_and_the_prefix_cache_row() -> 
 
 def test_reading_pace_is_in_the_class_slo_by_default_and_0_drops_it() -> None:
     config = MockModelConfig(api_key=KEY, ttft_ms=1, itl_ms=1, tokens=5)
-    args = ["capacity", "--json", "--need", "1", "--workload", "short", "--level-seconds", "0.2"]
+    args = ["capacity", "--json", "--need", "1", "--workload", "short", "--level-seconds", "0"]
     with mock_served(config) as base:
         env = {
             "LMREG_MODEL_URL": base + "/v1/chat/completions",
