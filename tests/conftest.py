@@ -26,9 +26,8 @@ _LONG_FILES = {
     "tests/browser/test_forms_in_lab.py": 71,
     "tests/test_wheel.py": 48,
     "tests/notebooks/test_notebooks.py": 37,
-    "tests/records/test_one_truth_runs.py": 30,
+    "tests/records/test_one_truth_runs.py": 40,
     "tests/batch/test_batch.py": 27,
-    "tests/i18n/test_i18n_pseudo_run.py": 24,
     "tests/browser/test_walkthrough_in_lab.py": 20,
 }
 
