@@ -55,6 +55,8 @@ CHROMIUM_ARGS = [
     "--disable-default-apps",
 ]
 SERVER_START_TIMEOUT = 90.0
+#: Ports tried when the free one found is taken before jupyter binds it.
+PORT_ATTEMPTS = 3
 #: Milliseconds Playwright waits for page state (lab start, kernel start, cells).
 STATE_TIMEOUT_MS = 90_000
 REPO = Path(__file__).resolve().parents[2]
@@ -146,51 +148,65 @@ def running_lab(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
     token = secrets.token_hex(24)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     log = home / "jupyterlab.log"
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={settings_dir}",
-        f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--ServerApp.open_browser=False",
-        "--ServerApp.terminals_enabled=False",
-    ]
-    if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
-        command.append("--allow-root")
     # The token goes through the environment, not the command line (ps shows that).
     full_env = {**env, "JUPYTER_TOKEN": token}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
+    # A port found free can be taken by another process before jupyter binds it (a
+    # shared CI machine): jupyter then exits at once, and a new port is tried.
+    for _attempt in range(PORT_ATTEMPTS):
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}",
+            f"--LabApp.user_settings_dir={settings_dir}",
+            f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--ServerApp.open_browser=False",
+            "--ServerApp.terminals_enabled=False",
+        ]
+        if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
+            command.append("--allow-root")
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
+            )
+        server = LabServer(
+            url=f"http://127.0.0.1:{port}", token=token, root=root, log=log, lang=lang
         )
-    server = LabServer(url=url, token=token, root=root, log=log, lang=lang)
+        try:
+            if _wait_until_ready(proc, server):
+                break
+        except BaseException:
+            _stop(proc)
+            raise
+    else:
+        pytest.fail(f"jupyter lab found no free port in {PORT_ATTEMPTS} tries:\n{server.tail()}")
     try:
-        _wait_until_ready(proc, server)
         yield server
     finally:
         _stop(proc)
 
 
-def _wait_until_ready(proc: subprocess.Popen[bytes], server: LabServer) -> None:
+def _wait_until_ready(proc: subprocess.Popen[bytes], server: LabServer) -> bool:
+    """True once the server answers; False when it exited because its port was taken."""
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     headers = {"Authorization": f"token {server.token}"}
     with httpx.Client(timeout=2.0) as http:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
+                if "is not available" in server.tail():  # "... because port N is not available"
+                    return False
                 pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
             try:
                 if http.get(f"{server.url}/api/status", headers=headers).status_code == 200:
-                    return
+                    return True
             except httpx.TransportError:
                 pass
             # Polling a server that is starting: a short pause between tries.
