@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,8 @@ CHROMIUM_ARGS = [
     "--disable-default-apps",
 ]
 SERVER_START_TIMEOUT = 90.0
+#: Ports tried when the free one found is taken before jupyter binds it.
+PORT_ATTEMPTS = 3
 #: Milliseconds Playwright waits for page state (lab start, kernel start, cells).
 STATE_TIMEOUT_MS = 90_000
 REPO = Path(__file__).resolve().parents[2]
@@ -145,51 +148,65 @@ def running_lab(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
     token = secrets.token_hex(24)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     log = home / "jupyterlab.log"
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={settings_dir}",
-        f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--ServerApp.open_browser=False",
-        "--ServerApp.terminals_enabled=False",
-    ]
-    if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
-        command.append("--allow-root")
     # The token goes through the environment, not the command line (ps shows that).
     full_env = {**env, "JUPYTER_TOKEN": token}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
+    # A port found free can be taken by another process before jupyter binds it (a
+    # shared CI machine): jupyter then exits at once, and a new port is tried.
+    for _attempt in range(PORT_ATTEMPTS):
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}",
+            f"--LabApp.user_settings_dir={settings_dir}",
+            f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--ServerApp.open_browser=False",
+            "--ServerApp.terminals_enabled=False",
+        ]
+        if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
+            command.append("--allow-root")
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
+            )
+        server = LabServer(
+            url=f"http://127.0.0.1:{port}", token=token, root=root, log=log, lang=lang
         )
-    server = LabServer(url=url, token=token, root=root, log=log, lang=lang)
+        try:
+            if _wait_until_ready(proc, server):
+                break
+        except BaseException:
+            _stop(proc)
+            raise
+    else:
+        pytest.fail(f"jupyter lab found no free port in {PORT_ATTEMPTS} tries:\n{server.tail()}")
     try:
-        _wait_until_ready(proc, server)
         yield server
     finally:
         _stop(proc)
 
 
-def _wait_until_ready(proc: subprocess.Popen[bytes], server: LabServer) -> None:
+def _wait_until_ready(proc: subprocess.Popen[bytes], server: LabServer) -> bool:
+    """True once the server answers; False when it exited because its port was taken."""
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     headers = {"Authorization": f"token {server.token}"}
     with httpx.Client(timeout=2.0) as http:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
+                if "is not available" in server.tail():  # "... because port N is not available"
+                    return False
                 pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
             try:
                 if http.get(f"{server.url}/api/status", headers=headers).status_code == 200:
-                    return
+                    return True
             except httpx.TransportError:
                 pass
             # Polling a server that is starting: a short pause between tries.
@@ -217,13 +234,69 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=10)
 
 
+class KernelReaper:
+    """Shuts down the server's kernel sessions in the background, one thread each.
+
+    DELETE /api/sessions/ID answers once the kernel has exited (a few hundred ms, seconds
+    when it was busy); nothing waits for that but a notebook reopened at the same path
+    (`settle`), and the end of the module (`close`), which also raises a failed shutdown.
+    """
+
+    def __init__(self, server: LabServer) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.server = server
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernel-reaper")
+        self.pending: list[tuple[str, Future[None]]] = []
+        self.asked: set[str] = set()  # sessions whose shutdown was started
+
+    def _client(self) -> httpx.Client:
+        headers = {"Authorization": f"token {self.server.token}"}
+        return httpx.Client(base_url=self.server.url, headers=headers, timeout=30.0)
+
+    def _delete(self, session_id: str) -> None:
+        with self._client() as http:
+            http.delete(f"/api/sessions/{session_id}")
+
+    def reap(self) -> None:
+        """Start shutting down every running session's kernel."""
+        with self._client() as http:
+            sessions = http.get("/api/sessions").json()
+        for session in sessions:
+            if session["id"] in self.asked:  # still stopping since an earlier test
+                continue
+            self.asked.add(session["id"])
+            path = str(session.get("path", ""))
+            self.pending.append((path, self.pool.submit(self._delete, session["id"])))
+
+    def settle(self, notebook: str | None = None) -> None:
+        """Wait until the kernels of ``notebook`` (None: every one) are shut down."""
+        still = []
+        for path, future in self.pending:
+            if notebook is None or path.endswith(notebook) or future.done():
+                future.result(timeout=STATE_TIMEOUT_MS / 1000)
+            else:
+                still.append((path, future))
+        self.pending = still
+
+    def close(self) -> None:
+        """Wait for every shutdown started; stop the threads."""
+        try:
+            self.settle()
+        finally:
+            self.pool.shutdown(wait=True)
+
+
 class Lab:
     """Drive one JupyterLab page like a person would: open, run, wait, look."""
 
-    def __init__(self, page: Page, server: LabServer, shots: Path) -> None:
+    def __init__(
+        self, page: Page, server: LabServer, shots: Path, reaper: KernelReaper | None = None
+    ) -> None:
         self.page = page
         self.server = server
         self.shots = shots
+        self.reaper = reaper or KernelReaper(server)
 
     def start(self, notebook: str) -> Locator:
         """JupyterLab with ``notebook`` open; return its panel.
@@ -238,6 +311,7 @@ class Lab:
 
         if self.page.url.startswith(f"{self.server.url}/lab"):
             return self.open(notebook)
+        self.reaper.settle(notebook)
         self.page.goto(f"{self.server.url}/lab/tree/{notebook}?reset&token={self.server.token}")
         panel = self.panel(notebook)
         expect(panel).to_be_visible(timeout=STATE_TIMEOUT_MS)
@@ -260,6 +334,8 @@ class Lab:
         """Open ``notebook`` from the file browser (double-click); return its panel."""
         from playwright.sync_api import expect
 
+        # JupyterLab would join the session of an earlier test still shutting down.
+        self.reaper.settle(notebook)
         browser = self.page.locator(".jp-DirListing-content")
         if not browser.is_visible():
             self.file_browser_tab().click()
@@ -334,15 +410,12 @@ class Lab:
         return panel.locator(".jp-CodeCell", has=self.page.locator(f".{widget_css}"))
 
     def shutdown_kernels(self) -> None:
-        """Stop every kernel of the server (each notebook opened started one): frees the CPU."""
-        from concurrent.futures import ThreadPoolExecutor
+        """Stop every kernel of the server (each notebook opened started one): frees the CPU.
 
-        headers = {"Authorization": f"token {self.server.token}"}
-        with httpx.Client(base_url=self.server.url, headers=headers, timeout=10.0) as http:
-            paths = [f"/api/sessions/{s['id']}" for s in http.get("/api/sessions").json()]
-            # Together: each delete waits for its kernel to exit (a few hundred ms).
-            with ThreadPoolExecutor(max_workers=max(1, len(paths))) as pool:
-                list(pool.map(http.delete, paths))
+        In the background: the next test goes on meanwhile (each kernel takes a few
+        hundred ms to exit); opening a notebook whose kernel is still stopping waits.
+        """
+        self.reaper.reap()
 
     def wait_kernel_idle(self, notebook: str, panel: Locator) -> None:
         """Wait until the notebook's kernel runs and the page is connected to it, idle.
@@ -408,30 +481,81 @@ class Lab:
         return path
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """Headless Debian Chromium under Playwright; fails (never skips) when it is missing.
+class _Chromium:
+    """One Debian Chromium under Playwright, shared by the browser modules a worker runs
+    one after the other (launching it costs about a second of CPU each time)."""
 
-    Module scope, not session: Playwright's sync API keeps an event loop running
-    in this thread until it stops, and later tests call asyncio.run().
-    """
-    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
-        pytest.fail(f"the browser test needs Chromium at {CHROMIUM}: {INSTALL_HINT}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - playwright is in the [test] extra
-        pytest.fail("the browser test needs playwright (python): pip install -e '.[test]'")
-    with sync_playwright() as pw:
+    def __init__(self) -> None:
+        self._playwright: Any = None  # the started sync_playwright() context manager
+        self._browser: Browser | None = None
+
+    def get(self) -> Browser:
+        """The running browser; started on first use; fails (never skips) when missing."""
+        if self._browser is not None:
+            return self._browser
+        if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+            pytest.fail(f"the browser test needs Chromium at {CHROMIUM}: {INSTALL_HINT}")
         try:
-            browser = pw.chromium.launch(
+            from playwright.sync_api import sync_playwright
+        except ImportError:  # pragma: no cover - playwright is in the [test] extra
+            pytest.fail("the browser test needs playwright (python): pip install -e '.[test]'")
+        manager = sync_playwright()
+        pw = manager.__enter__()
+        try:
+            self._browser = pw.chromium.launch(
                 executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
             )
         except Exception as exc:
+            manager.__exit__(None, None, None)
             pytest.fail(f"Chromium at {CHROMIUM} did not start ({exc}); {INSTALL_HINT}")
+        self._playwright = manager
+        return self._browser
+
+    def stop(self) -> None:
+        """Close the browser and stop Playwright (and the event loop it keeps running)."""
+        browser, manager = self._browser, self._playwright
+        self._browser = self._playwright = None
         try:
-            yield browser
+            if browser is not None:
+                browser.close()
         finally:
-            browser.close()
+            if manager is not None:
+                manager.__exit__(None, None, None)
+
+
+_CHROMIUM = _Chromium()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Browser:
+    """Headless Debian Chromium under Playwright; fails (never skips) when it is missing.
+
+    Kept from module to module while the next module's tests use it too, stopped as soon
+    as the next test does not (see pytest_runtest_teardown): Playwright's sync API keeps an
+    event loop running in this thread until it stops, and other tests call asyncio.run().
+    """
+    return _CHROMIUM.get()
+
+
+def _keeps_chromium(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    """Whether the browser stays up after ``item``: the next test uses it, or is of the
+    same module (whose ``chromium`` fixture holds it, as a module fixture did)."""
+    if nextitem is None:
+        return False
+    return nextitem.path == item.path or "chromium" in getattr(nextitem, "fixturenames", ())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    try:
+        yield  # the fixtures this test leaves are torn down first (pages, contexts)
+    finally:
+        if not _keeps_chromium(item, nextitem):
+            _CHROMIUM.stop()
+
+
+def pytest_sessionfinish() -> None:
+    _CHROMIUM.stop()  # an interrupted run
 
 
 @pytest.fixture(scope="session", params=LANGUAGES)
@@ -477,13 +601,14 @@ class LabPages:
         self.context = context
         self.server = server
         self.page: Page | None = None
+        self.reaper = KernelReaper(server)
 
     @contextmanager
     def lab(self, shots: Path, item: pytest.Item) -> Iterator[Lab]:
         """A Lab on the kept page for the test ``item``; screenshots go to ``shots``."""
         if self.page is None:
             self.page = self.context.new_page()
-        lab = Lab(self.page, self.server, shots)
+        lab = Lab(self.page, self.server, shots, self.reaper)
         try:
             yield lab
         finally:
@@ -548,10 +673,14 @@ def lab_pages(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
     in it (each test shuts its kernels down)."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
+    pages = LabPages(context, server)
     try:
-        yield LabPages(context, server)
+        yield pages
     finally:
-        context.close()
+        try:
+            pages.reaper.close()
+        finally:
+            context.close()
 
 
 @pytest.fixture(scope="module")
