@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,32 +151,32 @@ def running_lab(
     log = home / "jupyterlab.log"
     # The token goes through the environment, not the command line (ps shows that).
     full_env = {**env, "JUPYTER_TOKEN": token}
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings_dir}",
+        f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.terminals_enabled=False",
+    ]
+    if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
+        command.append("--allow-root")
     # A port found free can be taken by another process before jupyter binds it (a
     # shared CI machine): jupyter then exits at once, and a new port is tried.
     for _attempt in range(PORT_ATTEMPTS):
         port = _free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--ServerApp.root_dir={root}",
-            f"--LabApp.user_settings_dir={settings_dir}",
-            f"--LabApp.workspaces_dir={home / 'lab-workspaces'}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--ServerApp.open_browser=False",
-            "--ServerApp.terminals_enabled=False",
-        ]
-        if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
-            command.append("--allow-root")
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                command, cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT
-            )
+                [*command, f"--ServerApp.port={port}"],
+                cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
         server = LabServer(
             url=f"http://127.0.0.1:{port}", token=token, root=root, log=log, lang=lang
         )
@@ -243,8 +243,6 @@ class KernelReaper:
     """
 
     def __init__(self, server: LabServer) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         self.server = server
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernel-reaper")
         self.pending: list[tuple[str, Future[None]]] = []
@@ -290,13 +288,11 @@ class KernelReaper:
 class Lab:
     """Drive one JupyterLab page like a person would: open, run, wait, look."""
 
-    def __init__(
-        self, page: Page, server: LabServer, shots: Path, reaper: KernelReaper | None = None
-    ) -> None:
+    def __init__(self, page: Page, server: LabServer, shots: Path, reaper: KernelReaper) -> None:
         self.page = page
         self.server = server
         self.shots = shots
-        self.reaper = reaper or KernelReaper(server)
+        self.reaper = reaper
 
     def start(self, notebook: str) -> Locator:
         """JupyterLab with ``notebook`` open; return its panel.
@@ -685,7 +681,9 @@ def lab_pages(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
 
 @pytest.fixture(scope="module")
 def kept_page(chromium: Browser, lab_server: LabServer) -> Iterator[LabPages]:
-    """One page per module and language on the session's JupyterLab of that language."""
+    """One page per module and language on the session's JupyterLab of that language, or
+    on the module's own (a module that needs other notebooks or kernels overrides
+    ``lab_server``)."""
     with lab_pages(chromium, lab_server) as pages:
         yield pages
 

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabPages, LabServer, lab_environment, lab_pages, running_lab
+from conftest import Lab, LabServer, lab_environment, running_lab
 from lab_helpers import CJK, CLICK_TIMEOUT_MS, connect_in_01, platform_models
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
-
     from lmreg_nb.sandbox.process import SandboxInfo
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -42,9 +39,10 @@ def account(sandbox_process: SandboxInfo) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def secretless_server(
+def lab_server(
     account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LabServer]:
+    """This module's JupyterLab (instead of the session's): kernels without LMREG_APP_SECRET."""
     from lmreg_nb.runner.shipped import copy_notebooks
 
     root = tmp_path_factory.mktemp("lab-reuse") / "notebooks"
@@ -54,18 +52,6 @@ def secretless_server(
     kernels["LMREG_LANG"] = LANG
     with running_lab(root, home, lab_environment(home, kernels), LANG) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def kept_page(chromium: Browser, secretless_server: LabServer) -> Iterator[LabPages]:
-    with lab_pages(chromium, secretless_server) as pages:
-        yield pages
-
-
-@pytest.fixture
-def lab(kept_page: LabPages, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
-    with kept_page.lab(tmp_path, request.node) as lab:
-        yield lab
 
 
 def test_secret_typed_in_01_serves_02(lab: Lab, account: dict[str, str]) -> None:

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabPages, LabServer, lab_environment, lab_pages, running_lab
+from conftest import Lab, LabServer, lab_environment, running_lab
 from lab_helpers import CLICK_TIMEOUT_MS
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
-
     from lmreg_nb.sandbox.process import SandboxInfo
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -41,9 +38,10 @@ def account(sandbox_process: SandboxInfo) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(
+def lab_server(
     account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LabServer]:
+    """This module's JupyterLab (instead of the session's), 05 naming the model of 02."""
     import nbformat
 
     from lmreg_nb.runner.shipped import copy_notebooks
@@ -56,20 +54,8 @@ def server(
     cell.source = cell.source.replace('registered: str = ""', f'registered: str = "{NAME}"')
     nbformat.write(nb, path)
     home = tmp_path_factory.mktemp("lab-v1-home")
-    with running_lab(root, home, lab_environment(home, account), "en") as lab_server:
-        yield lab_server
-
-
-@pytest.fixture(scope="module")
-def kept_page(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
-    with lab_pages(chromium, server) as pages:
-        yield pages
-
-
-@pytest.fixture
-def lab(kept_page: LabPages, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
-    with kept_page.lab(tmp_path, request.node) as lab:
-        yield lab
+    with running_lab(root, home, lab_environment(home, account), "en") as server:
+        yield server
 
 
 def test_a_v1_address_is_named_as_the_fix_in_02_and_05(lab: Lab, account: dict[str, str]) -> None:

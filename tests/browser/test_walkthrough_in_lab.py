@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabPages, LabServer, lab_environment, lab_pages, running_lab
+from conftest import Lab, LabServer, lab_environment, running_lab
 from lab_helpers import connect_in_01, platform_models
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Locator
+    from playwright.sync_api import Locator
 
     from lmreg_nb.sandbox.process import SandboxInfo
 
@@ -56,9 +56,11 @@ def _set_parameter(root: Path, notebook: str, shipped: str, typed: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(
+def lab_server(
     account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LabServer]:
+    """This module's JupyterLab (instead of the session's), its notebooks as the engineer
+    edits them."""
     from lmreg_nb.runner.shipped import copy_notebooks
 
     root = tmp_path_factory.mktemp("lab-walk") / "notebooks"
@@ -71,20 +73,8 @@ def server(
     home = tmp_path_factory.mktemp("lab-walk-home")
     kernels = {k: v for k, v in account.items() if k not in HIDDEN}
     kernels["LMREG_LANG"] = LANG
-    with running_lab(root, home, lab_environment(home, kernels), LANG) as lab_server:
-        yield lab_server
-
-
-@pytest.fixture(scope="module")
-def kept_page(chromium: Browser, server: LabServer) -> Iterator[LabPages]:
-    with lab_pages(chromium, server) as pages:
-        yield pages
-
-
-@pytest.fixture
-def lab(kept_page: LabPages, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
-    with kept_page.lab(tmp_path, request.node) as lab:
-        yield lab
+    with running_lab(root, home, lab_environment(home, kernels), LANG) as server:
+        yield server
 
 
 def _red(panel: Locator) -> list[str]:
