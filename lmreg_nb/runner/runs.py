@@ -195,7 +195,35 @@ def run_folder() -> Iterator[Path]:
         (folder / _OWNER).write_text(json.dumps(owner), encoding="utf-8")
         yield folder
     finally:
+        _stop_processes_naming(folder)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stop_processes_naming(folder: Path) -> None:
+    """Stop this user's processes whose command line names a file in ``folder``.
+
+    A kernel that papermill started just as the run was stopped is in its own session and
+    was not yet papermill's child when :func:`kill_tree` looked, so nothing stopped it. It
+    would go on running and bind its ipc sockets in the folder as it is removed (seen in
+    CI). Its command line names its connection file, which is in the folder.
+    """
+    import psutil
+
+    inside = str(folder) + os.sep
+    found = []
+    for proc in psutil.process_iter(["cmdline", "uids"]):
+        args, uids = proc.info["cmdline"] or [], proc.info["uids"]
+        ours = uids is None or uids.real == os.getuid()  # no uids on Windows
+        if ours and proc.pid != os.getpid() and any(a.startswith(inside) for a in args):
+            found.append(proc)
+    for proc in found:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _gone, alive = psutil.wait_procs(found, timeout=_KILL_GRACE_S)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=_KILL_GRACE_S)
 
 
 def note_child(folder: Path, proc: subprocess.Popen[Any] | int) -> None:

@@ -6,6 +6,7 @@ watches the processes and the private run folders (``lmreg-run-*``) left behind.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -24,7 +25,7 @@ from click.testing import CliRunner
 
 from lmreg_nb.batch import RunTask, execute_run, run_batch
 from lmreg_nb.cli import main
-from lmreg_nb.runner.runs import RUN_PREFIX, remove_stale_runs
+from lmreg_nb.runner.runs import RUN_PREFIX, kill_tree, remove_stale_runs, run_folder
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -167,6 +168,49 @@ def test_sigterm_during_one_run_in_the_main_thread_as_onboard_does(tmp_path: Pat
     _wait_for(lambda: not _processes_under(tmp), 10, "papermill and the kernel to stop")
     first = nbformat.read(out / "sleepy.ipynb", as_version=4).cells[0]
     assert "stopped: interrupted by SIGTERM" in first.source
+
+
+# A papermill stand-in caught starting its kernel as the stop comes: the signal waits
+# (blocked) until the kernel, in its own session as jupyter_client starts it, is up.
+_LATE_KERNEL = """
+import signal, subprocess, sys, time
+from pathlib import Path
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+Path(sys.argv[2], "ready").write_text("")
+time.sleep(0.3)
+kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                           sys.argv[1] + "/tmp/kernel-1.json"], start_new_session=True)
+Path(sys.argv[2], "kernel.pid").write_text(str(kernel.pid))
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_a_kernel_started_as_its_run_is_stopped_goes_with_the_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen in CI: SIGTERM while papermill was starting the kernel left the kernel running
+    # and its ipc sockets in a run folder already removed (the folder came back).
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    with run_folder() as work:
+        papermill = subprocess.Popen(
+            [sys.executable, "-c", _LATE_KERNEL, str(work), str(notes)], start_new_session=True
+        )
+        _wait_for(lambda: (notes / "ready").exists(), 30, "the stand-in to start")
+        kill_tree(papermill)  # lists no kernel yet: it starts while papermill is stopped
+    try:
+        kernel = psutil.Process(int((notes / "kernel.pid").read_text()))
+    except psutil.NoSuchProcess:
+        pass  # stopped and reaped
+    else:
+        status = kernel.status()
+        with contextlib.suppress(psutil.Error):
+            kernel.kill()
+        assert status == psutil.STATUS_ZOMBIE, "the kernel outlived its run"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes"]
 
 
 @pytest.mark.notebooks
