@@ -11,7 +11,9 @@ What plain ``python -m papermill`` lacks for runs side by side:
   so the runner can tell it from a failing cell and retry the run once;
 - when the runner dies (even by SIGKILL) the child stops its kernel, removes the
   run's private folder (token cache, unscrubbed notebook) and exits, so no
-  papermill, kernel or secret outlives the run.
+  papermill, kernel or secret outlives the run;
+- a wait on the kernel looks again every second (:func:`sliced_polls`), so a missed
+  ZeroMQ wake-up costs a second, not the cell's whole timeout (jupyter/nbclient#312).
 """
 
 from __future__ import annotations
@@ -25,20 +27,33 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 from ..i18n import _
 from .runs import RUN_PREFIX
 
-__all__ = ["KERNEL_START_EXIT", "KernelStartError", "ipc_prefix", "main", "readable_parameters"]
+__all__ = [
+    "KERNEL_START_EXIT",
+    "KernelStartError",
+    "ipc_prefix",
+    "main",
+    "readable_parameters",
+    "sliced",
+    "sliced_polls",
+]
 
 #: The child's exit code when the kernel did not start (EX_TEMPFAIL: worth one retry).
 KERNEL_START_EXIT = 75
 #: Unix socket paths are limited to 107 bytes; ipc needs "<prefix>-<port>" to fit.
 _MAX_SOCKET_PATH = 100
 _WATCH_INTERVAL_S = 0.5
+#: The longest a wait on the kernel's messages goes without looking again.
+_POLL_SLICE_S = 1.0
+
+_GetMsg = Callable[[Any, "float | None"], Awaitable[dict[str, Any]]]
 
 
 class KernelStartError(RuntimeError):
@@ -91,6 +106,37 @@ def _guard_kernel_start() -> None:
     for name in ("async_start_new_kernel", "async_start_new_kernel_client",
                  "start_new_kernel", "start_new_kernel_client"):  # fmt: skip
         setattr(NotebookClient, name, guarded(getattr(NotebookClient, name)))
+
+
+def sliced(get_msg: _GetMsg, slice_s: float = _POLL_SLICE_S) -> _GetMsg:
+    """``get_msg`` (an async channel's), waiting in slices of ``slice_s`` up to its timeout.
+
+    pyzmq's asyncio poll can miss the wake-up of a message that has arrived and see it
+    only when its timeout ends (it looks once more then). nbclient waits for a cell's
+    reply with the cell's whole timeout: a cell showing widgets took 120 s instead of
+    66 ms, then went on as if nothing had happened.
+    """
+
+    @functools.wraps(get_msg)
+    async def get_msg_sliced(self: Any, timeout: float | None = None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_s if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await get_msg(self, min(slice_s, left))
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    return get_msg_sliced
+
+
+def sliced_polls() -> None:
+    """Make every async kernel client's waits :func:`sliced` (once per process)."""
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    if not hasattr(AsyncZMQSocketChannel.get_msg, "__wrapped__"):
+        AsyncZMQSocketChannel.get_msg = sliced(AsyncZMQSocketChannel.get_msg)  # type: ignore[method-assign,assignment]
 
 
 def readable_parameters() -> None:
@@ -159,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _guard_kernel_start()
     readable_parameters()
+    sliced_polls()
     config = Config()
     if args.ipc:
         config.KernelManager.transport = "ipc"

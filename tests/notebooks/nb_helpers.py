@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 
 #: papermill in a child process: its arguments come on stdin (never the command line),
-#: exit 3 when a cell failed (PapermillExecutionError), its message on stderr.
+#: exit 3 when a cell failed (PapermillExecutionError), its message on stderr. Its waits on
+#: the kernel are sliced as the runner's child's are (lmreg_nb.runner.kernels.sliced_polls).
 _CHILD = """
 import json, sys
 import papermill
 from papermill.exceptions import PapermillExecutionError
+from lmreg_nb.runner.kernels import sliced_polls
+sliced_polls()
 a = json.load(sys.stdin)
 try:
     papermill.execute_notebook(a["input"], a["output"], parameters=a["parameters"],
@@ -62,6 +65,9 @@ def execute_in(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from lmreg_nb.runner.kernels import sliced_polls
+
+    sliced_polls()  # as the runner's child does: a missed wake-up costs 1 s, not 120 s
     # Refused rather than racing: in a thread it moves the folder of every test beside it.
     assert threading.current_thread() is threading.main_thread(), "use start_apart"
     notebook, out, cwd = _paths(folder, stem)
