@@ -5,6 +5,7 @@ process or a server fails: tests/lanes.py)."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,13 @@ from lanes import LaneGuard
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
+
+# The suite keeps its bytecode (in __pycache__, which git ignores) where the machine says
+# not to (CI's sets PYTHONDONTWRITEBYTECODE=1): each worker rewrote every test module's
+# asserts again, and each process the tests start compiled the package again. Measured on a
+# clean clone, fast lane at four workers: 58.0 s and 58.8 s kept, 66.6 s and 62.7 s not.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 #: Markers of tests that start real processes (papermill, kernels, JupyterLab, Chromium).
