@@ -219,11 +219,33 @@ def _stop_processes_naming(folder: Path) -> None:
     for proc in found:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
-    _gone, alive = psutil.wait_procs(found, timeout=_KILL_GRACE_S)
-    for proc in alive:
+    stubborn = _still_running(found, _KILL_GRACE_S)
+    for proc in stubborn:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    psutil.wait_procs(alive, timeout=_KILL_GRACE_S)
+    _still_running(stubborn, _KILL_GRACE_S)
+
+
+def _still_running(procs: list[Any], timeout: float) -> list[Any]:
+    """Those of ``procs`` (psutil processes) still running after up to ``timeout`` s.
+
+    Not our children, so not ours to reap: a zombie has stopped (psutil's own wait would
+    wait out the whole timeout for it).
+    """
+    import psutil
+
+    def running(proc: psutil.Process) -> bool:
+        try:
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    deadline = time.monotonic() + timeout
+    alive = [p for p in procs if running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if running(p)]
+    return alive
 
 
 def note_child(folder: Path, proc: subprocess.Popen[Any] | int) -> None:

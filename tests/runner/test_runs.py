@@ -175,11 +175,13 @@ def test_sigterm_during_one_run_in_the_main_thread_as_onboard_does(tmp_path: Pat
 _LATE_KERNEL = """
 import signal, subprocess, sys, time
 from pathlib import Path
+# The kernel unblocks what it inherited: a real one stops on SIGTERM.
+KERNEL = "import signal, time; signal.pthread_sigmask(signal.SIG_UNBLOCK, {15}); time.sleep(60)"
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 Path(sys.argv[2], "ready").write_text("")
 time.sleep(0.3)
-kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
-                           sys.argv[1] + "/tmp/kernel-1.json"], start_new_session=True)
+kernel = subprocess.Popen([sys.executable, "-c", KERNEL, sys.argv[1] + "/tmp/kernel-1.json"],
+                          start_new_session=True)
 Path(sys.argv[2], "kernel.pid").write_text(str(kernel.pid))
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 time.sleep(60)
