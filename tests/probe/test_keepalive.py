@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -151,6 +152,31 @@ def test_a_chat_dropped_on_a_reused_connection_is_resent_once_and_keeps_its_star
     # Every figure from the first try's start: the server's half second is in it.
     assert (resent[0].ttft or 0) >= DROP_DELAY_S
     assert all((ex.ttft or 1) < DROP_DELAY_S for ex in replies if not ex.resent)
+
+
+def test_a_stall_right_after_the_request_leaves_stays_in_the_first_token_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The start was stamped after the write: a client stalled between the two (a busy
+    # machine) hid part of the server's time, and a resent chat read 494 ms for the
+    # server's 500 (CI). The stall comes after the reused connection's request only.
+    from asyncio import selector_events
+
+    write = selector_events._SelectorSocketTransport.write
+    posts = []
+
+    def write_then_stall(self: object, data: bytes) -> None:
+        write(self, data)  # type: ignore[arg-type]
+        if bytes(data[:5]) == b"POST ":
+            posts.append(data)
+            if len(posts) == 2:
+                time.sleep(0.2)
+
+    monkeypatch.setattr(selector_events._SelectorSocketTransport, "write", write_then_stall)
+    with keepalive_peer("drop-reused") as peer:
+        replies, _conn = _in_turn(peer.url, 2)
+    assert [ex.resent for ex in replies] == [False, True] and len(posts) == 3
+    assert (replies[1].ttft or 0) >= DROP_DELAY_S
 
 
 def test_the_load_test_says_how_many_chats_were_sent_twice() -> None:

@@ -106,7 +106,7 @@ class Exchange(Reply):
 
     stream_requested: bool = False
     t_begin: float = 0.0  # send() called
-    t_start: float = 0.0  # request headers written (or t_begin, without a trace)
+    t_start: float = 0.0  # on the wire: just before the write (lean), headers sent (httpx)
     t_headers: float | None = None
     t_end: float = 0.0
     status: int | None = None

@@ -219,8 +219,10 @@ class ChatConnection:
                     reader = self.reader = await self._connect()
             assert reader.transport is not None  # its buffer is empty (_reusable checked)
             reader.received = 0
-            reader.transport.write(self.request)
+            # Stamped before the write, never after it: the server may start at once, and a
+            # client stalled between the two would take the stall off the server's time.
             ex.t_start = time.perf_counter()
+            reader.transport.write(self.request)
             async with asyncio.timeout(timeout * TOTAL_TIMEOUT_FACTOR):
                 await self._exchange(reader, ex, timeout)
             return True
