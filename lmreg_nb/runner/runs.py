@@ -210,10 +210,11 @@ def _stop_processes_naming(folder: Path) -> None:
     import psutil
 
     inside = str(folder) + os.sep
+    has_uids = hasattr(psutil.Process, "uids")  # not on Windows (one user's processes there)
     found = []
-    for proc in psutil.process_iter(["cmdline", "uids"]):
-        args, uids = proc.info["cmdline"] or [], proc.info["uids"]
-        ours = uids is None or uids.real == os.getuid()  # no uids on Windows
+    for proc in psutil.process_iter(["cmdline", "uids"] if has_uids else ["cmdline"]):
+        args, uids = proc.info["cmdline"] or [], proc.info.get("uids")
+        ours = uids is None or uids.real == os.getuid()
         if ours and proc.pid != os.getpid() and any(a.startswith(inside) for a in args):
             found.append(proc)
     for proc in found:
