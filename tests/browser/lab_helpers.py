@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
-    from conftest import Lab
+    from lab_driver import Lab
     from playwright.sync_api import Locator
 
 #: Any CJK ideograph: a zh-CN page shows the toolkit's own texts in Chinese.

@@ -28,7 +28,7 @@ from lab_helpers import (
 )
 
 if TYPE_CHECKING:
-    from conftest import Lab
+    from lab_driver import Lab
 
     from lmreg_nb.sandbox.process import SandboxInfo
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, running_lab
+from lab_driver import Lab, LabServer, lab_environment, running_lab
 from lab_helpers import CJK, CLICK_TIMEOUT_MS, connect_in_01, platform_models
 
 if TYPE_CHECKING:

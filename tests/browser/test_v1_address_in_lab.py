@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, running_lab
+from lab_driver import Lab, LabServer, lab_environment, running_lab
 from lab_helpers import CLICK_TIMEOUT_MS
 
 if TYPE_CHECKING:

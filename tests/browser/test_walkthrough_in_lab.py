@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Lab, LabServer, lab_environment, running_lab
+from lab_driver import Lab, LabServer, lab_environment, running_lab
 from lab_helpers import connect_in_01, platform_models
 
 if TYPE_CHECKING:
