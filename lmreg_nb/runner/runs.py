@@ -195,8 +195,10 @@ def run_folder() -> Iterator[Path]:
         (folder / _OWNER).write_text(json.dumps(owner), encoding="utf-8")
         yield folder
     finally:
-        _stop_processes_naming(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            _stop_processes_naming(folder)
+        finally:  # the folder goes whatever the sweep met: it holds the token cache
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stop_processes_naming(folder: Path) -> None:
