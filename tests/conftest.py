@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 # The suite keeps its bytecode (in __pycache__, which git ignores) where the machine says
 # not to (CI's sets PYTHONDONTWRITEBYTECODE=1): each worker rewrote every test module's
-# asserts again, and each process the tests start compiled the package again. The fast
-# lane's second run in a tree: 48 s, not 57-58 s (a clean clone's first run is no faster).
+# asserts again, and each process the tests start compiled the package again. A worker's
+# collection on the second run in a tree: 5.4 s, not 10.7 s (a clean clone gains nothing).
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
