@@ -23,7 +23,6 @@ import contextlib
 import functools
 import inspect
 import os
-import shutil
 import sys
 import threading
 import time
@@ -33,7 +32,7 @@ from queue import Empty
 from typing import Any
 
 from ..i18n import _
-from .runs import RUN_PREFIX
+from .runs import RUN_PREFIX, remove_run_folder
 
 __all__ = [
     "KERNEL_START_EXIT",
@@ -50,6 +49,8 @@ KERNEL_START_EXIT = 75
 #: Unix socket paths are limited to 107 bytes; ipc needs "<prefix>-<port>" to fit.
 _MAX_SOCKET_PATH = 100
 _WATCH_INTERVAL_S = 0.5
+#: How long an orphaned child waits for its watcher's cleanup before it exits anyway.
+_ORPHAN_CLEANUP_S = 15.0
 #: The longest a wait on the kernel's messages goes without looking again.
 _POLL_SLICE_S = 1.0
 
@@ -172,7 +173,9 @@ def _stop_when_orphaned(parent: int, run_folder: Path | None) -> None:
             child.kill()
     psutil.wait_procs(kernels, timeout=3)  # dead before their folder goes
     if run_folder is not None:
-        shutil.rmtree(run_folder, ignore_errors=True)
+        # A kernel being started just now is in its own session and was not our child
+        # when we looked: the folder's sweep finds it by its connection file.
+        remove_run_folder(run_folder)
     os._exit(1)
 
 
@@ -192,13 +195,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("cwd")
     parser.add_argument("--ipc", default=None, help="socket prefix for the ipc transport")
     args = parser.parse_args(argv)
-    threading.Thread(
+    parent = os.getppid()
+    watcher = threading.Thread(
         target=_stop_when_orphaned,
-        args=(os.getppid(), _run_folder(args.output)),
+        args=(parent, _run_folder(args.output)),
         name="lmreg-orphan",
         daemon=True,
-    ).start()
+    )
+    watcher.start()
+    try:
+        return _papermill(args)
+    finally:
+        if os.getppid() != parent:
+            # The runner died: the watcher stops the kernel, removes the folder, then ends
+            # this process. Returning first (the kernel's death ends papermill) cut it off.
+            watcher.join(timeout=_ORPHAN_CLEANUP_S)
 
+
+def _papermill(args: argparse.Namespace) -> int:
+    """Execute the notebook; the exit code says how it went."""
     import papermill
     import yaml
     from traitlets.config import Config

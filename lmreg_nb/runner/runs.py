@@ -43,6 +43,7 @@ __all__ = [
     "kill_tree",
     "note_child",
     "released_interrupts",
+    "remove_run_folder",
     "remove_stale_runs",
     "resume_runs",
     "run_folder",
@@ -195,10 +196,16 @@ def run_folder() -> Iterator[Path]:
         (folder / _OWNER).write_text(json.dumps(owner), encoding="utf-8")
         yield folder
     finally:
-        try:
-            _stop_processes_naming(folder)
-        finally:  # the folder goes whatever the sweep met: it holds the token cache
-            shutil.rmtree(folder, ignore_errors=True)
+        remove_run_folder(folder)
+
+
+def remove_run_folder(folder: Path) -> None:
+    """Stop the processes that name a file in ``folder`` (:func:`_stop_processes_naming`),
+    then remove it, whatever the sweep met: it holds the token cache."""
+    try:
+        _stop_processes_naming(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stop_processes_naming(folder: Path) -> None:

@@ -215,6 +215,48 @@ def test_a_kernel_started_as_its_run_is_stopped_goes_with_the_run_folder(
     assert [p.name for p in tmp_path.iterdir()] == ["notes"]
 
 
+# A kernel being started as the runner dies: in its own session, and no longer the papermill
+# child's child when the child looks (its starter is gone: this one exits at once).
+_ORPHAN_KERNEL = """
+import subprocess, sys
+kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                           sys.argv[1] + "/tmp/kernel-1.json"], start_new_session=True,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(kernel.pid)
+"""
+# The papermill child's watcher, its runner already gone (no parent has pid -1). In a
+# process of its own: it stops every child of the process it runs in.
+_ORPHANED_CHILD = """
+import sys
+from pathlib import Path
+from lmreg_nb.runner.kernels import _stop_when_orphaned
+_stop_when_orphaned(-1, Path(sys.argv[1]))
+"""
+
+
+@pytest.mark.slow
+def test_an_orphaned_runs_child_stops_a_kernel_that_is_not_its_child(tmp_path: Path) -> None:
+    work = tmp_path / f"{RUN_PREFIX}orphaned"
+    (work / "tmp").mkdir(parents=True)
+    started = subprocess.run(
+        [sys.executable, "-c", _ORPHAN_KERNEL, str(work)], capture_output=True, text=True,
+        check=True, timeout=30,
+    )  # fmt: skip
+    kernel = psutil.Process(int(started.stdout))
+    try:
+        watcher = subprocess.run(
+            [sys.executable, "-c", _ORPHANED_CHILD, str(work)], timeout=60,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        stopped = not kernel.is_running() or kernel.status() == psutil.STATUS_ZOMBIE
+    finally:
+        with contextlib.suppress(psutil.Error):
+            kernel.kill()
+    assert watcher.returncode == 1  # os._exit(1), as when its runner is gone
+    assert stopped, "the kernel outlived its orphaned run"
+    assert not work.exists()
+
+
 @pytest.mark.notebooks
 def test_a_killed_batch_leaves_no_process_and_no_secret_for_long(
     cli_batch: tuple[subprocess.Popen[bytes], Path, Path],
