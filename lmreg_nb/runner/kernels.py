@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if os.getppid() != parent:
             # The runner died: the watcher stops the kernel, removes the folder, then ends
-            # this process. Returning first (the kernel's death ends papermill) cut it off.
+            # this process. Returning first (the kernel's death can end papermill) could cut
+            # it off before the folder is gone.
             watcher.join(timeout=_ORPHAN_CLEANUP_S)
 
 
