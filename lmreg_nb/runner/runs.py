@@ -226,10 +226,18 @@ def _stop_processes_naming(folder: Path) -> None:
         ours = uids is None or uids.real == os.getuid()
         if ours and proc.pid != os.getpid() and any(a.startswith(inside) for a in args):
             found.append(proc)
-    for proc in found:
+    _terminate_then_kill(found)
+
+
+def _terminate_then_kill(procs: list[Any]) -> None:
+    """SIGTERM ``procs`` (psutil processes, not our children), SIGKILL those still running
+    after the grace, and wait for them to stop."""
+    import psutil
+
+    for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
-    stubborn = _still_running(found, _KILL_GRACE_S)
+    stubborn = _still_running(procs, _KILL_GRACE_S)
     for proc in stubborn:
         with contextlib.suppress(psutil.Error):
             proc.kill()
@@ -239,8 +247,8 @@ def _stop_processes_naming(folder: Path) -> None:
 def _still_running(procs: list[Any], timeout: float) -> list[Any]:
     """Those of ``procs`` (psutil processes) still running after up to ``timeout`` s.
 
-    Not our children, so not ours to reap: a zombie has stopped (psutil's own wait would
-    wait out the whole timeout for it).
+    Not our children, so not ours to reap: a zombie has stopped (psutil's own wait waits
+    until something else reaps it, out to its whole timeout).
     """
     import psutil
 
@@ -319,7 +327,7 @@ def _kill_group(pid: int) -> None:
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    psutil.wait_procs(procs, timeout=_KILL_GRACE_S)
+    _still_running(procs, _KILL_GRACE_S)  # a dead run's children: not ours to reap
 
 
 @contextlib.contextmanager
@@ -352,13 +360,7 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, signal.SIGTERM)
     else:  # pragma: no cover - Windows
         proc.terminate()
-    for child in children:
-        with contextlib.suppress(psutil.Error):
-            child.terminate()
-    _gone, alive = psutil.wait_procs(children, timeout=_KILL_GRACE_S)
-    for child in alive:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
+    _terminate_then_kill(children)  # papermill's, not ours: the kernel in its own session
     try:
         proc.wait(timeout=_KILL_GRACE_S)
     except subprocess.TimeoutExpired:
