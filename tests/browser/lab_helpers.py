@@ -1,4 +1,5 @@
-"""Helpers of the browser tests: the platform over raw HTTP, and the page's language.
+"""Helpers of the browser tests: the platform over raw HTTP, the page's language, and a
+parameter typed into a notebook before JupyterLab opens it.
 
 A test looks at what the platform really stores after clicking through a form
 (raw HTTP, not the toolkit's client), independently of the code under test.
@@ -7,6 +8,7 @@ A test looks at what the platform really stores after clicking through a form
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -75,3 +77,15 @@ def connect_in_01(lab: Lab, notebook: str, app_secret: str) -> Locator:
     form.locator(".lmreg-connect-button").click()
     expect(form.locator(".lmreg-result")).to_contain_text("…", timeout=CLICK_TIMEOUT_MS)
     return form
+
+
+def set_parameter(root: Path, notebook: str, shipped: str, typed: str) -> None:
+    """The engineer changes one line of ``notebook``'s parameters cell."""
+    import nbformat
+
+    path = root / notebook
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    assert shipped in cell.source
+    cell.source = cell.source.replace(shipped, typed)
+    nbformat.write(nb, path)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from lab_driver import Lab, LabServer, lab_environment, running_lab
-from lab_helpers import CLICK_TIMEOUT_MS
+from lab_helpers import CLICK_TIMEOUT_MS, set_parameter
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -42,17 +42,12 @@ def lab_server(
     account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LabServer]:
     """This module's JupyterLab (instead of the session's), 05 naming the model of 02."""
-    import nbformat
-
     from lmreg_nb.runner.shipped import copy_notebooks
 
     root = tmp_path_factory.mktemp("lab-v1") / "notebooks"
     copy_notebooks(root, lang="en")
-    path = root / CHAT  # 05 checks the model registered in 02, by its name
-    nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    cell.source = cell.source.replace('registered: str = ""', f'registered: str = "{NAME}"')
-    nbformat.write(nb, path)
+    # 05 checks the model registered in 02, by its name.
+    set_parameter(root, CHAT, 'registered: str = ""', f'registered: str = "{NAME}"')
     home = tmp_path_factory.mktemp("lab-v1-home")
     with running_lab(root, home, lab_environment(home, account), "en") as server:
         yield server

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from lab_driver import Lab, LabServer, lab_environment, running_lab
-from lab_helpers import connect_in_01, platform_models
+from lab_helpers import connect_in_01, platform_models, set_parameter
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator
@@ -43,18 +42,6 @@ def account(sandbox_process: SandboxInfo) -> dict[str, str]:
     }
 
 
-def _set_parameter(root: Path, notebook: str, shipped: str, typed: str) -> None:
-    """The engineer changes one line of ``notebook``'s parameters cell."""
-    import nbformat
-
-    path = root / notebook
-    nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    assert shipped in cell.source
-    cell.source = cell.source.replace(shipped, typed)
-    nbformat.write(nb, path)
-
-
 @pytest.fixture(scope="module")
 def lab_server(
     account: dict[str, str], tmp_path_factory: pytest.TempPathFactory
@@ -66,10 +53,10 @@ def lab_server(
     root = tmp_path_factory.mktemp("lab-walk") / "notebooks"
     copy_notebooks(root, lang=LANG)
     # 05 checks the model registered in step 2 by its name.
-    _set_parameter(root, CHAT, 'registered: str = ""', f'registered: str = "{MODEL}"')
+    set_parameter(root, CHAT, 'registered: str = ""', f'registered: str = "{MODEL}"')
     # A smaller load test (one round of 4 at once instead of 5): what is proven here is
     # that the cells below follow the checks, not the load test's figures.
-    _set_parameter(root, ONBOARDING, "check_requests: int = 20", "check_requests: int = 4")
+    set_parameter(root, ONBOARDING, "check_requests: int = 20", "check_requests: int = 4")
     home = tmp_path_factory.mktemp("lab-walk-home")
     kernels = {k: v for k, v in account.items() if k not in HIDDEN}
     kernels["LMREG_LANG"] = LANG
