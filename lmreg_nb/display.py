@@ -84,6 +84,8 @@ class Table:
 
     columns: list[str]
     rows: list[list[str]]
+    #: A line under the table for what every row shares (the zone of its times).
+    note: str = ""
 
     def frame(self) -> Any:
         """The same table as a pandas DataFrame."""
@@ -110,8 +112,13 @@ class Table:
             + "</tr>"
             for row in self.rows
         )
+        note = (
+            f"<caption style='caption-side:bottom;text-align:left'>{_e(self.note)}</caption>"
+            if self.note
+            else ""
+        )
         return (
-            f"<table class='lmreg-table'><thead><tr>{head}</tr></thead>"
+            f"<table class='lmreg-table'>{note}<thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table>"
         )
 
@@ -128,7 +135,8 @@ class Table:
             padded = (v + " " * (w - _columns(v)) for v, w in zip(cells, widths, strict=True))
             return "  ".join(padded).rstrip()
 
-        return _shown("\n".join([line(self.columns), *(line(r) for r in self.rows)]))
+        lines = [line(self.columns), *(line(r) for r in self.rows)]
+        return _shown("\n".join(lines + ([self.note] if self.note else [])))
 
 
 def _shown(text: str) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "current_language",
     "format_local_time",
     "listing",
+    "local_time",
     "local_zone",
     "ngettext",
     "normalize_language",
@@ -211,15 +212,21 @@ def local_zone(lang: str | None = None) -> tzinfo:
     return _system_zone()
 
 
+def local_time(dt: datetime, lang: str | None = None) -> datetime:
+    """``dt`` in the school's zone (:func:`local_zone`); a naive ``dt`` is taken as UTC
+    (records keep UTC)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(local_zone(lang))
+
+
 def format_local_time(dt: datetime, lang: str | None = None) -> str:
     """``dt`` in the school's local time, labelled with its zone.
 
     ``2026-09-01 14:05 Asia/Shanghai (UTC+08:00)``; a naive ``dt`` is taken as UTC
     (records keep UTC).
     """
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    local = dt.astimezone(local_zone(lang))
+    local = local_time(dt, lang)
     return f"{local:%Y-%m-%d %H:%M} {zone_label(local)}"
 
 

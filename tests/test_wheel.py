@@ -3,11 +3,11 @@
 Builds the wheel (`pip wheel --no-deps`), installs it into a new venv without the
 system's or this venv's site-packages (dependencies from pip's cache and the
 configured index), then, from an empty folder, `lmreg-nb demo` and, beside it,
-`lmreg-nb notebooks DIR` (two commands at once, as in two terminals). The demo skips its capacity step to keep this test lean. The
-dependencies pyproject.toml declares are installed while the wheel builds and installs
-(`--no-deps`: the three are independent, and no two write the same files); the wheel must
-declare exactly those, and `pip check` then finds every requirement of the venv met, the
-wheel's included.
+`lmreg-nb notebooks DIR` (two commands at once, as in two terminals). The demo skips its
+capacity step to keep this test lean. The dependencies pyproject.toml declares are
+installed while the wheel builds and installs (`--no-deps`: the three are independent,
+and no two write the same files); the wheel must declare exactly those, and `pip check`
+then finds every requirement of the venv met, the wheel's included.
 """
 
 from __future__ import annotations

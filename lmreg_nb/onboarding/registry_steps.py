@@ -7,12 +7,12 @@ did; :class:`~lmreg_nb.onboarding.Onboarding` keeps the state and records the st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..display import Outcome, Table
 from ..errors import LmregError
-from ..i18n import _, format_local_time, ngettext, pgettext
+from ..i18n import _, format_local_time, local_time, ngettext, pgettext, zone_label
 from ..models import ModelDraft
 from ..secret import Secret
 from ..terminal import shown_name
@@ -183,23 +183,27 @@ def listed_detail(count: int) -> str:
 
 
 def models_table(models: Sequence[RegisteredModel], name_contains: str = "") -> Table:
-    """The models as people read them: apiKey masked, times local with the zone."""
+    """The models as people read them: apiKey masked, times local, the zone said once
+    under the table (in every cell it pushed the last column past a notebook's edge)."""
     columns = ["modelName", "modelId", "registryUrl", "apiKey"]
     # "updated" is also what was done to a model: the column's word is told apart by context.
     columns += [pgettext("column", "created"), pgettext("column", "updated")]
+    shown = [m for m in models if name_contains.strip() in m.model_name]
     rows = [
         [
             shown_name(m.model_name),
             shown_name(m.model_id),
             m.registry_url,
             m.api_key.masked,
-            _local(m.create_time),
-            _local(m.update_time),
+            _local_short(m.create_time),
+            _local_short(m.update_time),
         ]
-        for m in models
-        if name_contains.strip() in m.model_name
+        for m in shown
     ]
-    return Table(columns, rows)
+    # The zone as the rows' times have it (a zone with summer time has two offsets).
+    times = [t for m in shown for t in (m.create_time, m.update_time) if t is not None]
+    zones = sorted({zone_label(local_time(t)) for t in times or [datetime.now(UTC)]})
+    return Table(columns, rows, note=_("Times are local: {zone}").format(zone=", ".join(zones)))
 
 
 def model_outcome(title: str, model: RegisteredModel) -> Outcome:
@@ -259,3 +263,8 @@ def _changes(
 
 def _local(value: datetime | None) -> str:
     return format_local_time(value) if value else _("unknown")
+
+
+def _local_short(value: datetime | None) -> str:
+    """A table's time: local, its zone said under the table."""
+    return f"{local_time(value):%Y-%m-%d %H:%M}" if value else _("unknown")

@@ -289,6 +289,14 @@ def test_register_a_model_in_jupyterlab_and_see_it_listed(
     models_panel = lab.run_all(MODELS)
     expect(table).to_contain_text(name, timeout=CLICK_TIMEOUT_MS)
     expect(table).to_contain_text(model_url)
+    # The whole table in the notebook's width (1280 px, the file browser folded): the
+    # last column is not cut, in Chinese either (the times once said their zone in every
+    # cell, "Asia/Shanghai (UTC+08:00)", and pushed "updated" past the edge).
+    overflow = table.evaluate(
+        "t => t.getBoundingClientRect().right"
+        " - t.closest('.jp-OutputArea-output').getBoundingClientRect().right"
+    )
+    assert overflow <= 1, f"the models table runs {overflow:.0f} px past the notebook's edge"
     lab.shot(
         models_panel.locator(".jp-CodeCell", has=lab.page.locator(".lmreg-table")).first,
         "models_table.png",

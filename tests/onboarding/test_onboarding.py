@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -260,7 +261,27 @@ def test_models_are_listed_once_with_local_times(
     assert table.columns == ["modelName", "modelId", "registryUrl", "apiKey", "created", "updated"]
     (row,) = table.rows
     assert row[0] == "listed-model" and row[3].startswith("…")
-    assert row[4].endswith(" UTC") and ":" in row[4] and "T" not in row[4][:-4]
+    # The cell holds the time alone; the zone is said once, under the table.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[4]), row[4]
+    assert table.note == "Times are local: UTC" and repr(table).endswith(table.note)
+    assert "<caption" in table._repr_html_() and table._repr_html_().count(" UTC<") == 1
+
+
+def test_a_zone_with_summer_time_names_both_offsets_under_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lmreg_nb.models import RegisteredModel
+    from lmreg_nb.onboarding.registry_steps import models_table
+    from lmreg_nb.secret import Secret
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    winter, summer = 1767268800000, 1782907200000  # 2026-01-01 and 2026-07-01, 12:00 UTC
+    model = RegisteredModel("m1", "m", "https://x.example/v1/chat/completions",
+                            Secret("sk-0123456789abcdef"), winter, summer)  # fmt: skip
+    table = models_table([model])
+    assert table.rows[0][4:] == ["2026-01-01 13:00", "2026-07-01 14:00"]
+    berlin = "Europe/Berlin (UTC+01:00), Europe/Berlin (UTC+02:00)"
+    assert table.note == f"Times are local: {berlin}"
 
 
 def test_headless_onboarding_against_the_sandbox_is_ok_but_not_ready_for_go_live(
@@ -489,7 +510,8 @@ def test_a_registered_model_shows_local_times_as_the_list_does(
     shown = dict(run.register("timed-model").rows)
     listed = run.list_models()
     assert isinstance(listed, Table)
-    assert shown["created"] == listed.rows[0][4] and shown["created"].endswith(" UTC")
+    # The outcome's time says its zone; the table's says it once, under the table.
+    assert shown["created"] == f"{listed.rows[0][4]} UTC" and listed.note.endswith(": UTC")
     assert "+00:00" not in repr(shown) and "createTime" not in shown
 
 
