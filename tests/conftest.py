@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from ci_rules import deselect_peers, fail_skip_in_ci
 from lanes import LaneGuard
+from rewrite_cache import rewrite_before_workers
 
 if TYPE_CHECKING:
     from lmreg_nb.sandbox.process import SandboxInfo
@@ -57,7 +58,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The lane guard (tests/lanes.py): a plugin of its own, so it sees every fixture."""
+    """The test modules rewritten once for xdist's workers (tests/rewrite_cache.py); the
+    lane guard (tests/lanes.py): a plugin of its own, so it sees every fixture."""
+    rewrite_before_workers(config)
     report = config.getoption("--lanes-report")
     guard = LaneGuard(
         guard_all=config.getoption("--guard-all-lanes"),
