@@ -220,14 +220,14 @@ def local_time(dt: datetime, lang: str | None = None) -> datetime:
     return dt.astimezone(local_zone(lang))
 
 
-def format_local_time(dt: datetime, lang: str | None = None) -> str:
+def format_local_time(dt: datetime, lang: str | None = None, *, zone: bool = True) -> str:
     """``dt`` in the school's local time, labelled with its zone.
 
-    ``2026-09-01 14:05 Asia/Shanghai (UTC+08:00)``; a naive ``dt`` is taken as UTC
-    (records keep UTC).
+    ``2026-09-01 14:05 Asia/Shanghai (UTC+08:00)``; without ``zone`` (a table that says
+    it once) ``2026-09-01 14:05``. A naive ``dt`` is taken as UTC (records keep UTC).
     """
     local = local_time(dt, lang)
-    return f"{local:%Y-%m-%d %H:%M} {zone_label(local)}"
+    return f"{local:%Y-%m-%d %H:%M} {zone_label(local)}" if zone else f"{local:%Y-%m-%d %H:%M}"
 
 
 def zone_label(local: datetime) -> str:

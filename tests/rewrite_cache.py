@@ -56,23 +56,28 @@ def _rewritten_files(config: pytest.Config) -> list[Path]:
 
 
 def _rewrite(config: pytest.Config, files: list[Path]) -> None:
-    from _pytest.assertion import assertstate_key
-    from _pytest.assertion.rewrite import (
-        PYC_TAIL,
-        _read_pyc,
-        _rewrite_test,
-        _write_pyc,
-        get_cache_dir,
-    )
+    """Write the cache file of each of ``files`` that has none up to date; never raises
+    (in the forked child a traceback would only be noise before the run)."""
+    try:
+        from _pytest.assertion import assertstate_key
+        from _pytest.assertion.rewrite import (
+            PYC_TAIL,
+            _read_pyc,
+            _rewrite_test,
+            _write_pyc,
+            get_cache_dir,
+        )
 
-    state = config.stash[assertstate_key]
+        state = config.stash[assertstate_key]
+    except (ImportError, KeyError):
+        return  # another pytest, or asserts not rewritten (--assert=plain): nothing to do
     for path in files:
         pyc = get_cache_dir(path) / (path.name[:-3] + PYC_TAIL)
         if _read_pyc(path, pyc) is not None:
             continue  # up to date: a warm tree costs a stat and a read each
         try:
             source_stat, code = _rewrite_test(path, config)
-        except SyntaxError:
-            continue  # the worker's import reports it
-        os.makedirs(pyc.parent, exist_ok=True)
-        _write_pyc(state, code, source_stat, pyc)
+            os.makedirs(pyc.parent, exist_ok=True)
+            _write_pyc(state, code, source_stat, pyc)
+        except Exception:  # a syntax error, an unreadable file: the worker's import says it
+            continue

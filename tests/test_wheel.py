@@ -128,7 +128,7 @@ def test_the_wheel_alone_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> N
     lmreg = str(bin_dir / "lmreg-nb")
     # The demo mostly waits on its sandbox's model: the checks that only read the venv run
     # beside it (each its own process; none writes where another reads).
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool:
         demo = pool.submit(_run, [lmreg, "demo", "--class-size", "0"], cwd=empty, env=run_env,
                            timeout=300)  # fmt: skip
         # Every requirement met: the wheel's (its Requires-Dist) and its dependencies' own.

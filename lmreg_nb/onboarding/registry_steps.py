@@ -267,4 +267,4 @@ def _local(value: datetime | None) -> str:
 
 def _local_short(value: datetime | None) -> str:
     """A table's time: local, its zone said under the table."""
-    return f"{local_time(value):%Y-%m-%d %H:%M}" if value else _("unknown")
+    return format_local_time(value, zone=False) if value else _("unknown")
