@@ -20,6 +20,7 @@ from fakes.keepalive_peers import DROP_DELAY_S, PIECES, keepalive_peer
 from lmreg_nb.probe import Target
 from lmreg_nb.probe.load.capacity import LevelPlan, find_capacity
 from lmreg_nb.probe.load.fixed import run_load
+from lmreg_nb.probe.text.load_text import resent_sentence
 from lmreg_nb.probe.wire.exchange import chat_body
 from lmreg_nb.probe.wire.stream_client import ChatConnection
 
@@ -97,6 +98,11 @@ def test_the_load_test_counts_no_error_against_a_closing_server() -> None:
         result = asyncio.run(run_load(Target(peer.url, KEY, "m"), 16, 4, max_duration=30))
     errors = [r for r in result.rows if r.error]
     assert len(result.rows) == 16 and not errors, errors[:3]
+    # Resent, yet each reached the server once (llama-server's way: it closes the kept-alive
+    # connection before it reads the next request): what the record says claims no more.
+    assert result.resent >= 1 and peer.requests == 16
+    said = resent_sentence(result.resent)
+    assert said is not None and "did their work twice" not in said, said
 
 
 def test_capacity_is_found_against_a_closing_server() -> None:

@@ -117,9 +117,9 @@ LOAD_TEST = Declared(
         "resent": Words(
             *Nn_(
                 "{resent} request was sent twice: the server closed a kept-alive connection "
-                "under it, and did its work twice.",
+                "under it, so it may have done that work twice.",
                 "{resent} requests were sent twice: the server closed kept-alive connections "
-                "under them, and did their work twice.",
+                "under them, so it may have done that work twice.",
             ),
             count="resent",
         ),

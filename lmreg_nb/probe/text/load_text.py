@@ -41,5 +41,6 @@ def usage_sentence(disbelieved: int) -> str | None:
 
 
 def resent_sentence(resent: int) -> str | None:
-    """Said once when requests were sent twice (the server did their work twice)."""
+    """Said once when requests were sent twice (the server may have done their work twice:
+    the client cannot tell whether it read the request before it closed the connection)."""
     return note("load-test", "resent", resent)
