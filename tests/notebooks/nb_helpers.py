@@ -16,24 +16,31 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 #: papermill in a child process: its arguments come on stdin (never the command line),
 #: exit 3 when a cell failed (PapermillExecutionError), its message on stderr. Its waits on
-#: the kernel are sliced as the runner's child's are (lmreg_nb.runner.kernels.sliced_polls).
+#: the kernel are sliced as the runner's child's are (lmreg_nb.runner.kernels.sliced_polls);
+#: its kernel talks over ipc as the runner's does (see :func:`kernel_config`).
 _CHILD = """
 import json, sys
 import papermill
 from papermill.exceptions import PapermillExecutionError
+from traitlets.config import Config
 from lmreg_nb.runner.kernels import sliced_polls
 sliced_polls()
 a = json.load(sys.stdin)
+config = Config()
+if a["ipc"]:
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = a["ipc"]
 try:
     papermill.execute_notebook(a["input"], a["output"], parameters=a["parameters"],
                                cwd=a["cwd"], progress_bar=False, kernel_name="python3",
-                               execution_timeout=120)
+                               execution_timeout=120, config=config)
 except PapermillExecutionError as exc:
     sys.stderr.write(str(exc)[-3000:])
     sys.exit(3)
@@ -49,6 +56,18 @@ def _paths(folder: Path, stem: str) -> tuple[Path, Path, Path]:
     cwd = folder / "cwd"
     cwd.mkdir(exist_ok=True)
     return notebook_path(stem), folder / f"{stem}.out.ipynb", cwd
+
+
+def ipc_prefix(folder: Path) -> str | None:
+    """A socket prefix of its own for one run's kernel, in ``folder`` (None: TCP).
+
+    Over TCP jupyter_client picks free ports and the kernel binds them later: another
+    process can take one meanwhile ("Address already in use", the kernel died before it
+    answered: seen in CI). The runner's kernels use ipc for that reason; so do these.
+    """
+    from lmreg_nb.runner.kernels import ipc_prefix as runner_prefix
+
+    return runner_prefix(Path(tempfile.mkdtemp(prefix="k", dir=folder)))
 
 
 def _expected(stem: str, failed: bool, expect_error: bool, why: str = "") -> None:
@@ -70,11 +89,17 @@ def execute_in(
     sliced_polls()  # as the runner's child does: a missed wake-up costs 1 s, not 120 s
     # Refused rather than racing: in a thread it moves the folder of every test beside it.
     assert threading.current_thread() is threading.main_thread(), "use start_apart"
+    from traitlets.config import Config
+
     notebook, out, cwd = _paths(folder, stem)
+    config, ipc = Config(), ipc_prefix(folder)
+    if ipc:
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = ipc
     try:
         papermill.execute_notebook(
             str(notebook), str(out), parameters=parameters, cwd=str(cwd),
-            progress_bar=False, kernel_name="python3", execution_timeout=120,
+            progress_bar=False, kernel_name="python3", execution_timeout=120, config=config,
         )  # fmt: skip
     except PapermillExecutionError as exc:
         _expected(stem, True, expect_error, str(exc)[-3000:])
@@ -127,7 +152,8 @@ def start_apart(
             cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
         )  # fmt: skip
     assert proc.stdin is not None
-    job = {"input": str(notebook), "output": str(out), "parameters": parameters, "cwd": str(cwd)}
+    job = {"input": str(notebook), "output": str(out), "parameters": parameters, "cwd": str(cwd),
+           "ipc": ipc_prefix(folder)}  # fmt: skip
     proc.stdin.write(json.dumps(job))
     proc.stdin.close()
     return ApartRun(stem, proc, out, err, expect_error)
