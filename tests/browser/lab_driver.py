@@ -250,9 +250,9 @@ class KernelReaper:
 
     def _client(self) -> httpx.Client:
         headers = {"Authorization": f"token {self.server.token}"}
-        # trust_env=False: no proxy for a loopback server, and no read of os.environ from
-        # these threads while the main thread's fixtures change it (a key deleted mid-read
-        # was a KeyError in a module's teardown).
+        # trust_env=False: no proxy for a loopback server, and no walk through os.environ
+        # from these threads while the main thread's fixtures change it (a key deleted
+        # mid-walk was a KeyError in a module's teardown).
         return httpx.Client(
             base_url=self.server.url, headers=headers, timeout=30.0, trust_env=False
         )

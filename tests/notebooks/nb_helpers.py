@@ -24,7 +24,7 @@ from typing import Any
 #: papermill in a child process: its arguments come on stdin (never the command line),
 #: exit 3 when a cell failed (PapermillExecutionError), its message on stderr. Its waits on
 #: the kernel are sliced as the runner's child's are (lmreg_nb.runner.kernels.sliced_polls);
-#: its kernel talks over ipc as the runner's does (see :func:`kernel_config`).
+#: its kernel talks over ipc as the runner's does (see :func:`ipc_prefix`).
 _CHILD = """
 import json, sys
 import papermill
