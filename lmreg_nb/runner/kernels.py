@@ -49,6 +49,11 @@ KERNEL_START_EXIT = 75
 #: Unix socket paths are limited to 107 bytes; ipc needs "<prefix>-<port>" to fit.
 _MAX_SOCKET_PATH = 100
 _WATCH_INTERVAL_S = 0.5
+#: After the runner died and the kernel was stopped: the most the watcher waits for
+#: papermill's last save before it removes the folder.
+_LAST_SAVE_S = 5.0
+#: Set once papermill has returned (its last save done).
+_papermill_done = threading.Event()
 #: How long an orphaned child waits for its watcher's cleanup before it exits anyway.
 _ORPHAN_CLEANUP_S = 15.0
 #: The longest a wait on the kernel's messages goes without looking again.
@@ -172,6 +177,9 @@ def _stop_when_orphaned(parent: int, run_folder: Path | None) -> None:
         with contextlib.suppress(psutil.Error):
             child.kill()
     psutil.wait_procs(kernels, timeout=3)  # dead before their folder goes
+    # papermill saves the notebook once more when its kernel dies: a save crossing the
+    # removal kept the folder (and the unscrubbed notebook). The folder goes after it.
+    _papermill_done.wait(_LAST_SAVE_S)
     if run_folder is not None:
         # A kernel being started just now is in its own session and was not our child
         # when we looked: the folder's sweep finds it by its connection file.
@@ -206,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _papermill(args)
     finally:
+        _papermill_done.set()
         if os.getppid() != parent:
             # The runner died: the watcher stops the kernel, removes the folder, then ends
             # this process. Returning first (the kernel's death can end papermill) could cut

@@ -57,6 +57,8 @@ log = logging.getLogger("lmreg_nb")
 RUN_PREFIX = "lmreg-run-"
 _OWNER = "owner.json"
 _KILL_GRACE_S = 3.0
+#: How long a run folder's removal goes on while files written meanwhile keep it.
+_REMOVE_RETRY_S = 2.0
 #: A folder without an owner file is an old version's, or one being made: leave it a day.
 _ORPHAN_AGE_S = 24 * 3600
 #: papermill processes running now, so a cancelled batch can stop them all.
@@ -205,7 +207,18 @@ def remove_run_folder(folder: Path) -> None:
     try:
         _stop_processes_naming(folder)
     finally:
+        _remove_tree(folder)
+
+
+def _remove_tree(folder: Path) -> None:
+    """Remove ``folder``; again while a file written meanwhile keeps it (papermill saves
+    the notebook once more when its kernel dies), for :data:`_REMOVE_RETRY_S` at most."""
+    deadline = time.monotonic() + _REMOVE_RETRY_S
+    while True:
         shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists() or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def _stop_processes_naming(folder: Path) -> None:

@@ -229,8 +229,9 @@ print(kernel.pid)
 _ORPHANED_CHILD = """
 import sys
 from pathlib import Path
-from lmreg_nb.runner.kernels import _stop_when_orphaned
-_stop_when_orphaned(-1, Path(sys.argv[1]))
+from lmreg_nb.runner import kernels
+kernels._papermill_done.set()  # no papermill here: no last save to wait for
+kernels._stop_when_orphaned(-1, Path(sys.argv[1]))
 """
 
 
