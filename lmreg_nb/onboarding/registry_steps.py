@@ -195,8 +195,8 @@ def models_table(models: Sequence[RegisteredModel], name_contains: str = "") -> 
             shown_name(m.model_id),
             m.registry_url,
             m.api_key.masked,
-            _local_short(m.create_time),
-            _local_short(m.update_time),
+            _local(m.create_time, zone=False),
+            _local(m.update_time, zone=False),
         ]
         for m in shown
     ]
@@ -261,10 +261,6 @@ def _changes(
     return rows
 
 
-def _local(value: datetime | None) -> str:
-    return format_local_time(value) if value else _("unknown")
-
-
-def _local_short(value: datetime | None) -> str:
-    """A table's time: local, its zone said under the table."""
-    return format_local_time(value, zone=False) if value else _("unknown")
+def _local(value: datetime | None, *, zone: bool = True) -> str:
+    """A time as people read it: local (with its zone, unless a table says it once)."""
+    return format_local_time(value, zone=zone) if value else _("unknown")

@@ -29,15 +29,19 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from queue import Empty
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..i18n import _
 from .runs import RUN_PREFIX, remove_run_folder
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
 
 __all__ = [
     "KERNEL_START_EXIT",
     "KernelStartError",
     "ipc_prefix",
+    "kernel_config",
     "main",
     "readable_parameters",
     "sliced",
@@ -76,6 +80,18 @@ def ipc_prefix(folder: Path) -> str | None:
     if os.name == "nt" or not zmq.has("ipc") or len(prefix) + 7 > _MAX_SOCKET_PATH:
         return None
     return prefix
+
+
+def kernel_config(ipc: str | None) -> Config:
+    """papermill's ``config``: the kernel over ipc at the socket prefix ``ipc`` (see
+    :func:`ipc_prefix`), or over TCP when it is None."""
+    from traitlets.config import Config
+
+    config = Config()
+    if ipc:
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = ipc
+    return config
 
 
 def _guard_kernel_start() -> None:
@@ -226,15 +242,11 @@ def _papermill(args: argparse.Namespace) -> int:
     """Execute the notebook; the exit code says how it went."""
     import papermill
     import yaml
-    from traitlets.config import Config
 
     _guard_kernel_start()
     readable_parameters()
     sliced_polls()
-    config = Config()
-    if args.ipc:
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = args.ipc
+    config = kernel_config(args.ipc)
     parameters = yaml.safe_load(Path(args.parameters).read_text(encoding="utf-8")) or {}
     try:
         papermill.execute_notebook(

@@ -29,18 +29,13 @@ _CHILD = """
 import json, sys
 import papermill
 from papermill.exceptions import PapermillExecutionError
-from traitlets.config import Config
-from lmreg_nb.runner.kernels import sliced_polls
+from lmreg_nb.runner.kernels import kernel_config, sliced_polls
 sliced_polls()
 a = json.load(sys.stdin)
-config = Config()
-if a["ipc"]:
-    config.KernelManager.transport = "ipc"
-    config.KernelManager.ip = a["ipc"]
 try:
     papermill.execute_notebook(a["input"], a["output"], parameters=a["parameters"],
                                cwd=a["cwd"], progress_bar=False, kernel_name="python3",
-                               execution_timeout=120, config=config)
+                               execution_timeout=120, config=kernel_config(a["ipc"]))
 except PapermillExecutionError as exc:
     sys.stderr.write(str(exc)[-3000:])
     sys.exit(3)
@@ -84,22 +79,17 @@ def execute_in(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    from lmreg_nb.runner.kernels import sliced_polls
+    from lmreg_nb.runner.kernels import kernel_config, sliced_polls
 
     sliced_polls()  # as the runner's child does: a missed wake-up costs 1 s, not 120 s
     # Refused rather than racing: in a thread it moves the folder of every test beside it.
     assert threading.current_thread() is threading.main_thread(), "use start_apart"
-    from traitlets.config import Config
-
     notebook, out, cwd = _paths(folder, stem)
-    config, ipc = Config(), ipc_prefix(folder)
-    if ipc:
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = ipc
     try:
         papermill.execute_notebook(
             str(notebook), str(out), parameters=parameters, cwd=str(cwd),
-            progress_bar=False, kernel_name="python3", execution_timeout=120, config=config,
+            progress_bar=False, kernel_name="python3", execution_timeout=120,
+            config=kernel_config(ipc_prefix(folder)),
         )  # fmt: skip
     except PapermillExecutionError as exc:
         _expected(stem, True, expect_error, str(exc)[-3000:])
