@@ -32,12 +32,12 @@ _SLOW_MARKERS = ("browser", "notebooks")
 #: seconds (a -n 2 run's per-test times, issue 44): scheduled first, as if they held that
 #: many slow tests, so none of them starts last and ends the run alone.
 _LONG_FILES = {
-    "tests/browser/test_forms_in_lab.py": 71,
-    "tests/test_wheel.py": 48,
-    "tests/notebooks/test_notebooks.py": 37,
+    "tests/browser/test_forms_in_lab.py": 90,
+    "tests/notebooks/test_notebooks.py": 40,
     "tests/records/test_one_truth_runs.py": 40,
-    "tests/batch/test_batch.py": 27,
-    "tests/browser/test_walkthrough_in_lab.py": 20,
+    "tests/batch/test_batch.py": 30,
+    "tests/test_wheel.py": 25,
+    "tests/browser/test_walkthrough_in_lab.py": 22,
 }
 
 
