@@ -190,6 +190,38 @@ def _settled(attempts: list[Attempt[T]], slots: int, what: str) -> T:
     return last.found
 
 
+def _doubling_then_bisection(levels: list[tuple[int, bool]]) -> bool:
+    """Whether ``levels`` (concurrency, met the SLO; in the order measured) double from 1
+    up to the first that missed, then each lies between the highest pass and the lowest
+    miss measured before it."""
+    seen = [concurrency for concurrency, _ in levels]
+    miss = next((i for i, (_, met) in enumerate(levels) if not met), len(levels) - 1)
+    if seen[: miss + 1] != [2**i for i in range(miss + 1)]:
+        return False
+    low, high = (seen[miss - 1], seen[miss]) if miss else (0, seen[0])
+    for concurrency, met in levels[miss + 1 :]:
+        if not low < concurrency < high:
+            return False
+        low, high = (concurrency, high) if met else (low, concurrency)
+    return True
+
+
+@pytest.mark.parametrize(
+    ("levels", "shaped"),
+    [
+        ([(1, True), (2, True), (4, True), (8, False), (6, False), (5, False)], True),
+        # CI's: a stall made 4 of 4 slots miss, and the knee one below them was right.
+        ([(1, True), (2, True), (4, False), (3, True)], True),
+        ([(1, True), (2, True), (4, True), (8, False), (3, True)], False),  # not between
+        ([(1, True), (3, True), (6, False)], False),  # no doubling
+    ],
+)
+def test_the_search_shape_holds_a_knee_one_below_the_slots(
+    levels: list[tuple[int, bool]], shaped: bool
+) -> None:
+    assert _doubling_then_bisection(levels) is shaped
+
+
 @pytest.mark.timeout(300)  # up to ATTEMPTS + BUSY_ATTEMPTS searches
 def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(knees: Knees) -> None:
     slots = KNEE_SLOTS
@@ -197,8 +229,10 @@ def test_the_knee_of_a_slot_limited_mock_lies_near_its_slots(knees: Knees) -> No
     result, seen = _settled(knees.knee, slots, "the knee")
     cap = result.capacity
     assert cap.limited_by == "ttft"
-    # Doubling up to the first miss, then bisection between the last pass and it.
-    assert seen[:3] == [1, 2, 4] and 2 * slots in seen
+    # Doubling up to the first miss, then bisection between the last pass and it: past
+    # the slots when they all met the SLO, else back from them (a knee one below them).
+    assert _doubling_then_bisection([(lv.concurrency, lv.meets_slo) for lv in result.levels])
+    assert seen[:3] == [1, 2, 4] and (2 * slots in seen) == (cap.concurrency >= slots)
     assert seen == [lv.concurrency for lv in result.levels]
     assert result.meets(cap.concurrency) and not result.meets(2 * slots)
     out = result.to_json()
