@@ -19,7 +19,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -113,6 +115,15 @@ class LabServer:
     root: Path
     log: Path
     lang: str = "en"
+    #: Where the kernels' connection files are when they talk over ipc (None: over TCP).
+    runtime: Path | None = None
+
+    def kernel_transports(self) -> set[str]:
+        """The transports of the kernels running now, from their connection files."""
+        if self.runtime is None:
+            return {"tcp"}
+        files = self.runtime.glob("kernel-*.json")
+        return {json.loads(file.read_text())["transport"] for file in files}
 
     def tail(self, lines: int = 30) -> str:
         """The end of the server's log (kernel tracebacks land here), for failure messages."""
@@ -151,6 +162,9 @@ def running_lab(
     log = home / "jupyterlab.log"
     # The token goes through the environment, not the command line (ps shows that).
     full_env = {**env, "JUPYTER_TOKEN": token}
+    runtime = _ipc_runtime_dir()
+    if runtime is not None:
+        full_env["JUPYTER_RUNTIME_DIR"] = str(runtime)
     command = [
         sys.executable,
         "-m",
@@ -168,6 +182,8 @@ def running_lab(
     ]
     if os.geteuid() == 0:  # CI containers run as root; jupyter refuses that unless told
         command.append("--allow-root")
+    if runtime is not None:
+        command.append("--KernelManager.transport=ipc")
     # A port found free can be taken by another process before jupyter binds it (a
     # shared CI machine): jupyter then exits at once, and a new port is tried.
     for _attempt in range(PORT_ATTEMPTS):
@@ -178,8 +194,9 @@ def running_lab(
                 cwd=root, env=full_env, stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         server = LabServer(
-            url=f"http://127.0.0.1:{port}", token=token, root=root, log=log, lang=lang
-        )
+            url=f"http://127.0.0.1:{port}", token=token, root=root, log=log, lang=lang,
+            runtime=runtime,
+        )  # fmt: skip
         try:
             if _wait_until_ready(proc, server):
                 break
@@ -191,7 +208,30 @@ def running_lab(
     try:
         yield server
     finally:
-        _stop(proc)
+        try:
+            _stop(proc)
+        finally:
+            if runtime is not None:
+                shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _ipc_runtime_dir() -> Path | None:
+    """A short runtime folder for kernels over ipc (None: TCP, where ipc is unavailable).
+
+    Over TCP jupyter_client picks free ports and the kernel binds them later: another
+    process can take one meanwhile, and the kernel dies before it answers (the tests'
+    papermill kernels met it in CI). Over ipc each kernel's sockets are files beside its
+    connection file, ``kernel-<id>-ipc-<n>``: the folder is short, so the paths fit the
+    107 bytes a Unix socket's path may have.
+    """
+    import zmq
+
+    folder = Path(tempfile.mkdtemp(prefix="lab-"))
+    longest = folder / f"kernel-{uuid.uuid4()}-ipc-65535"
+    if os.name == "nt" or not zmq.has("ipc") or len(str(longest)) > 100:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return folder
 
 
 def _wait_until_ready(proc: subprocess.Popen[bytes], server: LabServer) -> bool:

@@ -73,6 +73,8 @@ def test_secret_typed_in_01_serves_02(lab: Lab, account: dict[str, str]) -> None
     assert "LMREG_APP_SECRET" not in message and "error" not in message.lower(), message
     assert [m["modelName"] for m in platform_models(account)].count(name) == 1
     assert account["LMREG_APP_SECRET"] not in lab.page.content()
+    # The two notebooks' kernels talk over ipc: no port another process could take first.
+    assert lab.server.kernel_transports() == {"ipc"}
 
 
 def test_capacity_form_labels_are_not_cut(lab: Lab) -> None:
