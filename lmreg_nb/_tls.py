@@ -1,11 +1,12 @@
-"""One TLS context for every HTTP client the toolkit makes."""
+"""One TLS context and one proxy rule for every HTTP client the toolkit makes."""
 
 from __future__ import annotations
 
 import functools
 import ssl
+from urllib.parse import urlsplit
 
-__all__ = ["tls_context"]
+__all__ = ["through_env_proxy", "tls_context"]
 
 
 @functools.cache
@@ -18,3 +19,24 @@ def tls_context() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
+
+
+def through_env_proxy(url: str) -> bool:
+    """Whether a request to the platform at ``url`` may go through the proxy the
+    environment names (``http_proxy``, ``https_proxy``, ``all_proxy``; ``no_proxy`` too).
+
+    A campus PC often has one set for the internet, and a platform on the internet may be
+    reachable only through it. This machine and the local network are not (loopback,
+    private and link-local addresses, ``localhost``, one-label and local names: the
+    sandbox, a test platform): a proxy cannot reach them, and must not see the token
+    exchange's appSecret. The school's model is always called directly (httpx clients
+    with ``trust_env=False``), as the platform will call it: never through the proxy of
+    the machine that tests it.
+    """
+    from .validate import unreachable_reason
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return bool(host) and not unreachable_reason(host)

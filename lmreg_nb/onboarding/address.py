@@ -5,8 +5,11 @@ is ``v1/chat/completions``). An address that answers 404 or 405 to a chat (the
 path stops at ``/v1``, or points at a web page) cannot serve the course apps,
 however green the registration looked; so the register (and modify) outcome says
 so in red, with the school's own address to register instead. An address that
-does not answer from here, or not in time, is a warning (⚠) with the cause, in
-the words of the checks' ``reachable`` row: never a green ✔.
+does not answer from here, or not in time, or answers the chat with another error
+(HTTP 400, 500, a redirect), is a warning (⚠) with the cause, in the words of the
+checks' ``reachable`` row: never a green ✔. Only the status is read, never the body
+(a hostile or broken server may send one without end), and the request goes
+directly, as the platform's will: never through the environment's proxy.
 """
 
 from __future__ import annotations
@@ -18,15 +21,14 @@ from ..i18n import _
 from ..validate import chat_path_fix
 
 if TYPE_CHECKING:
-    import httpx
-
     from ..probe import Target
 
 __all__ = ["Verdict", "address_verdict", "chat_path_fix", "with_address_verdict"]
 
 #: "ok": it answered a chat; "path": 404/405, not the chat path; "key": 401/403, the
-#: key refused; "down": no answer from here, or not in time.
-Verdict = Literal["ok", "path", "key", "down"]
+#: key refused; "error": another status than 2xx; "down": no answer from here, or not
+#: in time.
+Verdict = Literal["ok", "path", "key", "error", "down"]
 
 
 def address_verdict(target: Target) -> tuple[Verdict, str]:
@@ -39,7 +41,7 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
     body = chat_body(target.model, "ping", stream=False, max_tokens=1, include_usage=False)
     headers = {"Authorization": f"Bearer {target.api_key.reveal()}"}
     try:
-        reply = _post(target.url, json=body, headers=headers, timeout=target.timeout)
+        status = _status(target.url, json=body, headers=headers, timeout=target.timeout)
     except httpx.HTTPError as exc:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             return "down", _(
@@ -47,7 +49,6 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
                 "stuck or overloaded (the checks, notebook 05, say more)"
             ).format(seconds=f"{target.timeout:g}")
         return "down", transport_reason(exc, target.url)
-    status = reply.status_code
     if status in (404, 405):
         return "path", _(
             "the address answered HTTP {status} to a chat, so the platform's calls would fail: "
@@ -59,14 +60,24 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
             "the address refused the registered apiKey (HTTP {status}): register the key "
             "the model server expects"
         ).format(status=status)
+    if status // 100 != 2:
+        return "error", _(
+            "answered a chat with HTTP {status}, not a reply: the checks (notebook 05) say why"
+        ).format(status=status)
     return "ok", _("answered a chat: HTTP {status}").format(status=status)
 
 
-def _post(url: str, *, json: Any, headers: dict[str, str], timeout: float) -> httpx.Response:
-    """One POST to the address (tests hand it a school model in this process)."""
+def _status(url: str, *, json: Any, headers: dict[str, str], timeout: float) -> int:
+    """The HTTP status of one POST to the address; its body is left unread."""
     import httpx
 
-    return httpx.post(url, json=json, headers=headers, timeout=timeout)
+    from .._tls import tls_context
+
+    with (
+        httpx.Client(timeout=timeout, verify=tls_context(), trust_env=False) as client,
+        client.stream("POST", url, json=json, headers=headers) as reply,
+    ):
+        return reply.status_code
 
 
 def with_address_verdict(outcome: Outcome, target: Target) -> Outcome:
@@ -77,6 +88,11 @@ def with_address_verdict(outcome: Outcome, target: Target) -> Outcome:
     if verdict == "down":
         outcome.warning = True
         outcome.title = _("{title}, but its address did not answer a chat from here").format(
+            title=outcome.title
+        )
+    elif verdict == "error":
+        outcome.warning = True
+        outcome.title = _("{title}, but its address answered a chat with an error").format(
             title=outcome.title
         )
     elif verdict != "ok":

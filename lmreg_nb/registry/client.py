@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 import httpx
 
 from .. import validate
-from .._tls import tls_context
+from .._tls import through_env_proxy, tls_context
 from ..confusables import refuse_look_alike
 from ..errors import (
     APIError,
@@ -122,6 +122,8 @@ class RegistryClient:
             transport=transport,
             timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_CAP_S)),
             verify=tls_context(),
+            # A campus proxy for the internet, never for this machine or the local network.
+            trust_env=through_env_proxy(self.base_url),
             # One connection per call: the deadline's watchdog (envelope) shuts the
             # socket it saw opened; a reused idle connection would go unseen.
             limits=httpx.Limits(max_keepalive_connections=0),

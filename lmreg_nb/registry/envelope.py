@@ -411,6 +411,19 @@ def transport_error(
                 "try again, or raise LMREG_TIMEOUT"
             ).format(operation=operation_label(operation), host=host, seconds=f"{timeout:g}")
         )
+    if isinstance(exc, httpx.ProxyError):
+        # The environment's proxy (campus networks set one) answered instead of the host.
+        return ConnectError(
+            _(
+                "{operation}: the proxy this machine's environment names (https_proxy, "
+                "http_proxy or all_proxy) did not get through to {host}: {reason}; check the "
+                "proxy, or add {host} to no_proxy"
+            ).format(
+                operation=operation_label(operation),
+                host=host,
+                reason=_connect_reason(str(exc) or type(exc).__name__, secrets),
+            )
+        )
     if isinstance(exc, (*NEVER_SENT, *HOPELESS)):
         reason = _connect_reason(str(exc) or type(exc).__name__, secrets)
         return ConnectError(

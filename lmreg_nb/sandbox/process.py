@@ -176,7 +176,8 @@ def _wait_until_up(
     for url in (info.base_url + "/openapi.json", model_root):
         while True:
             try:
-                httpx.get(url, timeout=2.0)  # any HTTP answer means it is serving
+                # Any HTTP answer means it is serving: so not a proxy's (loopback, directly).
+                httpx.get(url, timeout=2.0, trust_env=False)
                 break
             except httpx.TransportError:
                 if proc.poll() is not None or time.monotonic() > deadline:

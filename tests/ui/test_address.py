@@ -7,12 +7,15 @@ address to register; the right address stays green and says it answered.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import pytest
+from fakes import hosts
 
 from lmreg_nb.onboarding import Onboarding
-from lmreg_nb.onboarding.address import chat_path_fix
+from lmreg_nb.onboarding.address import address_verdict, chat_path_fix
+from lmreg_nb.probe import Target
 from lmreg_nb.settings import Settings
 from lmreg_nb.ui import RegisterForm
 
@@ -79,3 +82,39 @@ def test_a_key_the_model_refuses_is_red_and_names_the_key(sandbox: SandboxInfo) 
     outcome = form.last_result
     assert outcome is not None and not outcome.ok
     assert "apiKey" in outcome.title and "HTTP 401" in " ".join(v for _k, v in outcome.rows)
+
+
+class _ServerError(asyncio.Protocol):
+    """Answers any request with HTTP 500 whose body says a megabyte and stops short: a
+    client that reads it fails (the connection closes mid-body); only the status tells."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if b"\r\n\r\n" in data:
+            self.transport.write(  # type: ignore[attr-defined]
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 1048576\r\n\r\nout of"
+            )
+            self.transport.close()
+
+
+def test_an_address_answering_an_error_is_a_warning_read_by_its_status_alone(
+    sandbox: SandboxInfo,
+) -> None:
+    # A red-team finding: HTTP 500 was "answered a chat" under a green tick, and the body
+    # was read whole (400 MB, or without end), though only the status decides.
+    port = hosts.serve(_ServerError)
+    try:
+        url = f"http://{hosts.HOST}:{port}/v1/chat/completions"
+        verdict, said = address_verdict(Target(url, "sk-address-key-0123", "m", timeout=5))
+        assert (verdict, said.split(":")[0]) == (
+            "error",
+            "answered a chat with HTTP 500, not a reply",
+        )
+        form = _register(sandbox, "addr-500", url)
+    finally:
+        hosts.stop(port)
+    outcome = form.last_result
+    assert outcome is not None and outcome.ok and outcome.warning and outcome.mark == "⚠"
+    assert "✔" not in outcome._repr_html_() and "HTTP 500" in repr(outcome.rows)

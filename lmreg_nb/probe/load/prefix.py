@@ -122,7 +122,8 @@ def judge_counters(
 
 
 async def _metrics(target: Target) -> MetricsReading | None:
-    async with httpx.AsyncClient(verify=tls_context()) as client:
+    # Directly, as the load itself: never through the environment's proxy.
+    async with httpx.AsyncClient(verify=tls_context(), trust_env=False) as client:
         return await read_metrics(client, target)
 
 

@@ -283,7 +283,8 @@ def stream_chat(target: Target, prompt: str) -> Iterator[str]:
     timeout = httpx.Timeout(target.timeout)
     try:
         with (
-            httpx.Client(timeout=timeout, verify=tls_context()) as client,
+            # Directly, as the checks and the platform call it: never the environment's proxy.
+            httpx.Client(timeout=timeout, verify=tls_context(), trust_env=False) as client,
             client.stream("POST", target.url, content=body, headers=target.headers()) as reply,
         ):
             chunks = inflated(reply, MAX_BODY_BYTES)

@@ -141,7 +141,7 @@ def serving_process(
             if proc.poll() is not None:
                 raise RuntimeError(f"the mock school model exited with code {proc.returncode}")
             try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                if httpx.get(base + "/health", timeout=1, trust_env=False).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
