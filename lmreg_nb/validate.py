@@ -34,6 +34,7 @@ __all__ = [
     "check_model_name",
     "check_registry_url",
     "check_reserved",
+    "is_chat_path",
     "is_header_value",
     "is_ignorable",
     "is_visible",
@@ -363,7 +364,7 @@ def url_warnings(url: str) -> list[UrlWarning]:
             "registryUrl uses plain http; the platform expects https so apiKey is not sent in clear"
         )
         warnings.append(UrlWarning("plain-http", message))
-    if not parts.path.rstrip("/").endswith(CHAT_PATH_SUFFIX):
+    if not is_chat_path(parts.path):
         message = _("registryUrl path should end in {suffix} (spec 4.5)").format(
             suffix=CHAT_PATH_SUFFIX
         )
@@ -375,6 +376,13 @@ def url_warnings(url: str) -> list[UrlWarning]:
     return warnings
 
 
+def is_chat_path(path: str) -> bool:
+    """Whether a registryUrl's ``path`` is a chat path of spec 4.5: it ends in
+    ``/v1/chat/completions``, with no slash after it and none doubled (the platform calls
+    the address as it is; llama.cpp answers 404 to either)."""
+    return path.endswith("/" + CHAT_PATH_SUFFIX) and "//" not in path
+
+
 def chat_path_fix(url: str) -> str:
     """``url`` with the chat path of spec 4.5 (``…/v1`` -> ``…/v1/chat/completions``): the
     school's own address as it should be registered (the most common mistake stops at /v1)."""
@@ -382,9 +390,11 @@ def chat_path_fix(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return url
-    path = parts.path.rstrip("/")
-    if path.endswith("/" + CHAT_PATH_SUFFIX):
+    if is_chat_path(parts.path):
         return url
+    path = re.sub("/{2,}", "/", parts.path).rstrip("/")
+    if path.endswith("/" + CHAT_PATH_SUFFIX):
+        return urlunsplit(parts._replace(path=path))
     head, v1, _rest = path.rpartition("/v1/")
     if path.endswith("/v1"):
         path += "/chat/completions"

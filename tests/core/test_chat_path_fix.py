@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmreg_nb.validate import chat_path_fix
+from lmreg_nb.validate import chat_path_fix, url_warnings
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,21 @@ from lmreg_nb.validate import chat_path_fix
         ("https://h/v1/chat/completions", "https://h/v1/chat/completions"),
         ("https://h/chat/completions", "https://h/v1/chat/completions"),
         ("https://h/llm", "https://h/llm/v1/chat/completions"),
+        # A red-team finding: a slash after the chat path, or two in it, passed as the
+        # chat path; the platform calls the address as it is (llama.cpp: 404).
+        ("http://h:8016/v1/chat/completions/", "http://h:8016/v1/chat/completions"),
+        ("http://h:8016//v1/chat/completions", "http://h:8016/v1/chat/completions"),
+        ("http://h:8016/v1//chat/completions", "http://h:8016/v1/chat/completions"),
     ],
 )
 def test_the_fix_is_the_chat_path_of_the_same_server(given: str, fixed: str) -> None:
     assert chat_path_fix(given) == fixed
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://h:8016/v1/chat/completions/", "http://h:8016//v1/chat/completions"],
+)
+def test_a_path_with_a_slash_too_many_is_not_the_chat_path(url: str) -> None:
+    assert "chat-path" in [w.code for w in url_warnings(url)]
+    assert "chat-path" not in [w.code for w in url_warnings(chat_path_fix(url))]

@@ -37,3 +37,16 @@ def test_a_models_url_is_the_path_finding_with_the_chat_address(
     assert path.fact("url") == fixed and fixed in path.detail
     assert "/v1/models/v1" not in " ".join(c.detail for c in report.checks)
     assert rows["key-accepted"].passed is None, rows["key-accepted"].detail
+
+
+@pytest.mark.parametrize("given", ["/v1/chat/completions/", "//v1/chat/completions"])
+def test_a_slash_too_many_is_the_path_finding_with_the_chat_address(
+    in_process: None, given: str
+) -> None:
+    # A red-team finding against llama.cpp (404 to either): url-path said "ends in
+    # v1/chat/completions" above a vague "Nothing serves this path".
+    fixed = f"{MODEL}/v1/chat/completions"
+    report = check_endpoint(Target(f"{MODEL}{given}", KEY, "m", timeout=5))
+    path = next(c for c in report.checks if c.name == "url-path")
+    assert path.failed and path.severity == "error", path.detail
+    assert path.fact("url") == fixed and f"Register {fixed}" in path.detail

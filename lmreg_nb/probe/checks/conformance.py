@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from ...i18n import N_
 from ...summary import SEVERITIES, Check, Fact
 from ...terminal import snippet
-from ...validate import CHAT_PATH_SUFFIX, chat_path_fix, unreachable_reason
+from ...validate import CHAT_PATH_SUFFIX, chat_path_fix, is_chat_path, unreachable_reason
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, completion_body, completions_url, send
 from ..wire.reasons import LOCAL_LIMIT
@@ -146,7 +146,7 @@ URL_HTTPS = Declared(
 
 
 def _path(seen: Seen, target: Target) -> Check:
-    path = urlsplit(target.url).path.rstrip("/")
+    path = urlsplit(target.url).path
     fixed = chat_path_fix(target.url)
     plain = seen.maybe("plain")
     if seen.stage == "wrong-path" and plain is not None:
@@ -158,7 +158,7 @@ def _path(seen: Seen, target: Target) -> Check:
             status=plain.status,
             url=fixed,
         )
-    if not path.endswith(CHAT_PATH_SUFFIX):
+    if not is_chat_path(path):
         return URL_PATH.failed("not-chat-path", suffix=CHAT_PATH_SUFFIX, url=fixed)
     return URL_PATH.passed()
 

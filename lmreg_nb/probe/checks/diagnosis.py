@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ...validate import CHAT_PATH_SUFFIX, chat_path_fix
+from ...validate import chat_path_fix, is_chat_path
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, send
 from .declare import Context, Seen, Stage
@@ -41,8 +41,7 @@ async def diagnose(ctx: Context, target: Target, seen: Seen) -> Stage:
     ``path-models``), sent only when the address's own path served nothing."""
     plain = seen.exchange("plain")
     stage = _stage_of(plain)
-    path = urlsplit(target.url).path.rstrip("/")
-    if plain.status not in NOT_SERVED or path.endswith(CHAT_PATH_SUFFIX):
+    if plain.status not in NOT_SERVED or is_chat_path(urlsplit(target.url).path):
         return stage
     fixed = chat_path_fix(target.url)
     beside = Target(fixed, target.api_key, target.model, timeout=target.timeout)
