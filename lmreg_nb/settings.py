@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -379,9 +380,75 @@ def _read_env_file(target: Path | None, *, interpolate: bool = True) -> dict[str
             ),
             variable="LMREG_ENV_FILE",
         )
-    text = data.decode("utf-8", errors="replace")
+    text = _env_text(target, data)
+    _check_lines(target, text)
+    logging.getLogger("dotenv.main").addFilter(_no_dotenv_warnings)  # said above, once
     values = dotenv_values(stream=io.StringIO(text), interpolate=interpolate)
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _env_text(target: Path, data: bytes) -> str:
+    """A .env file's text: UTF-8 (a BOM allowed); a line of ours in another encoding is
+    an error (GBK, Notepad's "ANSI" on a Chinese Windows: a value decoded wrong would be
+    used, or registered), a comment in one is read as it can be."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigurationError(
+            _('{path} is saved as UTF-16 (Notepad\'s "Unicode"): save it as UTF-8').format(
+                path=target
+            ),
+            variable="LMREG_ENV_FILE",
+        )
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    for number, line in enumerate(data.split(b"\n"), 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            if not line.strip().startswith(b"#"):
+                raise ConfigurationError(
+                    _(
+                        "{path} line {line} is not UTF-8 text (saved as GBK or ANSI?): save "
+                        "the file as UTF-8"
+                    ).format(path=target, line=number),
+                    variable="LMREG_ENV_FILE",
+                ) from None
+    return data.decode("utf-8", errors="replace")
+
+
+def _check_lines(target: Path, text: str) -> None:
+    """Refuse a line meant for an LMREG_ variable that python-dotenv would skip or keep
+    under another name (a full-width ＝, ``NAME: value``, a name in lower case)."""
+    from dotenv.parser import parse_stream
+
+    for binding in parse_stream(io.StringIO(text)):
+        original = binding.original.string
+        line = original.strip()
+        # A statement python-dotenv could not parse starts with the blank lines before it.
+        number = binding.original.line + original[: len(original) - len(original.lstrip())].count(
+            "\n"
+        )
+        name = _LINE_NAME.match(line)
+        if name is None:
+            continue
+        key = binding.key or ""
+        if binding.error or binding.value is None or not _VARIABLE_NAME.fullmatch(key):
+            raise ConfigurationError(
+                _(
+                    "{path} line {line} ({name}) is not NAME=value: write LMREG_ names in "
+                    "upper case, then an ASCII =, then the value"
+                ).format(path=target, line=number, name=name.group(1)),  # never the value
+                variable="LMREG_ENV_FILE",
+            )
+
+
+_VARIABLE_NAME = re.compile(r"LMREG_[A-Z0-9_]+")
+#: A line meant for one of ours: its name as written (what an error may show of it).
+_LINE_NAME = re.compile(r"(?:export\s+)?(lmreg_[a-z0-9_]*)", re.IGNORECASE)
+
+
+def _no_dotenv_warnings(record: logging.LogRecord) -> bool:
+    """python-dotenv's "could not parse statement" warnings (in English, twice, no file):
+    the lines that concern us are an error of ours (:func:`_check_lines`)."""
+    return "could not parse" not in record.getMessage()
 
 
 def _check_text(variable: str, raw: Any) -> None:

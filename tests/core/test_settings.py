@@ -333,3 +333,36 @@ def test_an_oversized_env_file_is_one_clear_error(tmp_path: Path) -> None:
     named.write_text("LMREG_APP_ID=x\n" + "#" * (2 << 20))
     with pytest.raises(ConfigurationError, match="too large"):
         Settings.load(environ={"LMREG_ENV_FILE": str(named)})
+
+
+# A red-team finding: a .env as a Chinese Windows user saves it was read wrong in silence:
+# GBK bytes replaced (学校模型 became "ѧУģ��", and could be registered so), UTF-16 or a
+# full-width ＝ left every variable unset ("LMREG_MODEL_URL ... not set", no file named).
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ("LMREG_MODEL_NAME=学校模型\n".encode("gbk"), "line 1 is not UTF-8"),
+        ("LMREG_MODEL_NAME=m\n".encode("utf-16"), "UTF-16"),
+        ("LMREG_MODEL_URL＝http://127.0.0.1:8000/v1/chat/completions\n".encode(), "line 1"),
+        (b"LMREG_APP_ID=a\nlmreg_model_name=m\n", "line 2"),
+        (b"LMREG_APP_ID=a\n\nLMREG_MODEL_NAME: m\n", "line 3"),
+        ("LMREG_APP_SECRET：Sec-ret-value-1234\n".encode(), r"line 1 \(LMREG_APP_SECRET\)"),
+    ],
+)
+def test_a_dotenv_read_wrong_is_one_error_naming_the_file_and_line(
+    tmp_path: Path, data: bytes, said: str
+) -> None:
+    named = tmp_path / "school.env"
+    named.write_bytes(data)
+    with pytest.raises(ConfigurationError, match=said) as raised:
+        Settings.load(environ={"LMREG_ENV_FILE": str(named)})
+    assert str(named) in str(raised.value) and "Sec-ret" not in str(raised.value)
+
+
+def test_a_dotenv_with_a_gbk_comment_and_a_bom_is_read(tmp_path: Path) -> None:
+    named = tmp_path / "school.env"
+    # A comment in another encoding changes no value: it is not worth an error.
+    named.write_bytes(
+        b"\xef\xbb\xbf" + "# 学校的设置\n".encode("gbk") + "LMREG_MODEL_NAME=学校模型\r\n".encode()
+    )
+    assert Settings.load(environ={"LMREG_ENV_FILE": str(named)}).model_name == "学校模型"
