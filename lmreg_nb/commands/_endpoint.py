@@ -53,7 +53,7 @@ def model_api_key(settings: Settings, *, purpose: str) -> Secret:
         value = click.prompt(
             _("apiKey {purpose} (hidden)").format(purpose=purpose), hide_input=True, err=True
         )
-        return Secret(str(value))
+        return Secret(_typed_key(str(value)))
     raise ConfigurationError(
         _(
             "LMREG_MODEL_API_KEY is not set and there is no terminal to ask: set it in the "
@@ -61,6 +61,31 @@ def model_api_key(settings: Settings, *, purpose: str) -> Secret:
         ),
         variable="LMREG_MODEL_API_KEY",
     )
+
+
+def _typed_key(value: str) -> str:
+    """A key typed at the prompt, trimmed as a .env value is; one that an HTTP header
+    cannot carry is refused with what is wrong in it (never the key itself)."""
+    from ..errors import ValidationError
+    from ..i18n import _
+
+    key = value.strip()
+    bad = next((ch for ch in key if not "!" <= ch <= "~"), None)
+    if bad is None and key:
+        return key
+    if bad is None:
+        what = _("nothing")
+    elif "\uff01" <= bad <= "\uff5e" or bad == "\u3000":
+        what = _("a full-width character (switch the input method to half-width, English)")
+    elif bad.isspace():
+        what = _("a space inside it")
+    else:
+        what = _("a character that is not ASCII")
+    raise ValidationError(
+        "apiKey",
+        _("the key typed holds {what}: type it again in ASCII letters, digits and punctuation")
+        .format(what=what),
+    )  # fmt: skip
 
 
 def endpoint_target(url: str | None, model: str | None, registered: str | None) -> Target:

@@ -26,8 +26,10 @@ import httpx
 
 from .._decode import IDENTITY, DecodingError, inflated
 from ..errors import (
+    AuthenticationError,
     ConfigurationError,
     ConnectError,
+    CredentialsError,
     LmregError,
     MalformedResponseError,
     NotFoundError,
@@ -314,6 +316,9 @@ def parse_envelope(
     message = clean_message(raw_message, secrets) if isinstance(raw_message, str) else ""
     if status >= 400 or code != 0:
         cls = api_error_for(status, code if code != 0 else None)
+        if operation == "token" and issubclass(cls, AuthenticationError):
+            # The exchange sends no token: "unknown" or "expired" can only mean the app.
+            cls = CredentialsError
         kw: dict[str, Any] = {"status": status, "code": code or None, "request_id": request_id}
         if issubclass(cls, RateLimitError):
             kw["retry_after"] = parse_retry_after(response.headers.get("retry-after"))

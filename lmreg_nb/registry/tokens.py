@@ -66,13 +66,13 @@ def token_from_data(data: Mapping[str, Any], *, issued_at_ms: int | None = None)
     env = next((data[k] for k in _ENV_KEYS if isinstance(data.get(k), str) and data[k]), None)
     if token is None or env is None:
         missing = (
-            _("a token (token/accessToken/access_token)")
+            _("no usable token (a text in token, accessToken or access_token)")
             if token is None
-            else _("an env (env/xEnv)")
+            else _("no usable env (a text in env or xEnv)")
         )
         keys = ", ".join(sorted(str(k) for k in data)) or "none"
         raise MalformedResponseError(
-            _("the token answer has no {missing}; its data keys were: {keys}").format(
+            _("the token answer has {missing}; its data keys were: {keys}").format(
                 missing=missing, keys=keys
             ),
             operation="token",

@@ -135,3 +135,32 @@ def test_the_help_shows_the_address_and_no_key_option(command: str, lang: str, w
     assert words in result.output and "LMREG_MODEL_URL" in result.output
     params = main.commands[command].params
     assert not [p for p in params if isinstance(p, click.Option) and "key" in p.name.lower()]
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("sk-typed-0123456789 ", None),  # pasted with a space after: trimmed, as in .env
+        ("ｓｋ-typed-0123456789", "full-width"),  # a Chinese input method's letters
+        ("sk-typed 0123456789", "space"),
+    ],
+)
+def test_a_typed_key_is_trimmed_and_a_bad_one_named_without_lmreg_variables(
+    monkeypatch: pytest.MonkeyPatch, typed: str, said: str | None
+) -> None:
+    # A red-team finding: the typed key was not trimmed, and any bad one was told
+    # "LMREG_MODEL_API_KEY must be visible ASCII characters only", a variable never set.
+    from lmreg_nb.commands._endpoint import model_api_key
+    from lmreg_nb.errors import LmregError
+    from lmreg_nb.settings import Settings
+
+    monkeypatch.setattr("lmreg_nb.commands._endpoint.interactive", lambda: True)
+    with CliRunner().isolation(input=typed + "\n"):
+        if said is None:
+            assert model_api_key(Settings.load(environ={}), purpose="x").reveal() == typed.strip()
+            return
+        with pytest.raises(LmregError) as info:
+            model_api_key(Settings.load(environ={}), purpose="x")
+    message = str(info.value)
+    assert said in message and "LMREG_" not in message
+    assert "0123456789" not in message

@@ -167,3 +167,41 @@ def test_a_base_url_ending_in_openapi_v1_gets_told_to_drop_it(tmp_path: Path) ->
     with _client(_not_found, tmp_path) as client, pytest.raises(ConfigurationError) as info:
         client.query_models()
     assert "LMREG_TOKEN_PATH" in str(info.value) and "modelId" not in str(info.value)
+
+
+def _token_answer(status: int, body: dict[str, object]) -> Behaviour:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json=body)
+
+    return answer
+
+
+def test_an_unknown_token_answered_to_the_exchange_is_about_the_app_secret(
+    tmp_path: Path,
+) -> None:
+    # A red-team finding: "the platform does not know this token; get a new token", to the
+    # request that gets one. The exchange sends no token: the credentials are at fault.
+    answer = _token_answer(401, {"code": 40100, "message": "unauthorized"})
+    with _client(answer, tmp_path) as client, pytest.raises(LmregError) as info:
+        client.token()
+    message = str(info.value)
+    assert "LMREG_APP_SECRET" in message and "get a new token" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"token": 12345, "env": "e", "expireTime": 1}, "no usable token"),
+        ({"token": "", "env": "e"}, "no usable token"),
+        ({"token": "t-0123456789", "env": 7}, "no usable env"),
+    ],
+)
+def test_a_token_answer_without_a_usable_token_says_so_plainly(
+    tmp_path: Path, data: dict[str, object], said: str
+) -> None:
+    # It said "has no a token (...); its data keys were: env, expireTime, token".
+    answer = _token_answer(200, {"code": 0, "data": data})
+    with _client(answer, tmp_path) as client, pytest.raises(MalformedResponseError) as info:
+        client.token()
+    assert said in str(info.value)
+    assert " no a " not in str(info.value) and " no an " not in str(info.value)
