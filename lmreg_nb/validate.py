@@ -159,6 +159,17 @@ def check_registry_url(value: object) -> str:
         )
     if _has_control(text) or any(ch.isspace() for ch in text):
         raise ValidationError("registryUrl", _("must not contain spaces or control characters"))
+    wide = next((ch for ch in text if "\uff01" <= ch <= "\uff5e" or ch == "\u3002"), None)
+    if wide is not None:
+        # A Chinese input method's marks and digits: one that looks like the URL's own.
+        narrow = "." if wide == "\u3002" else chr(ord(wide) - 0xFEE0)
+        raise ValidationError(
+            "registryUrl",
+            _(
+                "holds the full-width “{wide}”: type it as the half-width “{narrow}” (the "
+                "input method in English)"
+            ).format(wide=wide, narrow=narrow),
+        )
     try:
         parts = urlsplit(text)
         host = parts.hostname

@@ -410,13 +410,20 @@ def test_an_address_is_kept_as_it_will_be_mailed(raw: str, mailed: str) -> None:
 @pytest.mark.parametrize(
     "host",
     ["0177.0.0.1", "256.1.1.1", "01.2.3.4", "1.2.3", "127.1", "0x7f.0.0.1", "0x7f000001",
-     "2130706433", "1.2.3.4.5", "x.1", "llm.school.0x1f", "１２７.０.０.１"],
+     "2130706433", "1.2.3.4.5", "x.1", "llm.school.0x1f"],
 )  # fmt: skip
 def test_numeric_hosts_that_are_not_dotted_quads_are_refused(host: str) -> None:
     # httpx refuses some (InvalidURL crashed `check`), and the resolver reads others
     # as an address (127.1 is loopback): only the usual dotted quad is an address.
     reason = refuses(check_registry_url, f"http://{host}:8000/v1/chat/completions", "registryUrl")
     assert "four numbers from 0 to 255" in reason
+
+
+def test_a_numeric_host_in_full_width_digits_is_named_as_full_width() -> None:
+    reason = refuses(
+        check_registry_url, "http://１２７.０.０.１:8000/v1/chat/completions", "registryUrl"
+    )
+    assert "full-width “１”" in reason and "“1”" in reason
 
 
 @pytest.mark.parametrize(
@@ -445,6 +452,28 @@ def test_visible_combining_marks_stay_accepted() -> None:
 
 @pytest.mark.parametrize("host", ["\uff21\uff22\uff23.example", "\uff4c\uff4c\uff4d.school.cn"])
 def test_hosts_httpx_cannot_parse_are_refused(host: str) -> None:
-    # Valid for IDNA's UTS46 mapping, refused by httpx (a traceback in `check` before).
+    # Valid for IDNA's UTS46 mapping, refused by httpx (a traceback in `check` before):
+    # refused first as what they are, letters a Chinese input method typed full-width.
     reason = refuses(check_registry_url, f"https://{host}/v1/chat/completions", "registryUrl")
-    assert "HTTP client" in reason
+    assert "full-width “" in reason
+
+
+@pytest.mark.parametrize(
+    ("url", "wide", "narrow"),
+    [
+        ("http://127.0.0.1：8016/v1/chat/completions", "：", ":"),
+        ("http：//127.0.0.1:8016/v1/chat/completions", "：", ":"),
+        ("http://127.0.0.1:８０16/v1/chat/completions", "８", "8"),
+        ("https://llm。school.edu.cn/v1/chat/completions", "。", "."),
+        ("https://llm.school.edu.cn／v1/chat/completions", "／", "/"),
+    ],
+)
+def test_a_full_width_mark_in_a_url_is_named_with_its_half_width_form(
+    url: str, wide: str, narrow: str
+) -> None:
+    # A red-team finding: "is not a valid URL" or "must start with https://", which do
+    # not point at the character a Chinese input method typed.
+    with pytest.raises(ValidationError) as info:
+        check_registry_url(url)
+    message = str(info.value)
+    assert f"“{wide}”" in message and f"“{narrow}”" in message, message
