@@ -174,8 +174,8 @@ URL_PATH = Declared(
         "chat-path": Words(
             N_(
                 "{registered} serves nothing (HTTP {status}) while the chat path beside it "
-                "answers: the address stops short of the chat path of spec 4.5 "
-                "(v1/chat/completions). Register {url}"
+                "answers: the platform calls the address as registered, and the chat path "
+                "of spec 4.5 is v1/chat/completions. Register {url}"
             )
         ),
     },

@@ -113,6 +113,14 @@ def transport_reason(exc: BaseException, url: str) -> str:
                 "serves HTTP(S) and that no firewall drops the platform"
             ).format(host=host, port=port, why=snippet(str(err), 80))
         if isinstance(err, TimeoutError) or type(err).__name__ == "ConnectTimeout":
+            if url.lower().startswith("https://"):
+                # The TLS handshake's timeout reads the same: a plain-http port that answers
+                # no TLS hello (llama.cpp's server) waits without end.
+                return _(
+                    "connecting to {host}:{port} timed out: a firewall may drop the packets, "
+                    "or the host is down, or the port serves plain http and never answers "
+                    "the TLS handshake (then register {plain})"
+                ).format(host=host, port=port, plain="http://" + url[len("https://") :])
             return _(
                 "connecting to {host}:{port} timed out: a firewall may drop the packets, or "
                 "the host is down. Open the port to the platform"
