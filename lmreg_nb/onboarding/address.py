@@ -2,11 +2,12 @@
 
 The platform calls registryUrl exactly as registered (spec 4.5: the chat path
 is ``v1/chat/completions``). An address that answers 404 or 405 to a chat (the
-path stops at ``/v1``, or points at a web page) cannot serve the course apps,
+path stops at ``/v1``, or points at a web page), or redirects it (a slash too many:
+vLLM's 307; the platform does not repeat its POST), cannot serve the course apps,
 however green the registration looked; so the register (and modify) outcome says
 so in red, with the school's own address to register instead. An address that
 does not answer from here, or not in time, or answers the chat with another error
-(HTTP 400, 500, a redirect), is a warning (⚠) with the cause, in the words of the
+(HTTP 400, 429, 500), is a warning (⚠) with the cause, in the words of the
 checks' ``reachable`` row: never a green ✔. Only the status is read, never the body
 (a hostile or broken server may send one without end), and the request goes
 directly, as the platform's will: never through the environment's proxy.
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Verdict", "address_verdict", "chat_path_fix", "with_address_verdict"]
 
-#: "ok": it answered a chat; "path": 404/405, not the chat path; "key": 401/403, the
-#: key refused; "error": another status than 2xx; "down": no answer from here, or not
-#: in time.
+#: "ok": it answered a chat; "path": 404/405 or a redirect, not the chat path; "key":
+#: 401/403, the key refused; "error": another status than 2xx; "down": no answer from
+#: here, or not in time.
 Verdict = Literal["ok", "path", "key", "error", "down"]
 
 
@@ -41,7 +42,7 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
     body = chat_body(target.model, "ping", stream=False, max_tokens=1, include_usage=False)
     headers = {"Authorization": f"Bearer {target.api_key.reveal()}"}
     try:
-        status = _status(target.url, json=body, headers=headers, timeout=target.timeout)
+        status, location = _answer(target.url, json=body, headers=headers, timeout=target.timeout)
     except httpx.HTTPError as exc:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             return "down", _(
@@ -55,6 +56,11 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
             "the platform calls registryUrl as it is and the chat path is v1/chat/completions "
             "(spec 4.5). Register {fixed}"
         ).format(status=status, fixed=chat_path_fix(target.url))
+    if 300 <= status < 400:
+        return "path", _(
+            "the address redirects a chat (HTTP {status}), and the platform does not repeat "
+            "its POST after a redirect. Register {fixed}"
+        ).format(status=status, fixed=_redirected(target, location))
     if status in (401, 403):
         return "key", _(
             "the address refused the registered apiKey (HTTP {status}): register the key "
@@ -67,8 +73,11 @@ def address_verdict(target: Target) -> tuple[Verdict, str]:
     return "ok", _("answered a chat: HTTP {status}").format(status=status)
 
 
-def _status(url: str, *, json: Any, headers: dict[str, str], timeout: float) -> int:
-    """The HTTP status of one POST to the address; its body is left unread."""
+def _answer(
+    url: str, *, json: Any, headers: dict[str, str], timeout: float
+) -> tuple[int, str | None]:
+    """The HTTP status of one POST to the address, and its Location; the body is left
+    unread."""
     import httpx
 
     from .._tls import tls_context
@@ -77,7 +86,25 @@ def _status(url: str, *, json: Any, headers: dict[str, str], timeout: float) -> 
         httpx.Client(timeout=timeout, verify=tls_context(), trust_env=False) as client,
         client.stream("POST", url, json=json, headers=headers) as reply,
     ):
-        return reply.status_code
+        return reply.status_code, reply.headers.get("location")
+
+
+def _redirected(target: Target, location: str | None) -> str:
+    """The address to register for one that redirects: the chat path without the slash too
+    many (vLLM's 307), else where it points when that is a registryUrl that holds no key."""
+    from urllib.parse import urljoin
+
+    from ..errors import ValidationError
+    from ..validate import check_registry_url
+
+    fixed = chat_path_fix(target.url)
+    if fixed != target.url or not location:
+        return fixed
+    try:
+        there = check_registry_url(urljoin(target.url, location))
+    except ValidationError:
+        return _("the address it redirects to")
+    return _("the address it redirects to") if target.api_key.reveal() in there else there
 
 
 def with_address_verdict(outcome: Outcome, target: Target) -> Outcome:

@@ -172,11 +172,11 @@ def test_item2_registering_a_v1_address_names_the_address_to_register(
 ) -> None:
     import lmreg_nb.onboarding.address as address
 
-    def status(url: str, **_kw: Any) -> int:  # the school model, in process
+    def answer(url: str, **_kw: Any) -> tuple[int, None]:  # the school model, in process
         return _school_model(httpx.Request("POST", url, headers={"authorization": f"Bearer {KEY}"},
-                                           json={"stream": False})).status_code  # fmt: skip
+                                           json={"stream": False})).status_code, None  # fmt: skip
 
-    monkeypatch.setattr(address, "_status", status)
+    monkeypatch.setattr(address, "_answer", answer)
     run, client = _onboarding(platform, tmp_path, lang)
     with client:
         outcome = run.register("v1-model", f"{MODEL}/v1")

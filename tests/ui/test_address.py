@@ -118,3 +118,49 @@ def test_an_address_answering_an_error_is_a_warning_read_by_its_status_alone(
     outcome = form.last_result
     assert outcome is not None and outcome.ok and outcome.warning and outcome.mark == "⚠"
     assert "✔" not in outcome._repr_html_() and "HTTP 500" in repr(outcome.rows)
+
+
+def _redirect(location: bytes) -> type[asyncio.Protocol]:
+    """A server that answers any chat with a 307 to ``location`` (vLLM, FastAPI: a slash
+    after the chat path is redirected to the path without it)."""
+
+    class Redirect(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            if b"\r\n\r\n" in data:
+                self.transport.write(  # type: ignore[attr-defined]
+                    b"HTTP/1.1 307 Temporary Redirect\r\nLocation: " + location
+                    + b"\r\nContent-Length: 0\r\n\r\n"
+                )  # fmt: skip
+                self.transport.close()
+
+    return Redirect
+
+
+@pytest.mark.parametrize(
+    ("path", "location", "register"),
+    [
+        ("/v1/chat/completions/", b"/v1/chat/completions", "{base}/v1/chat/completions"),
+        ("/v1/chat/completions", b"https://llm.school.edu.cn/v1/chat/completions",
+         "https://llm.school.edu.cn/v1/chat/completions"),
+        # A Location that echoes the key is not repeated.
+        ("/v1/chat/completions", b"https://h.example/v1/chat/completions?k=sk-address-key-0123",
+         "the address it redirects to"),
+    ],
+)  # fmt: skip
+def test_an_address_that_redirects_its_chat_is_red_with_the_address_to_register(
+    path: str, location: bytes, register: str
+) -> None:
+    # Against vLLM, `…/v1/chat/completions/` answered 307: "answered a chat with HTTP 307",
+    # a warning, while the checks fail it (the platform does not repeat its POST there).
+    port = hosts.serve(_redirect(location))
+    try:
+        base = f"http://{hosts.HOST}:{port}"
+        target = Target(base + path, "sk-address-key-0123", "m", timeout=5)
+        verdict, said = address_verdict(target)
+    finally:
+        hosts.stop(port)
+    assert verdict == "path" and "307" in said, said
+    assert said.endswith("Register " + register.format(base=base)), said
