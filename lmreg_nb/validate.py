@@ -34,6 +34,7 @@ __all__ = [
     "check_model_name",
     "check_registry_url",
     "check_reserved",
+    "half_width",
     "is_chat_path",
     "is_header_value",
     "is_ignorable",
@@ -102,6 +103,14 @@ def is_header_value(text: str) -> bool:
     return bool(text) and all("!" <= ch <= "~" for ch in text)
 
 
+def half_width(ch: str) -> str | None:
+    """The ASCII character a Chinese input method's full-width ``ch`` stands for (``：``
+    -> ``:``, ``８`` -> ``8``, ``。`` -> ``.``, the ideographic space -> `` ``), or None."""
+    if "\uff01" <= ch <= "\uff5e":
+        return chr(ord(ch) - 0xFEE0)
+    return {"\u3002": ".", "\u3000": " "}.get(ch)
+
+
 def check_model_name(value: object) -> str:
     """modelName: trimmed, NFC-normalised, 1 to 64 characters, no control characters,
     at least one visible character.
@@ -159,10 +168,10 @@ def check_registry_url(value: object) -> str:
         )
     if _has_control(text) or any(ch.isspace() for ch in text):
         raise ValidationError("registryUrl", _("must not contain spaces or control characters"))
-    wide = next((ch for ch in text if "\uff01" <= ch <= "\uff5e" or ch == "\u3002"), None)
+    wide = next((ch for ch in text if half_width(ch) is not None), None)
     if wide is not None:
         # A Chinese input method's marks and digits: one that looks like the URL's own.
-        narrow = "." if wide == "\u3002" else chr(ord(wide) - 0xFEE0)
+        narrow = half_width(wide)
         raise ValidationError(
             "registryUrl",
             _(

@@ -68,14 +68,15 @@ def _typed_key(value: str) -> str:
     cannot carry is refused with what is wrong in it (never the key itself)."""
     from ..errors import ValidationError
     from ..i18n import _
+    from ..validate import half_width, is_header_value
 
     key = value.strip()
-    bad = next((ch for ch in key if not "!" <= ch <= "~"), None)
-    if bad is None and key:
+    if is_header_value(key):
         return key
+    bad = next((ch for ch in key if not is_header_value(ch)), None)
     if bad is None:
         what = _("nothing")
-    elif "\uff01" <= bad <= "\uff5e" or bad == "\u3000":
+    elif half_width(bad) is not None:
         what = _("a full-width character (switch the input method to half-width, English)")
     elif bad.isspace():
         what = _("a space inside it")

@@ -41,6 +41,7 @@ __all__ = [
     "KERNEL_START_EXIT",
     "KernelStartError",
     "ipc_prefix",
+    "ipc_usable",
     "kernel_config",
     "main",
     "readable_parameters",
@@ -72,14 +73,18 @@ class KernelStartError(RuntimeError):
 
 def ipc_prefix(folder: Path) -> str | None:
     """The ipc socket prefix for a run's ``folder``, or None when ipc is unavailable there."""
+    prefix = str(folder / "k")
+    return prefix if ipc_usable(prefix) else None
+
+
+def ipc_usable(prefix: str) -> bool:
+    """Whether a kernel can talk over ipc at the socket prefix ``prefix``: zmq has ipc
+    here, and ``<prefix>-<port>`` fits a Unix socket's path."""
     try:
         import zmq
     except ImportError:  # pragma: no cover - jupyter_client depends on pyzmq
-        return None
-    prefix = str(folder / "k")
-    if os.name == "nt" or not zmq.has("ipc") or len(prefix) + 7 > _MAX_SOCKET_PATH:
-        return None
-    return prefix
+        return False
+    return os.name != "nt" and bool(zmq.has("ipc")) and len(prefix) + 7 <= _MAX_SOCKET_PATH
 
 
 def kernel_config(ipc: str | None) -> Config:

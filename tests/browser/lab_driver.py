@@ -224,11 +224,10 @@ def _ipc_runtime_dir() -> Path | None:
     connection file, ``kernel-<id>-ipc-<n>``: the folder is short, so the paths fit the
     107 bytes a Unix socket's path may have.
     """
-    import zmq
+    from lmreg_nb.runner.kernels import ipc_usable
 
     folder = Path(tempfile.mkdtemp(prefix="lab-"))
-    longest = folder / f"kernel-{uuid.uuid4()}-ipc-65535"
-    if os.name == "nt" or not zmq.has("ipc") or len(str(longest)) > 100:
+    if not ipc_usable(str(folder / f"kernel-{uuid.uuid4()}-ipc")):
         shutil.rmtree(folder, ignore_errors=True)
         return None
     return folder
