@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .i18n import _, ngettext
 
-__all__ = ["AclEntry", "others_can_write", "parse_posix_acl"]
+__all__ = ["AclEntry", "others_can_change", "others_can_write", "parse_posix_acl"]
 
 _ACL_XATTR = "system.posix_acl_access"
 _ACL_VERSION = 2
@@ -146,3 +146,42 @@ def group_members(gid: int) -> set[int] | None:
         except KeyError:
             uids.add(-1)
     return uids
+
+
+def others_can_change(path: Path) -> str | None:
+    """Why a user other than this one (or root) can change what ``path`` holds, or None.
+
+    The file itself counts, and every folder over it: in a folder another user can
+    write, they can put a file of their own in its place. A sticky folder (``/tmp``)
+    is the exception: nobody can rename or remove what is not theirs there. Both the
+    path as given and the file a symbolic link leads to are checked. Windows: None
+    (ACLs, not modes).
+    """
+    if getattr(os, "getuid", None) is None:
+        return None
+    owners = frozenset({os.getuid(), 0})
+    reason = others_can_write(path, owners=owners)
+    if reason:
+        return reason
+    given = path.absolute()
+    for folder in dict.fromkeys((*given.parents, *given.resolve().parents)):
+        reason = folder_above_reason(folder, owners)
+        if reason:
+            return reason
+    return None
+
+
+def folder_above_reason(folder: Path, owners: frozenset[int]) -> str | None:
+    """Why another user can swap what ``folder`` holds, naming the folder; None if none can."""
+    reason = others_can_write(folder, owners=owners)
+    if reason is None or _sticky(folder, owners):
+        return None
+    return _("{folder} above it: {reason}").format(folder=folder, reason=reason)
+
+
+def _sticky(folder: Path, owners: frozenset[int]) -> bool:
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    return bool(st.st_mode & stat.S_ISVTX) and st.st_uid in owners

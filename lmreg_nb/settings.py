@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
-from .file_trust import others_can_write
+from .file_trust import folder_above_reason, others_can_write
 from .i18n import _, listing, normalize_language
 from .secret import Secret, split_urls, url_secrets
 from .validate import is_header_value, looks_numeric, numeric_host_reason
@@ -338,24 +338,11 @@ def _distrust(path: Path) -> str | None:
 
 def _distrust_above(folder: Path) -> str | None:
     """Why another user can replace ``folder`` from above (None: every folder over it is
-    this user's or root's, and only they can write it; a sticky one, as /tmp, may be
-    open to all: nobody can rename what is not theirs there)."""
+    this user's or root's, and only they can write it, or it is sticky, as /tmp)."""
     if getattr(os, "getuid", None) is None:
         return None
     owners = frozenset({os.getuid(), 0})
-    for parent in folder.parents:
-        reason = others_can_write(parent, owners=owners)
-        if reason and not _sticky(parent):
-            return _("{folder} above it: {reason}").format(folder=parent, reason=reason)
-    return None
-
-
-def _sticky(folder: Path) -> bool:
-    try:
-        st = folder.stat()
-    except OSError:
-        return False
-    return bool(st.st_mode & stat.S_ISVTX) and st.st_uid in (os.getuid(), 0)
+    return next(filter(None, (folder_above_reason(p, owners) for p in folder.parents)), None)
 
 
 def _read_env_file(target: Path | None, *, interpolate: bool = True) -> dict[str, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..i18n import N_, _, listing, normalize_language
-from ..plan import RESERVED, PlanRow, Problems, load_env_file, read_rows
+from ..plan import RESERVED, PlanRow, Problems, load_env_file, read_rows, refuse_shared
 from ..runner import clean_environment
 from ..runner.parameters import convert, declared_types
 from ..runner.scrub import looks_secret, secret_values
@@ -45,7 +45,8 @@ class PlannedRun:
 
 
 def resolve_notebook(name: str, base: Path | None = None, lang: str | None = None) -> Path:
-    """A notebook by name (``onboarding``, ``01_get_token``: the shipped notebooks) or path."""
+    """A notebook by name (``onboarding``, ``01_get_token``: the shipped notebooks) or path
+    (one no other user can change: it runs with the school's secrets)."""
     name = name.strip() or DEFAULT_NOTEBOOK
     if name.endswith(".ipynb") or "/" in name or "\\" in name:
         path = Path(name).expanduser()
@@ -53,6 +54,7 @@ def resolve_notebook(name: str, base: Path | None = None, lang: str | None = Non
             path = base / path
         if not path.is_file():
             raise ConfigurationError(_("notebook {path} does not exist").format(path=path))
+        refuse_shared(path, _("notebook"))
         return path
     from ..runner.shipped import notebook_path
 

@@ -12,7 +12,7 @@ what it means to the watch (a school, its account, its contact) is the watch's
 from __future__ import annotations
 
 from .env_files import load_env_file
-from .files import read_text_file
+from .files import read_text_file, refuse_shared
 from .problems import PlanError, Problems
 from .rows import CONTACT_COLUMNS, RESERVED, PlanRow, read_rows
 
@@ -25,4 +25,5 @@ __all__ = [
     "load_env_file",
     "read_rows",
     "read_text_file",
+    "refuse_shared",
 ]

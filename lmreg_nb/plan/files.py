@@ -1,4 +1,5 @@
-"""Reading a file a plan names: a regular file only, bounded, never blocking on a pipe."""
+"""Reading a file a plan names: a regular file only, bounded, never blocking on a pipe,
+and only one that no other user can change (it decides what runs, and with whose secrets)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import stat
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..file_trust import others_can_change
 from ..i18n import N_, _
 
-__all__ = ["file_kind", "read_text_file"]
+__all__ = ["file_kind", "read_text_file", "refuse_shared"]
 
 _KINDS = (
     (stat.S_ISDIR, N_("a folder")),
@@ -28,12 +30,29 @@ def file_kind(mode: int) -> str:
     return _("a special file")
 
 
+def refuse_shared(path: Path, what: str) -> None:
+    """ConfigurationError when a user other than this one (or root) can change ``path``.
+
+    A plan, the env files and the notebooks it names decide what runs and where a
+    school's secrets go: one another user can edit (or swap, from a folder over it)
+    would run their code with those secrets.
+    """
+    reason = others_can_change(path)
+    if reason:
+        raise ConfigurationError(
+            _("{what} {path}: another user can change it ({reason}); keep it in a folder "
+              "only you can write, and run chmod go-w on it").format(
+                what=what, path=path, reason=reason
+            )
+        )  # fmt: skip
+
+
 def read_text_file(path: Path, *, limit: int, what: str) -> str:
     """The text (UTF-8, a byte order mark dropped) of the regular file ``path``.
 
     ``what`` names the file in the one-line errors: missing, not a regular file (a
     FIFO is never opened for reading: it would wait for a writer), over ``limit``
-    bytes, unreadable or not UTF-8.
+    bytes, unreadable, not UTF-8, or one another user can change (:func:`refuse_shared`).
     """
     try:
         st = os.stat(path)
@@ -53,6 +72,7 @@ def read_text_file(path: Path, *, limit: int, what: str) -> str:
                 what=what, path=path, kind=file_kind(st.st_mode)
             )
         )
+    refuse_shared(path, what)
     try:
         # O_NONBLOCK: a file swapped for a FIFO after the check above does not hang here.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
