@@ -221,8 +221,8 @@ async def probe_all(
             if (host, port) not in handshakes:
                 handshakes[host, port] = asyncio.ensure_future(handshake(host, port))
             cert, took = await asyncio.shield(handshakes[host, port])
-            if cert is None:  # no TLS connection: the call could not make one either
-                return Observation(model, _no_handshake(host, port, took, timeout), None)
+            if cert is None or cert.hung:  # no TLS connection: the call could not make one
+                return Observation(model, _no_handshake(host, port, took, timeout, cert), None)
         if not await _take_slot(slots, school, clock):
             return Observation(model, _not_called(timeout), _seen(cert))
         try:
@@ -247,19 +247,24 @@ def _not_called(timeout: float) -> ProbeResult:
     )
 
 
-def _no_handshake(host: str, port: int, took: float, timeout: float) -> ProbeResult:
-    if took >= timeout * 0.9:
+def _no_handshake(
+    host: str, port: int, took: float, timeout: float, cert: Certificate | None
+) -> ProbeResult:
+    seconds = f"{timeout:g}"
+    if cert is not None:  # connected, and the hello was never answered
+        why = _(
+            "the TLS handshake with {host}:{port} did not complete within {seconds} s: the "
+            "port may serve plain http"
+        )
+    elif took >= timeout * 0.9:
+        why = _("connecting to {host}:{port} timed out after {seconds} s")
+    else:
         return ProbeResult(
             False,
-            "timeout",
-            _("the TLS handshake with {host}:{port} did not complete within {seconds} s").format(
-                host=host, port=port, seconds=f"{timeout:g}"
-            ),
+            "unreachable",
+            _("no connection to {host}:{port}").format(host=host, port=port),
             latency_s=took,
         )
     return ProbeResult(
-        False,
-        "unreachable",
-        _("no connection to {host}:{port}").format(host=host, port=port),
-        latency_s=took,
+        False, "timeout", why.format(host=host, port=port, seconds=seconds), latency_s=took
     )

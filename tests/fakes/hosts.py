@@ -41,6 +41,7 @@ __all__ = [
     "replaying",
     "serve",
     "serve_asgi",
+    "serve_dropped",
     "served",
     "stop",
 ]
@@ -80,6 +81,16 @@ def serve(factory: Factory, *, ssl: _ssl.SSLContext | None = None) -> int:
                 _servers[port] = _Server(factory, ssl)
                 return port
     raise RuntimeError("no free in-process port left")
+
+
+def _dropped() -> asyncio.BaseProtocol:
+    raise AssertionError("a dropped port never connects")
+
+
+def serve_dropped() -> int:
+    """A port whose connections never connect (a firewall that drops the packets): an
+    asyncio connection to it waits until the caller's own timeout."""
+    return serve(_dropped)
 
 
 def stop(port: int) -> None:
@@ -202,6 +213,8 @@ def _install() -> None:
                 self, protocol_factory, host, port, ssl=ssl, sock=sock,
                 server_hostname=server_hostname, **kwargs,
             )  # fmt: skip
+        if server.factory is _dropped:
+            await asyncio.Event().wait()  # no SYN-ACK, ever
         name = server_hostname if server_hostname is not None else host
         return await _connect(self, real_connect, server, protocol_factory, ssl, name)
 

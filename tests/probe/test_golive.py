@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import re
 import time
@@ -19,6 +20,7 @@ from lmreg_nb.probe import CheckResult, EndpointReport, Target, check_endpoint
 from lmreg_nb.probe.checks.conformance import URL_PUBLIC_HOST, private_only
 from lmreg_nb.probe.text.checks import judged
 from lmreg_nb.probe.wire.shapes import chunk_text, completion_tokens, error_message, model_ids
+from lmreg_nb.probe.wire.tls import Certificate, inspect_certificate
 from lmreg_nb.sandbox.school_model import MockModelConfig
 
 if TYPE_CHECKING:
@@ -246,6 +248,29 @@ def test_a_refused_tls_handshake() -> None:
         )
     assert time.monotonic() - start < 5
     assert "TLS handshake" in row.detail or "closed the connection" in row.detail
+
+
+def test_the_tls_inspector_tells_a_hung_handshake_from_no_connection() -> None:
+    from fakes import hosts
+
+    dropped = hosts.serve_dropped()
+    try:
+        with closing_server(silent=True) as silent:
+            hung, none = asyncio.run(_inspect_both(silent, dropped))
+    finally:
+        hosts.stop(dropped)
+    assert none is None  # no TCP connection at all
+    assert hung is not None and hung.hung and not hung.verified
+    assert "no answer to the TLS handshake within 0.3 s" in (hung.handshake_failed or "")
+
+
+async def _inspect_both(silent: int, dropped: int) -> tuple[Certificate | None, ...]:
+    return tuple(
+        await asyncio.gather(
+            inspect_certificate("127.0.0.1", silent, 0.3),
+            inspect_certificate("127.0.0.1", dropped, 0.3),
+        )
+    )
 
 
 def test_a_name_that_does_not_resolve() -> None:

@@ -244,6 +244,44 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
     assert report.seconds < 2.5, report.seconds  # one 0.5 s bound, not ten
 
 
+def test_a_host_that_drops_the_connection_is_not_blamed_on_tls(
+    webhook: Webhook, tmp_path: Path
+) -> None:
+    from fakes import hosts
+    from fakes.hostile import closing_server
+
+    # A firewall that drops the packets: no TCP connection within the timeout. It read
+    # "the TLS handshake ... did not complete", as for a port that accepts and never
+    # answers the hello (a plain-http port), which is the other model here.
+    dropped = hosts.serve_dropped()
+    try:
+        with closing_server(silent=True) as silent, loopback_platform() as (base, script):
+            script.models = [
+                _model("dropped", f"https://127.0.0.1:{dropped}/v1/chat/completions"),
+                _model("plain", f"https://127.0.0.1:{silent}/v1/chat/completions"),
+            ]
+            settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "0.5"})
+            targets = parse_targets([webhook.url])
+            store = StateStore(tmp_path / "state.sqlite3")
+            store.acquire()
+            config = WatchConfig(state_path=tmp_path / "state.sqlite3", allow_private=True)
+            watcher = Watcher(
+                settings, RegistryClient(settings), store, targets, Notifier(targets), config
+            )
+            try:
+                report = run_round(watcher)
+            finally:
+                _close(watcher)
+    finally:
+        hosts.stop(dropped)
+    details = sorted(s.detail for s in report.states)
+    assert {s.kind for s in report.states} == {"timeout"}, details
+    assert any(d.startswith(f"connecting to 127.0.0.1:{dropped} timed out") for d in details)
+    assert any(f"TLS handshake with 127.0.0.1:{silent}" in d and "plain http" in d
+               for d in details), details  # fmt: skip
+    assert not any("TLS" in d and str(dropped) in d for d in details), details
+
+
 def test_a_target_that_comes_back_gets_its_backlog_as_one_digest(
     school_model: SchoolModel, webhook: Webhook, tmp_path: Path
 ) -> None:

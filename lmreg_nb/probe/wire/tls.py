@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..._tls import tls_context
+from ...i18n import _
 
 __all__ = ["EXPIRY_WARNING_DAYS", "Certificate", "inspect_certificate"]
 
@@ -33,6 +34,9 @@ class Certificate:
     issuer: str | None = None
     not_after: datetime | None = None
     handshake_failed: str | None = None  # no certificate at all: the handshake itself failed
+    #: The TCP connection was made and the TLS handshake never finished (a plain-http
+    #: port that waits for a request: llama.cpp's server), as against no connection.
+    hung: bool = False
 
     @property
     def days_left(self) -> int | None:
@@ -75,13 +79,29 @@ def _from_der(der: bytes | None) -> tuple[str | None, datetime | None]:
         return None, None
 
 
+class _Hung(Exception):
+    """The TCP connection was made; the TLS handshake did not finish within the timeout."""
+
+
 async def _handshake(
     host: str, port: int, context: ssl.SSLContext, timeout: float
 ) -> ssl.SSLObject | None:
-    async with asyncio.timeout(timeout):
-        _reader, writer = await asyncio.open_connection(
-            host, port, ssl=context, server_hostname=host, ssl_handshake_timeout=timeout
-        )
+    # TCP first, then TLS: a port that accepts and never answers the hello is told apart
+    # from one nothing answers at all (a firewall that drops the packets).
+    writer: asyncio.StreamWriter | None = None
+    shaken = False
+    try:
+        async with asyncio.timeout(timeout):
+            _reader, writer = await asyncio.open_connection(host, port)
+            await writer.start_tls(context, server_hostname=host, ssl_handshake_timeout=timeout)
+            shaken = True
+    except TimeoutError:
+        if writer is None:
+            raise
+        raise _Hung from None
+    finally:
+        if writer is not None and not shaken:
+            writer.close()
     obj = writer.get_extra_info("ssl_object")
     writer.close()
     with contextlib.suppress(Exception):  # the peer may drop the connection first
@@ -93,10 +113,20 @@ async def inspect_certificate(host: str, port: int, timeout: float) -> Certifica
     """The certificate at ``host:port``; None when no TCP connection could be made.
 
     A handshake that fails for another reason than verification gives
-    ``handshake_failed`` (the connection checks explain it further).
+    ``handshake_failed`` (the connection checks explain it further); one that never
+    finishes is also ``hung``.
     """
     try:
         obj = await _handshake(host, port, tls_context(), timeout)
+    except _Hung:
+        return Certificate(
+            False,
+            handshake_failed=_(
+                "no answer to the TLS handshake within {seconds} s (does the port serve "
+                "plain http?)"
+            ).format(seconds=f"{timeout:g}"),
+            hung=True,
+        )
     except ssl.SSLCertVerificationError as exc:
         error = exc.verify_message or str(exc)
     except ssl.SSLError as exc:
@@ -113,7 +143,7 @@ async def inspect_certificate(host: str, port: int, timeout: float) -> Certifica
     try:
         obj = await _handshake(host, port, unverified, timeout)
         der = obj.getpeercert(binary_form=True) if obj is not None else None
-    except (OSError, TimeoutError):
+    except (OSError, TimeoutError, _Hung):
         der = None
     issuer, when = _from_der(der)
     return Certificate(False, error=error, issuer=issuer, not_after=when)
