@@ -22,6 +22,7 @@ from watch_helpers import MODEL_KEY, SchoolModel, Webhook, run_round
 from lmreg_nb.registry import retry
 from lmreg_nb.registry.client import RegistryClient
 from lmreg_nb.settings import Settings
+from lmreg_nb.watch.config import RoundReport
 from lmreg_nb.watch.metrics import WatchMetrics
 from lmreg_nb.watch.notify import Notifier, parse_targets
 from lmreg_nb.watch.state import StateStore
@@ -214,6 +215,28 @@ def test_a_locked_state_file_is_logged_and_the_round_kept_for_the_next(
         assert store.last_round() == 3 and store.models()["/id-locked-llm"].fails == 3
 
 
+def _tls_round(
+    webhook: Webhook, tmp_path: Path, urls: dict[str, str], concurrency: int = 8
+) -> RoundReport:
+    """One round over models at ``urls`` (name -> https address), 0.5 s each."""
+    with loopback_platform() as (base, script):
+        script.models = [_model(name, url) for name, url in urls.items()]
+        settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "0.5"})
+        targets = parse_targets([webhook.url])
+        store = StateStore(tmp_path / "state.sqlite3")
+        store.acquire()
+        config = WatchConfig(
+            state_path=tmp_path / "state.sqlite3", concurrency=concurrency, allow_private=True
+        )
+        watcher = Watcher(
+            settings, RegistryClient(settings), store, targets, Notifier(targets), config
+        )
+        try:
+            return run_round(watcher)
+        finally:
+            _close(watcher)
+
+
 def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
     webhook: Webhook, tmp_path: Path
 ) -> None:
@@ -222,23 +245,9 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
     # 40 models behind one host whose TLS handshake never completes, 4 call slots and a
     # 0.5 s timeout: called one by one they would take 10 waves (10 s before: handshake,
     # then the call); the handshake made once, outside the slots, takes one timeout.
-    with closing_server(silent=True) as port, loopback_platform() as (base, script):
+    with closing_server(silent=True) as port:
         url = f"https://127.0.0.1:{port}/v1/chat/completions"
-        script.models = [_model(f"tls-{i:02d}", url) for i in range(40)]
-        settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "0.5"})
-        targets = parse_targets([webhook.url])
-        store = StateStore(tmp_path / "state.sqlite3")
-        store.acquire()
-        config = WatchConfig(
-            state_path=tmp_path / "state.sqlite3", concurrency=4, allow_private=True
-        )
-        watcher = Watcher(
-            settings, RegistryClient(settings), store, targets, Notifier(targets), config
-        )
-        try:
-            report = run_round(watcher)
-        finally:
-            _close(watcher)
+        report = _tls_round(webhook, tmp_path, {f"tls-{i:02d}": url for i in range(40)}, 4)
     assert len(report.states) == 40 and {s.kind for s in report.states} == {"timeout"}
     assert "TLS handshake" in report.states[0].detail
     assert report.seconds < 2.5, report.seconds  # one 0.5 s bound, not ten
@@ -247,7 +256,6 @@ def test_hanging_tls_handshakes_cost_one_timeout_however_many_hang(
 def test_a_host_that_drops_the_connection_is_not_blamed_on_tls(
     webhook: Webhook, tmp_path: Path
 ) -> None:
-    from fakes import hosts
     from fakes.hostile import closing_server
 
     # A firewall that drops the packets: no TCP connection within the timeout. It read
@@ -255,23 +263,11 @@ def test_a_host_that_drops_the_connection_is_not_blamed_on_tls(
     # answers the hello (a plain-http port), which is the other model here.
     dropped = hosts.serve_dropped()
     try:
-        with closing_server(silent=True) as silent, loopback_platform() as (base, script):
-            script.models = [
-                _model("dropped", f"https://127.0.0.1:{dropped}/v1/chat/completions"),
-                _model("plain", f"https://127.0.0.1:{silent}/v1/chat/completions"),
-            ]
-            settings = Settings.load(environ=cli_env(base, tmp_path) | {"LMREG_TIMEOUT": "0.5"})
-            targets = parse_targets([webhook.url])
-            store = StateStore(tmp_path / "state.sqlite3")
-            store.acquire()
-            config = WatchConfig(state_path=tmp_path / "state.sqlite3", allow_private=True)
-            watcher = Watcher(
-                settings, RegistryClient(settings), store, targets, Notifier(targets), config
-            )
-            try:
-                report = run_round(watcher)
-            finally:
-                _close(watcher)
+        with closing_server(silent=True) as silent:
+            report = _tls_round(webhook, tmp_path, {
+                "dropped": f"https://127.0.0.1:{dropped}/v1/chat/completions",
+                "plain": f"https://127.0.0.1:{silent}/v1/chat/completions",
+            })  # fmt: skip
     finally:
         hosts.stop(dropped)
     details = sorted(s.detail for s in report.states)
