@@ -27,7 +27,7 @@ from importlib.resources import files
 from .errors import ValidationError
 from .i18n import _
 
-__all__ = ["confusable_with", "refuse_look_alike", "skeleton"]
+__all__ = ["confusable_with", "prototype", "refuse_look_alike", "skeleton"]
 
 # Default_Ignorable_Code_Point beyond the format characters (category Cf).
 _IGNORABLE_RANGES = (
@@ -88,6 +88,11 @@ def _prototypes() -> dict[str, str]:
 #: Characters that show as a blank without being spaces: read as one (NFKC already folds
 #: the other spaces, U+3000 and U+2000-200A, into U+0020).
 _BLANK = {"\u2800": " "}
+
+
+def prototype(ch: str) -> str:
+    """The prototype of ``ch``'s look-alike class (``ch`` itself when it has none)."""
+    return _prototypes().get(ch, ch)
 
 
 def skeleton(text: str) -> str:

@@ -7,7 +7,11 @@ log: their raw, JSON-escaped, HTML-escaped, URL-encoded, unicode-escaped and
 base64 forms, and any 7-character piece of them (a truncated repr or a pandas
 cell shows a secret's head; a hostile server may echo a key in pieces). Text
 is also read as a person reads it (:func:`fold`): invisible marks between the
-characters, fullwidth letters and added accents do not hide a secret.
+characters, fullwidth letters and added accents do not hide a secret, nor do
+look-alike letters (Cyrillic "ѕ" for "s": the TR39 skeleton of
+:mod:`.confusables`). A run of base64 (either alphabet), base32 or hex is read
+as the bytes it spells, from each place the encoding may have started: a key
+sent as base64 in two halves shows its pieces there.
 :func:`find_leaks` and :func:`assert_clean` are the checks built on the same
 rules. :func:`url_secrets` names the parts of a notification URL (LMREG_NOTIFY)
 that are secrets, so they are masked and not the host or the address. Nothing
@@ -17,12 +21,14 @@ here reads the configuration.
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import html
 import json
 import re
+import string
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from .errors import SecretLeakError
@@ -78,6 +84,28 @@ class _FoldTable(dict[int, str]):
 _FOLD = _FoldTable()
 
 
+class _ReadTable(dict[int, str]):
+    """:func:`_fold_char`, then each character as its look-alike class's prototype."""
+
+    def __missing__(self, code: int) -> str:
+        from .confusables import prototype
+
+        read = "".join(prototype(c) for c in _fold_char(chr(code)))
+        if len(self) < 1 << 16:
+            self[code] = read
+        return read
+
+
+_READ = _ReadTable()
+
+
+def _read(text: str) -> str:
+    """``text`` with look-alikes as one ("ѕ" and "s", "0" and "O"): the space a text that
+    is not ASCII and the secrets are compared in. ASCII is mapped too ("1" is "l"), so a
+    secret's pieces and the text meet there whatever letters either uses."""
+    return text.translate(_READ)
+
+
 def fold(text: str) -> str:
     """``text`` as a person reads it: invisible marks out, fullwidth and accented letters plain.
 
@@ -86,14 +114,47 @@ def fold(text: str) -> str:
     return text if text.isascii() else text.translate(_FOLD)
 
 
-def _folded_view(text: str) -> tuple[str, list[int]]:
-    """:func:`fold` of ``text`` and, for each character of it, its index in ``text``."""
+#: One character written as an escape a reader can decode: JSON's and Python's ``\\u0073``
+#: and ``\\x73``, HTML's ``&#115;`` and ``&#x73;``, a URL's ``%73``.
+_ESCAPED = re.compile(
+    r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|&#(\d{1,7});|&#[xX]([0-9a-fA-F]{1,6});"
+    r"|%([0-9a-fA-F]{2})"
+)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    number = next(g for g in match.groups() if g is not None)
+    code = int(number, 10 if match.group(3) else 16)
+    return chr(code) if code < 0x110000 else match.group()
+
+
+def _plain_read(text: str) -> str:
+    """What a reader makes of ``text``: escapes decoded, then :func:`_read`; ASCII text
+    without an escape as it is (the common case, and fast)."""
+    if _ESCAPED.search(text):
+        text = _ESCAPED.sub(_unescaped, text)
+    elif text.isascii():
+        return text
+    return _read(text)
+
+
+def _read_view(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """:func:`_plain_read` of ``text`` and, for each character of it, the span of
+    ``text`` it was read from (an escape's whole span)."""
     chars: list[str] = []
-    origin: list[int] = []
-    for i, ch in enumerate(text):
-        for c in ch if ch.isascii() else _FOLD[ord(ch)]:
-            chars.append(c)
-            origin.append(i)
+    origin: list[tuple[int, int]] = []
+    at = 0
+    for match in [*_ESCAPED.finditer(text), None]:
+        end = match.start() if match else len(text)
+        for i in range(at, end):
+            for c in _READ[ord(text[i])]:
+                chars.append(c)
+                origin.append((i, i + 1))
+        if match is not None:
+            for c in _READ[ord(_unescaped(match))]:
+                chars.append(c)
+                origin.append(match.span())
+            at = match.end()
     return "".join(chars), origin
 
 
@@ -242,9 +303,16 @@ def _windows(form: str) -> list[str]:
     return [w for w in seen if not is_own_piece(w) and not _is_own_folded(w)]
 
 
+def _read_pieces(value: str) -> list[str]:
+    """The 7-character pieces of ``value``'s readable forms, each as :func:`_read` reads
+    it (a piece is 7 characters of the secret, not of its reading: "m" reads "rn")."""
+    read = (_read(w) for f in _readable(value) for w in _windows(f))
+    return [r for r in dict.fromkeys(read) if not _is_own_folded(r)]
+
+
 @functools.cache
 def _own_folded() -> str:
-    return fold(own_text())
+    return fold(own_text()) + "\n" + _read(own_text())
 
 
 @functools.cache
@@ -262,16 +330,24 @@ class Masker:
             (label, list(dict.fromkeys(w for f in _readable(value) for w in _windows(f))))
             for label, value, _forms in self.items
         ]
-        # The same, as a person reads them: matched against fold(text).
+        # The same, as a person reads them: matched against _read(text).
         self._folded = [
             (
                 mask(value),
-                [f for f in dict.fromkeys(fold(form) for form in forms) if f],
-                list(dict.fromkeys(p for f in _readable(value) for p in _windows(fold(f)))),
+                [f for f in dict.fromkeys(_read(form) for form in forms) if f],
+                _read_pieces(value),
             )
             for (_label, value, forms) in self.items
         ]
-        self.alphabet = frozenset("".join(f for _l, _v, forms in self.items for f in forms))
+        # Pieces of the secret as bytes spell them, for runs of base64, base32 or hex.
+        self._spelled = [
+            (label, value, frozenset(_windows(value))) for label, value, _forms in self.items
+        ]
+        self._runs_read: dict[str, list[str]] = {}
+        written = "".join(f for _l, _v, forms in self.items for f in forms)
+        self.alphabet = (
+            frozenset(written + _read(written) + _SPELLING) if self.items else frozenset()
+        )
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -279,7 +355,7 @@ class Masker:
     def holds(self, ch: str) -> bool:
         """Whether ``ch`` may be part of a secret as written or as read (an invisible
         mark, a fullwidth letter): a stream holds such characters back."""
-        return ch in self.alphabet or all(c in self.alphabet for c in fold(ch))
+        return ch in self.alphabet or all(c in self.alphabet for c in _read(ch))
 
     def __call__(self, text: str, *, binary: bool = False) -> str:
         """``text`` with every secret masked; ``binary`` (base64 data) skips the pieces."""
@@ -299,10 +375,34 @@ class Masker:
                 for piece in pieces:
                     if piece in text:
                         text = text.replace(piece, "…")
+            text = _RUN.sub(lambda m: "…" if self._spelled_in(m.group()) else m.group(), text)
         # Folding may lengthen a text (a ligature "ﬃ" reads "ffi"): no length shortcut here.
-        if not text.isascii() and self._hidden(fold(text)):
+        read = _plain_read(text)
+        if read is not text and self._hidden(read):
             text = self._mask_folded(text)
         return text
+
+    def _spelled_in(self, run: str) -> list[str]:
+        """The labels of the secrets whose pieces the bytes ``run`` encodes spell."""
+        if len(run) > _MAX_RUN:
+            return []
+        known = self._runs_read.get(run)
+        if known is None:
+            known = self._spell(run)
+            if len(self._runs_read) < 1 << 14:  # a record repeats its words: read each once
+                self._runs_read[run] = known
+        return known
+
+    def _spell(self, run: str) -> list[str]:
+        found: list[str] = []
+        for decoded in _decodings(run):
+            for label, value, pieces in self._spelled:
+                if label in found:
+                    continue
+                last = len(decoded) - WINDOW + 1
+                if value in decoded or any(decoded[i : i + WINDOW] in pieces for i in range(last)):
+                    found.append(label)
+        return found
 
     def _hidden(self, folded: str) -> bool:
         """Whether a secret or a piece shows in the folded text (it hid behind marks)."""
@@ -314,12 +414,12 @@ class Masker:
     def _mask_folded(self, text: str) -> str:
         """Mask what only the folded text shows: each match covers the original
         characters it was read from, invisible marks between them included."""
-        view, origin = _folded_view(text)
+        view, origin = _read_view(text)
         spans: list[tuple[int, int, str]] = []
         for masked, forms, pieces in self._folded:
             for needle, shown in [(f, masked) for f in forms] + [(p, "…") for p in pieces]:
                 for at in _occurrences(needle, view):
-                    spans.append((origin[at], origin[at + len(needle) - 1] + 1, shown))
+                    spans.append((origin[at][0], origin[at + len(needle) - 1][1], shown))
         merged: list[tuple[int, int, str]] = []
         for start, end, shown in sorted(spans, key=lambda s: (s[0], -s[1])):
             if merged and start < merged[-1][1]:
@@ -355,18 +455,54 @@ class Masker:
 
     def _leaks(self, text: str) -> list[str]:
         found = []
-        folded = fold(text)
+        folded = _plain_read(text)
+        spelled = {label for m in _RUN.finditer(text) for label in self._spelled_in(m.group())}
         for (label, _value, forms), (_l, pieces), (_m, folded_forms, folded_pieces) in zip(
             self.items, self.pieces, self._folded, strict=True
         ):
-            seen = any(form in text for form in forms) or any(p in text for p in pieces)
-            if not seen and folded is not text:  # behind invisible marks, or fullwidth
+            seen = label in spelled
+            seen = seen or any(form in text for form in forms) or any(p in text for p in pieces)
+            if not seen and folded is not text:  # behind marks, fullwidth or look-alikes
                 seen = any(f in folded for f in folded_forms) or any(
                     p in folded for p in folded_pieces
                 )
             if seen:
                 found.append(label)
         return found
+
+
+#: What base64, base32 and hex spell with, and the characters of an escape (``\\u0073``,
+#: ``&#115;``, ``%73``): a stream holds them back, as a secret may be spelled with them.
+_SPELLING = string.ascii_letters + string.digits + "+/_-=\\&#;%"
+#: A run of characters base64 (either alphabet), base32 or hex spell bytes with, long
+#: enough for WINDOW bytes: 10 base64 characters hold 7 bytes (12 base32, 14 hex).
+_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}")
+_BASE32 = re.compile(r"[A-Z2-7]{12,}|[a-z2-7]{12,}")
+_HEX = re.compile(r"(?:[0-9a-f]{14,}|[0-9A-F]{14,})")
+#: A longer run is data (an image, a font): only a whole secret's base64 counts there.
+_MAX_RUN = 1 << 14
+
+
+def _decodings(run: str) -> Iterator[str]:
+    """The text the bytes ``run`` spells (base64 in either alphabet, base32, hex) may
+    hold, read from every place in the run where the encoding may have started."""
+    spelled: list[bytes] = []
+    if _HEX.fullmatch(run):
+        spelled += [bytes.fromhex(run[k : k + (len(run) - k) // 2 * 2]) for k in (0, 1)]
+    if _BASE32.fullmatch(run):
+        upper = run.upper()
+        spelled += [base64.b32decode(upper[k : k + (len(run) - k) // 8 * 8]) for k in range(8)]
+    alphabets = [a for a, other in (("+/", "-_"), ("-_", "+/")) if not set(other) & set(run)]
+    for k in range(4):
+        part = run[k:]
+        part = part[: len(part) - 1] if len(part) % 4 == 1 else part
+        for alphabet in alphabets:
+            try:
+                spelled.append(base64.b64decode(part + "=" * (-len(part) % 4), alphabet))
+            except (binascii.Error, ValueError):
+                continue
+    for raw in spelled:
+        yield raw.decode("utf-8", "replace")
 
 
 #: Terminal escape sequences (CSI, OSC, two-character ESC forms): what Jupyter's and

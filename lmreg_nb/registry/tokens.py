@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -110,26 +111,38 @@ def _check_sendable(token: str, env: str) -> None:
 
 def _expiry_ms(data: Mapping[str, Any], issued: int) -> int:
     expire_time: Any = data.get("expireTime")
-    if _is_number(expire_time):
-        value = int(float(expire_time))
+    value = _as_number(expire_time)
+    if value is not None:
         # A 10-digit value is seconds: the spec says 13-digit ms, some platforms differ.
-        value = value * 1000 if 0 < value < 10**11 else value
-        if 0 < value <= MAX_TIMESTAMP_MS:
-            return value
+        ms = int(value) * 1000 if 0 < value < 10**11 else int(value)
+        if 0 < ms <= MAX_TIMESTAMP_MS:
+            return ms
         # Out of range: as if no expiry were given (a traceback helps nobody).
         log.warning("the token's expireTime %s is out of range; assuming 3 days", expire_time)
-    expires_in: Any = data.get("expiresIn", data.get("expires_in"))
-    if _is_number(expires_in) and 0 < float(expires_in) < 10 * 365 * 24 * 3600:
-        return issued + int(float(expires_in) * 1000)
+    expires_in = _as_number(data.get("expiresIn", data.get("expires_in")))
+    if expires_in is not None and 0 < expires_in < 10 * 365 * 24 * 3600:
+        return issued + int(expires_in * 1000)
     return issued + DEFAULT_LIFETIME_MS
 
 
-def _is_number(value: object) -> bool:
+#: Larger than any time in milliseconds; a longer number is no time (and no float).
+_MAX_DIGITS = 18
+
+
+def _as_number(value: object) -> float | None:
+    """``value`` as a finite number; None for a bool, NaN, infinity, a number of over 18
+    digits, and a string that is not ASCII digits ("²" and "١٢" are digits to Python)."""
     if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return value == value and abs(value) != float("inf")  # not NaN, not infinite
-    return isinstance(value, str) and value.isdigit()
+        return None
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()) or len(value) > _MAX_DIGITS:
+            return None
+        return float(value)
+    if isinstance(value, int):
+        return float(value) if abs(value) < 10**_MAX_DIGITS else None
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
 
 
 def refresh_margin_s(token: Token) -> float:

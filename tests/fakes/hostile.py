@@ -34,7 +34,8 @@ segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
                    slope, an absurd intercept)
 ``/empty200/VARIANT/...`` HTTP 200 with nothing in it (``body``, ``json`` ``{}``, ``stream``)
 ``/disguise/NAME/...`` streams back the Authorization key in the disguise
-                   ``DISGUISES[NAME]``, two characters per event
+                   ``DISGUISES[NAME]`` (or the rendered or encoded ones), two characters per
+                   event
 
 Every request's path and raw head are kept in ``base.requests`` (at most
 ``CAP_REQUESTS``).
@@ -118,6 +119,34 @@ DISGUISES: dict[str, Callable[[str], str]] = {
     "7-char-pieces-fullwidth": lambda k: _pieces(_fullwidth(k), sep=" | "),
     "bidi-isolates": lambda k: "\u2066" + "\u2069\u2066".join(_pieces(k, 4, "")) + "\u2069",
 }
+
+
+def _base64_halves(key: str) -> str:
+    text = base64.b64encode(key.encode()).decode()
+    return f"part1={text[: len(text) // 2]} part2={text[len(text) // 2 :]}"
+
+
+#: Latin letters and the Cyrillic ones that look the same (TR39 confusables).
+CYRILLIC = str.maketrans("seaopcxyABCEHKMOPTX3", "ѕеаорсхуАВСЕНКМОРТХЗ")
+
+#: Disguises a reader decodes (base64, base32, hex, escapes) or reads past (look-alike
+#: letters): served by ``/disguise/NAME/`` too, kept apart because the plain text holds
+#: no piece of the key (the red-team pass of issue 44 found each in a record).
+ENCODED_DISGUISES: dict[str, Callable[[str], str]] = {
+    "base64-halves": _base64_halves,
+    "base64-urlsafe-pieces": lambda k: _pieces(
+        base64.urlsafe_b64encode(k.encode()).decode(), 13, " / "
+    ),
+    "base32": lambda k: base64.b32encode(k.encode()).decode(),
+    "hex": lambda k: k.encode().hex(),
+    "cyrillic": lambda k: k.translate(CYRILLIC),
+    "json-escapes": lambda k: "".join(f"\\u{ord(c):04x}" for c in k),
+    "html-entities": lambda k: "".join(f"&#{ord(c)};" for c in k),
+    "mixed-escapes": lambda k: "".join(
+        (f"%{ord(c):02X}", f"&#x{ord(c):x};", c)[i % 3] for i, c in enumerate(k)
+    ),
+}
+
 #: Disguises only a renderer undoes (Jupyter's and nbconvert's ANSI colours): served by
 #: ``/disguise/NAME/`` too, kept apart because plain text does not read as the key.
 RENDERED_DISGUISES: dict[str, Callable[[str], str]] = {
@@ -328,7 +357,7 @@ class _Behaviours:
 
     def do_disguise(self, headers: dict, body: dict) -> Play:
         key = headers.get("authorization", "").removeprefix("Bearer ")
-        disguised = {**DISGUISES, **RENDERED_DISGUISES}[self.variant](key)
+        disguised = {**DISGUISES, **RENDERED_DISGUISES, **ENCODED_DISGUISES}[self.variant](key)
         # Two characters per event: a piece never arrives whole in one chunk.
         chunks = [disguised[i : i + 2] for i in range(0, len(disguised), 2)]
         stop = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'

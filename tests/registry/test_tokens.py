@@ -70,6 +70,14 @@ def test_token_without_expiry_lasts_three_days() -> None:
         {"expireTime": -5},
         {"expireTime": float("inf")},
         {"expiresIn": 10**30},
+        # A hostile platform's (red-team pass, issue 44): each was a bare OverflowError or
+        # ValueError from `lmreg-nb token`.
+        {"expireTime": int("9" * 400)},
+        {"expireTime": "9" * 400},
+        {"expireTime": "\u00b2"},  # "²": str.isdigit() says yes, float() says no
+        {"expireTime": "\u0661\u0662"},  # Arabic-Indic digits
+        {"expiresIn": int("9" * 400)},
+        {"expiresIn": "9" * 400},
     ],
 )
 def test_an_expiry_out_of_range_means_three_days_not_a_traceback(data: dict[str, object]) -> None:

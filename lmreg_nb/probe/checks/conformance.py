@@ -106,8 +106,13 @@ class Conformance:
 
     @property
     def answered_stream(self) -> bool:
-        """The streamed request got a 2xx: a load test makes sense."""
-        return self.streamed is not None and (self.streamed.status or 0) // 100 == 2
+        """The streamed request got a 2xx and at least one token (of the reply or of its
+        thinking): a load test makes sense. A stream of keep-alive comments, or of nothing,
+        would only make each of its requests wait out its timeout."""
+        ex = self.streamed
+        if ex is None or (ex.status or 0) // 100 != 2:
+            return False
+        return bool(ex.times or ex.reasoning_times)
 
 
 def _ms(seconds: float | None) -> str:
