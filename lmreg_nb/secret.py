@@ -11,7 +11,8 @@ characters, fullwidth letters and added accents do not hide a secret, nor do
 look-alike letters (Cyrillic "ѕ" for "s": the TR39 skeleton of
 :mod:`.confusables`). A run of base64 (either alphabet), base32 or hex is read
 as the bytes it spells, from each place the encoding may have started: a key
-sent as base64 in two halves shows its pieces there.
+sent as base64 in two halves shows its pieces there. So is a character written
+as an escape a reader decodes (``\\u0073``, ``&#115;``, ``%73``).
 :func:`find_leaks` and :func:`assert_clean` are the checks built on the same
 rules. :func:`url_secrets` names the parts of a notification URL (LMREG_NOTIFY)
 that are secrets, so they are masked and not the host or the address. Nothing
