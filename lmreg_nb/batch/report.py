@@ -144,14 +144,19 @@ def _local(value: Any) -> Any:
         return value
 
 
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP's list: a tab
+#: or a carriage return is dropped, and what follows it read).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value: Any) -> Any:
-    # A spreadsheet runs a cell starting with = + - @ as a formula; these values
-    # come from servers and forms, so such text is quoted (numbers are left alone).
+    # These values come from servers and forms, so a text a spreadsheet would run is
+    # quoted (numbers are left alone).
     if isinstance(value, bool):
         return _("yes") if value else _("no")
     if isinstance(value, list):
         value = clauses(str(v) for v in value)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+    if isinstance(value, str) and value[:1] in _FORMULA_STARTS:
         try:
             float(value)
         except ValueError:

@@ -79,3 +79,20 @@ def test_the_rerun_summary_adds_up(monkeypatch: Any, tmp_path: Path) -> None:
     ok, failed, skipped = (int(n) for n in re.findall(r"(\d+) (?:ok|failed|skipped)", line))
     assert (ok, failed, skipped) == (1, 2, 1), line
     assert ok + failed + skipped == len(runs)
+
+
+def test_summary_csv_quotes_every_cell_a_spreadsheet_would_run(tmp_path: Path) -> None:
+    import csv
+
+    from lmreg_nb.batch import write_summary_csv
+
+    # OWASP's list: = + - @, and a tab or a carriage return first (Excel and LibreOffice
+    # drop them and read a formula). A server's error text or a form's school name can
+    # be any of these (red-team pass, issue 44).
+    starts = ["=1+1", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=1+1", "\r=1+1"]
+    runs = [{"run_id": f"r{i}", "status": "failed", "error": text, "errors": -1}
+            for i, text in enumerate(starts)]  # fmt: skip
+    write_summary_csv(tmp_path / "s.csv", runs)
+    rows = list(csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8-sig", newline="")))
+    assert [r["error"] for r in rows] == ["'" + text for text in starts]
+    assert {r["errors"] for r in rows} == {"-1"}  # a number is left a number
