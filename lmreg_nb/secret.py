@@ -340,9 +340,12 @@ class Masker:
             )
             for (_label, value, forms) in self.items
         ]
-        # Pieces of the secret as bytes spell them, for runs of base64, base32 or hex.
+        # Pieces of the secret as bytes spell them, for runs of base64, base32 or hex. Not
+        # of a secret shorter than a piece: random bytes hold a 4-character one by chance.
         self._spelled = [
-            (label, value, frozenset(_windows(value))) for label, value, _forms in self.items
+            (label, value, frozenset(_windows(value)))
+            for label, value, _forms in self.items
+            if len(value) >= WINDOW
         ]
         self._runs_read: dict[str, list[str]] = {}
         written = "".join(f for _l, _v, forms in self.items for f in forms)
