@@ -19,7 +19,9 @@ segment, and some take a variant from the second (``/canary/ehtml/v1/...``).
 ``/e500/...``     HTTP 500 with the Authorization header in a JSON error body
 ``/vllm-err/...`` HTTP 200 stream with vLLM's ``{"object": "error"}`` midway
 ``/reasoning/...`` a reasoning model's stream: reasoning_content deltas, then content
-``/gzipbomb/...``  every answer (stream, JSON, GET) gzip-encoded: 1 KiB on the wire is 1 MiB
+``/gzipbomb/...``  every answer (stream, JSON, GET) gzip-encoded: 1 KiB on the wire is 1 MiB;
+                   ``/gzipbomb/lessons/...`` a real short stream to a short chat, bombs to
+                   the long ones (the lessons of a load test)
 ``/e500all/...``   HTTP 500 ``model crashed`` to every request, GET or POST (a crashed model)
 ``/escapes/...``   HTTP 400 to every request, its error message full of terminal escapes
 ``/record/...``    a short valid stream (Content-Length, then close); ``base.heads("record")``
@@ -295,6 +297,12 @@ class _Behaviours:
         yield f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode()
 
     def do_gzipbomb(self, headers: dict, body: dict) -> Play:
+        if self.variant == "lessons" and len(json.dumps(body)) < 4096:
+            # A short chat gets a real reply, so the checks' stream answers and the load
+            # test (whose lesson prompts are long) runs into the bombs.
+            raw = _chunk("a short reply") + b"data: [DONE]\n\n"
+            yield _head("text/event-stream", length=len(raw)) + raw
+            return
         ctype = "text/event-stream" if body.get("stream") else "application/json"
         bomb = gzip_bomb()
         head = _head(ctype, length=len(bomb)).replace(
