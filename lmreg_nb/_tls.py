@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import ssl
 from urllib.parse import urlsplit
 
@@ -19,6 +20,23 @@ def tls_context() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
+
+
+#: Variables that make httpx (and so :func:`tls_context`) trust other CAs than certifi's.
+CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def ca_variable() -> str | None:
+    """The variable that makes this machine trust CAs of its own (None: certifi's only)."""
+    return next((name for name in CA_VARIABLES if os.environ.get(name)), None)
+
+
+@functools.cache
+def public_tls_context() -> ssl.SSLContext:
+    """Verification against certifi's public CAs alone, as the platform verifies."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def through_env_proxy(url: str) -> bool:

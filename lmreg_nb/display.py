@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .i18n import _
@@ -32,6 +32,11 @@ class Outcome:
     value: Any = None
     pending: bool = False
     warning: bool = False
+
+    def holding(self, value: Any) -> Outcome:
+        """This outcome as shown, with ``value`` for the code that uses it (the model as
+        the platform has it, where the rows show it with its secrets masked)."""
+        return replace(self, value=value)
 
     @property
     def mark(self) -> str:

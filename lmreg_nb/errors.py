@@ -94,7 +94,7 @@ class ConfigurationError(LmregError):
 class ValidationError(LmregError, ValueError):
     """A value breaks a field rule; ``field`` names the field."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, *, holds_secret: bool = False) -> None:
         # A colon in the language's punctuation ("class_size：应不小于 0" in Chinese).
         super().__init__(
             pgettext("field and its rule", "{field}: {message}").format(
@@ -103,6 +103,8 @@ class ValidationError(LmregError, ValueError):
         )
         self.field = field
         self.reason = message
+        #: The value holds a key or secret (pasted into the wrong field): a form clears it.
+        self.holds_secret = holds_secret
         #: Every field at fault when one error reports several (see :meth:`every`).
         self.errors: list[ValidationError] = [self]
 

@@ -361,8 +361,10 @@ class Masker:
         mark, a fullwidth letter): a stream holds such characters back."""
         return ch in self.alphabet or all(c in self.alphabet for c in _read(ch))
 
-    def __call__(self, text: str, *, binary: bool = False) -> str:
-        """``text`` with every secret masked; ``binary`` (base64 data) skips the pieces."""
+    def __call__(self, text: str, *, binary: bool = False, whole: bool = False) -> str:
+        """``text`` with every secret masked; ``binary`` (base64 data) and ``whole`` (a name
+        people choose, which may share a word with a key) mask whole secrets only."""
+        binary = binary or whole
         if not binary and _has_escapes(text) and self._leaks(strip_escapes(text)):
             # Escape sequences between its characters hid a secret: Jupyter and the HTML
             # copy render them away, so the text is masked without them (colours lost).

@@ -45,32 +45,6 @@ def _describe(model: RegisteredModel) -> str:
     )
 
 
-def _shown_models(client: RegistryClient, models: list[RegisteredModel]) -> list[RegisteredModel]:
-    """The models as the platform sent them, with every known secret masked in their texts.
-
-    A key the school put in the registryUrl's query (``?api_key=...``) is masked
-    here as the records mask it: by the one masker, knowing the apiKeys and the
-    configured secrets.
-    """
-    import dataclasses
-
-    from ..secret import Masker
-
-    secrets = [*client.settings.secret_values(), *(m.api_key.reveal() for m in models)]
-    secrets.append(client.token().token.reveal())  # the one just used: no new exchange
-    # Under 4 characters is no real key; masking it would garble every table cell.
-    masker = Masker([s for s in secrets if len(s) >= 4])
-    return [
-        dataclasses.replace(
-            m,
-            model_id=masker(m.model_id),
-            model_name=masker(m.model_name),
-            registry_url=masker(m.registry_url),
-        )
-        for m in models
-    ]
-
-
 @click.command("token")
 @click.option(
     "--json",
@@ -150,7 +124,7 @@ def models_command(as_json: bool) -> None:
     from ..terminal import shown_name, terminal_json, terminal_text
 
     with _client() as client:
-        models = _shown_models(client, client.query_models())
+        models = client.shown(client.query_models())
     if as_json:
         # Escaped, not replaced: a program reading the JSON gets the platform's exact text.
         click.echo(terminal_json([m.row() for m in models]))
@@ -243,7 +217,7 @@ def register_command(name: str, url: str | None, as_json: bool) -> None:
         from ..confusables import refuse_look_alike
 
         refuse_look_alike(draft_name, [m.model_name for m in client.query_models()])
-        model = _shown_models(client, [client.register_model(draft)])[0]
+        model = client.shown([client.register_model(draft)])[0]
         _echo_warnings(client)
     from ..terminal import terminal_json
 
@@ -303,7 +277,7 @@ def modify_command(
             raise click.UsageError(
                 _("the platform did not return the stored apiKey: add --new-api-key")
             ) from None
-        model = _shown_models(client, [model])[0]
+        model = client.shown([model])[0]
         _echo_warnings(client)
     from ..terminal import terminal_json
 

@@ -278,8 +278,9 @@ class Onboarding:
             update_existing=update_existing, **extra,
         )  # fmt: skip
         self._use_model(model)
-        self.note(Step(StepName.REGISTER, True, registry_.registered_detail(model, action)))
-        return self.address_checked(registry_.registered_outcome(model, action))
+        shown = self._shown(model)
+        self.note(Step(StepName.REGISTER, True, registry_.registered_detail(shown, action)))
+        return self.address_checked(registry_.registered_outcome(shown, action).holding(model))
 
     @step(StepName.MODIFY)
     def modify(
@@ -291,8 +292,9 @@ class Onboarding:
             self.client, self.settings, model_id, model_name, registry_url, api_key
         )
         self._use_model(model)
-        self.note(Step(StepName.MODIFY, True, registry_.modified_detail(model)))
-        return self.address_checked(registry_.modify_outcome(model, self.changes))
+        shown = self._shown(model)
+        self.note(Step(StepName.MODIFY, True, registry_.modified_detail(shown)))
+        return self.address_checked(registry_.modify_outcome(shown, self.changes).holding(model))
 
     def update(
         self, model_name: str, *, new_model_name: str = "", new_registry_url: str = "",
@@ -336,7 +338,12 @@ class Onboarding:
         if found is None:
             raise registry_.no_such_model(model_name)
         self._use_model(found)
-        return registry_.model_outcome(_("checking the registered model"), found)
+        outcome = registry_.model_outcome(_("checking the registered model"), self._shown(found))
+        return outcome.holding(found)
+
+    def _shown(self, model: RegisteredModel) -> RegisteredModel:
+        """``model`` as people may see it (:meth:`RegistryClient.shown`)."""
+        return self.client.shown([model])[0]
 
     def _use_model(self, model: RegisteredModel) -> None:
         # The checks, chat and capacity now call what is registered.
@@ -369,14 +376,15 @@ class Onboarding:
         self.models = self.client.query_models()
         registry_.check_listed(self.models, self.model)
         self.note(Step(StepName.LIST_MODELS, True, registry_.listed_detail(len(self.models))))
-        return registry_.models_table(self.models, name_contains)
+        return registry_.models_table(self.client.shown(self.models), name_contains)
 
     def models_frame(self, name_contains: str = "") -> Any:
         """The account's models as a pandas DataFrame (apiKey masked, times tz-aware UTC)."""
         from ..registry.frames import models_frame
 
         self.list_models()
-        return models_frame([m for m in self.models if name_contains.strip() in m.model_name])
+        shown = self.client.shown(self.models)
+        return models_frame([m for m in shown if name_contains.strip() in m.model_name])
 
     # -- the chat endpoint ---------------------------------------------------
     def endpoint(self, model_url: str = "", model: str = "") -> Target:

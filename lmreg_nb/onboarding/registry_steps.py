@@ -146,7 +146,8 @@ def modify(
         model_name=model_name, registry_url=registry_url, api_key=key, model_id=model_id
     )
     model = client.modify_model(draft)
-    return model, _changes(current, model, key_changed=bool(api_key))
+    old = client.shown([current])[0] if current is not None else None
+    return model, _changes(old, client.shown([model])[0], key_changed=bool(api_key))
 
 
 def modify_outcome(model: RegisteredModel, changes: Sequence[Change]) -> Outcome:

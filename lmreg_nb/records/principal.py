@@ -124,6 +124,10 @@ _CHECK_WORDS = {
         "The platform cannot reach the school's model server over the internet."
     ),
     "plain-http": N_("The model server's connection is not encrypted (https)."),
+    "not-served": N_("The model's registered name is not one the model server answers to."),
+    "not-served-unknown": N_(
+        "The model's registered name is not one the model server answers to."
+    ),
 }
 
 

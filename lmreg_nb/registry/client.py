@@ -44,7 +44,7 @@ from ..errors import (
 )
 from ..i18n import _
 from ..models import ModelDraft, RegisteredModel, Token, find_in, model_name_key
-from ..secret import Secret
+from ..secret import Masker, Secret
 from ..settings import Settings
 from .envelope import (
     HOPELESS,
@@ -302,6 +302,26 @@ class RegistryClient:
                     raise
                 return found
 
+    def shown(self, models: list[RegisteredModel]) -> list[RegisteredModel]:
+        """``models`` as people may see them: every secret this client knows (the
+        configuration's, each apiKey sent or listed, its tokens) masked in their names,
+        ids (whole secrets) and addresses. A key the school put in the registryUrl's query, or one
+        registered as a name before the toolkit refused that, shows as ``…abcd``."""
+        secrets = [*self._secrets, *(m.api_key.reveal() for m in models if m.api_key)]
+        # Under 4 characters is no real key; masking it would garble every table cell.
+        masker = Masker([s for s in secrets if len(s) >= 4])
+        # A name or id is masked where it holds a whole secret: one that shares a word with
+        # its key ("qwen2.5-7b" and "sk-qwen2.5-7b-…") is the school's name, shown whole.
+        return [
+            dataclasses.replace(
+                m,
+                model_id=masker(m.model_id, whole=True),
+                model_name=masker(m.model_name, whole=True),
+                registry_url=masker(m.registry_url),
+            )
+            for m in models
+        ]
+
     def register_or_update(self, draft: ModelDraft) -> tuple[RegisteredModel, str]:
         """Register the model, or modify the one with the same modelName.
 
@@ -330,6 +350,7 @@ class RegistryClient:
                 raise ValidationError("apiKey", _("must be a string"))
             draft = dataclasses.replace(draft, api_key=Secret(draft.api_key))
         self._secrets.add(draft.api_key.reveal())
+        self._refuse_secret_name(draft.model_name)
         body = validate.model_body(draft.to_body(), modify=modify)
         self.last_warnings = validate.url_warnings(body["registryUrl"])
         # INFO, not WARNING: callers show last_warnings themselves, and a WARNING would
@@ -337,6 +358,22 @@ class RegistryClient:
         for warning in self.last_warnings:
             log.info("%s", warning.message)
         return body
+
+    def _refuse_secret_name(self, name: str) -> None:
+        """A modelName holding a whole secret (an apiKey pasted into the wrong field) is
+        refused before it is sent: the platform shows names to anyone who lists the
+        account's models. A shared word ("qwen2.5" in both the name and a key) is no
+        reason; only a whole key is."""
+        if Masker(list(self._secrets)).leaks(name, whole=True):
+            raise ValidationError(
+                "modelName",
+                _(
+                    "holds a key or secret of this account (the apiKey, the appSecret or "
+                    "the token): anyone who lists the account's models would read it. "
+                    "Type the model's name, for example qwen2.5-7b"
+                ),
+                holds_secret=True,
+            )
 
     def _settle(self, body: dict[str, Any], cause: LmregError) -> RegisteredModel | None:
         """After an unknown outcome: the stored model if it is the one sent, else None."""

@@ -66,7 +66,7 @@ def obstacles(
     missing: Sequence[StepName] = (),
 ) -> list[Obstacle]:
     """What stands in the way of go-live, as facts, each cause once, most important first."""
-    failed_checks = [c for c in checks if c.failed and c.severity == "error"]
+    failed_checks = [c for c in checks if c.failed and (c.severity == "error" or _stops(c))]
     check_causes = {one_line(c.detail) for c in failed_checks}
     found: list[Obstacle] = []
     for step in steps:
@@ -156,6 +156,11 @@ def _check_blocker_text(obstacle: Obstacle) -> str:
             "The registryUrl is not the chat endpoint (it answered HTTP {status}; the chat "
             "path is v1/chat/completions): register {url}"
         ).format(status=facts.get("status"), url=facts.get("url"))
+    if obstacle.cause in NAME_NOT_SERVED:
+        return _(
+            "The platform will send a model name the server does not answer to, so every "
+            "student's chat would fail: {detail}"
+        ).format(detail=facts.get("detail"))
     return ngettext(
         "Required check {names} failed: {detail}",
         "Required checks {names} failed: {detail}",
@@ -186,6 +191,17 @@ def _url_obstacles(urls: Sequence[str], checks: Sequence[Check]) -> list[Obstacl
         facts = {**https_check.facts, "detail": one_line(https_check.detail)}
         plain.append(Obstacle("plain-http", "school", facts))
     return unreachable + plain
+
+
+#: model-name-served's causes: the name the platform sends is not served.
+NAME_NOT_SERVED = frozenset({"not-served", "not-served-unknown"})
+
+
+def _stops(check: Check) -> bool:
+    """A warning that still stops go-live: the registered modelName, which the platform
+    sends, got no reply (each student's chat would fail), though the name the school
+    configured is served (the required chat checks passed with it)."""
+    return check.name == "model-name-served" and check.facts.get("unanswered") is True
 
 
 def _check_obstacles(failed: Sequence[Check]) -> list[Obstacle]:

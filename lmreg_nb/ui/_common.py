@@ -195,6 +195,10 @@ class Field:
             self.validate()
 
 
+#: The platform's field names (as errors name them) and the forms' field keys.
+_FIELD_KEYS = {"modelName": "model-name", "registryUrl": "registry-url", "apiKey": "api-key"}
+
+
 class Form:
     """Fields, one button, a message line and a result area; the click calls one function.
 
@@ -256,6 +260,8 @@ class Form:
         except Exception as exc:  # a click never ends in a traceback: one line, secrets masked
             if not isinstance(exc, LmregError):
                 log.debug("form action failed", exc_info=True)
+            if isinstance(exc, ValidationError):
+                self._clear_secrets(exc)
             self.last_error = self._one_line(exc)
             self.message.value = error_html(_("error: {message}").format(message=self.last_error))
             return None
@@ -267,6 +273,14 @@ class Form:
         if step:
             step_done(self.run_, step)
         return result
+
+    def _clear_secrets(self, exc: ValidationError) -> None:
+        """Empty each field the error says holds a key (an apiKey pasted as the modelName):
+        it should not stay on screen, nor in widget state a save may keep."""
+        for error in exc.errors:
+            key = _FIELD_KEYS.get(error.field)
+            if error.holds_secret and key in self.fields:
+                self.fields[key].take()
 
     def _one_line(self, exc: Exception) -> str:
         # The run knows the secrets to mask (appSecret, token, apiKey) and how to say it.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
-from ..i18n import _
+from ..i18n import _, ngettext
 from ..probe.target import Target
 from ..probe.wire.exchange import Exchange, chat_body, send
 from ..secret import Masker
@@ -169,9 +169,11 @@ def tls_failure(result: ProbeResult, cert: Certificate | None, host: str) -> Pro
         return result
     days = cert.days_left
     if days is not None and days < 0:
-        why = _("the TLS certificate of {host} expired {days} days ago").format(
-            host=host, days=-days
-        )
+        why = ngettext(
+            "the TLS certificate of {host} expired {days} day ago",
+            "the TLS certificate of {host} expired {days} days ago",
+            -days,
+        ).format(host=host, days=-days)
     else:
         why = _("the TLS certificate of {host} does not verify: {error}").format(
             host=host, error=snippet(cert.error or "", 120)

@@ -544,3 +544,25 @@ def test_the_recorded_capacity_is_the_probe_json_with_verdict_and_class_size() -
     expected = {**result.to_json(), "verdict": verdict(result, 40), "class_size": 40}
     assert recorded.to_json() == expected
     assert (recorded.concurrency, recorded.limited_by) == (4, "ttft")
+
+
+def test_the_notebooks_show_a_secret_a_model_name_holds_masked_as_the_cli_does() -> None:
+    # Red-team pass (issue 44): notebook 04's table and the register form's result showed
+    # an apiKey or the appSecret registered as a modelName in clear (the CLI masked it).
+    from fakes.registry_fakes import API_KEY, APP_SECRET, FakePlatform
+
+    from lmreg_nb.registry.client import RegistryClient
+
+    platform = FakePlatform()
+    # 127.0.0.1:9: the register step's one chat to the address is refused at once, locally.
+    settings = platform.settings(model_url="http://127.0.0.1:9/v1/chat/completions",
+                                 model_api_key=API_KEY)  # fmt: skip
+    client = RegistryClient(settings, transport=platform.transport())
+    run = Onboarding("Example School", settings=settings, client=client)
+    run.register("school-llm")
+    platform.models.append({**platform.models[0], "modelId": "m2", "modelName": APP_SECRET})
+    platform.models.append({**platform.models[0], "modelId": "m3", "modelName": API_KEY})
+    shown = [run.list_models(), run.models_frame().to_string(), run.update("school-llm")]
+    text = "\n".join(f"{view!r} {getattr(view, '_repr_html_', str)()}" for view in shown)
+    assert APP_SECRET not in text and API_KEY not in text and "school-llm" in text
+    assert {m.model_name for m in run.models} >= {APP_SECRET, API_KEY}  # kept as sent

@@ -129,6 +129,7 @@ def test_registered_name_that_is_not_served_is_flagged(vllm_like: str) -> None:
     assert '"campus-llm"' in row.detail and "The server serves: school-llm" in row.detail
     assert "--served-model-name school-llm campus-llm" in row.detail
     assert "does not exist" in row.detail  # vLLM's {"object": "error"} message, read
+    assert row.facts["unanswered"] is True  # the name the platform sends: no reply (rules.py)
 
 
 def test_without_a_model_list_the_answering_name_is_named(vllm_like: str) -> None:
@@ -154,6 +155,7 @@ def test_a_server_without_a_model_list_is_judged_by_its_answer(mock: Mock) -> No
         check_endpoint(Target(mock.url(), mock.key, "any-name", timeout=2)), "model-name-served"
     )
     assert row.passed and "answered HTTP 200" in row.detail
+    assert row.facts["unanswered"] is False
 
 
 # -- tls-certificate ------------------------------------------------------------------------
@@ -183,6 +185,10 @@ def test_a_valid_certificate_passes(ca: trustme.CA, tmp_path: Path) -> None:
     row = _row(report, "tls-certificate")
     assert row.passed and "Lmreg Test CA" in row.detail and "days left" in row.detail
     assert report.ok and _row(report, "url-https").passed
+    # Red-team pass (issue 44): SSL_CERT_FILE (set for pip behind a campus TLS proxy)
+    # made a campus CA's certificate read as plainly verified; the platform has only
+    # the public CAs. It still passes (DESIGN), and says for whom.
+    assert "only with the CAs SSL_CERT_FILE adds" in row.detail, row.detail
 
 
 @pytest.mark.usefixtures("trusted")
@@ -198,13 +204,14 @@ def test_a_certificate_expiring_soon_is_a_warning(ca: trustme.CA, tmp_path: Path
 @pytest.mark.usefixtures("trusted")
 def test_an_expired_certificate_is_an_error(ca: trustme.CA, tmp_path: Path) -> None:
     now = dt.datetime.now(dt.UTC)
-    pem = _https(
-        ca, tmp_path, not_before=now - dt.timedelta(days=90), not_after=now - dt.timedelta(days=2)
-    )
+    gone = now - dt.timedelta(days=1, hours=12)
+    pem = _https(ca, tmp_path, not_before=now - dt.timedelta(days=90), not_after=gone)
     report = _check_tls(pem)
     row = _row(report, "tls-certificate")
     assert not row.passed and row.severity == "error" and not report.ok
     assert "expired" in row.detail and "Lmreg Test CA" in row.detail
+    # Red-team pass (issue 44): it read "expires … (-2 days left)" a day and a half after.
+    assert f"expired on {gone.date().isoformat()}" in row.detail and "left" not in row.detail
     assert "tls-certificate" in _row(report, "reachable").detail
 
 
@@ -248,6 +255,13 @@ def test_a_refused_tls_handshake() -> None:
         )
     assert time.monotonic() - start < 5
     assert "TLS handshake" in row.detail or "closed the connection" in row.detail
+
+
+def test_days_left_count_whole_days_either_way() -> None:
+    now = dt.datetime.now(dt.UTC)
+    for offset, days in ((1.5, 1), (0.5, 0), (-0.5, 0), (-1.5, -1), (-10.2, -10)):
+        cert = Certificate(True, not_after=now + dt.timedelta(days=offset))
+        assert cert.days_left == days, (offset, cert.days_left)
 
 
 def test_the_tls_inspector_tells_a_hung_handshake_from_no_connection() -> None:

@@ -780,3 +780,41 @@ def test_update_model_keeps_what_is_not_given(
     )
     with pytest.raises(NotFoundError, match="no model with modelName 'ghost'"):
         client.update_model(name="ghost", new_name="x")
+
+
+# -- a secret typed as the model's name (red-team pass, issue 44) ------------------------
+
+
+@pytest.mark.parametrize("name", [API_KEY, APP_SECRET, f"my-{API_KEY}"])
+def test_a_secret_typed_as_the_model_name_is_refused_before_sending(
+    client: RegistryClient, platform: FakePlatform, name: str
+) -> None:
+    # An apiKey pasted into the modelName field was registered as the name, which the
+    # platform shows to anyone who lists the account's models.
+    with pytest.raises(ValidationError) as info:
+        client.register_model(draft(name=name))
+    assert info.value.field == "modelName" and "Type the model's name" in str(info.value)
+    assert name not in str(info.value) and API_KEY not in str(info.value)
+    assert platform.requests == []
+    with pytest.raises(ValidationError):
+        client.register_or_update(draft(name=name))
+    assert platform.count(REGISTER_PATH) == 0 and platform.models == []
+
+
+def test_a_word_a_key_shares_with_the_name_is_no_reason(
+    client: RegistryClient, platform: FakePlatform
+) -> None:
+    model = client.register_model(draft(name="qwen2.5-7b", key="sk-qwen2.5-7b-school-Zx81Lm3"))
+    assert model.model_name == "qwen2.5-7b"
+
+
+def test_shown_masks_a_secret_a_model_name_already_holds(
+    client: RegistryClient, platform: FakePlatform
+) -> None:
+    client.register_model(draft())
+    platform.models[0]["modelName"] = APP_SECRET  # registered so before, or by other tools
+    (listed,) = client.query_models()
+    assert listed.model_name == APP_SECRET  # what the platform has, for the code that asks
+    (shown,) = client.shown([listed])
+    assert APP_SECRET not in shown.model_name and shown.model_name == mask(APP_SECRET)
+    assert shown.model_id == listed.model_id

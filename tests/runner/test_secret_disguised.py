@@ -11,16 +11,14 @@ holds no 7-character piece of the key.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterator
 
-import nbformat
 import pytest
 from fakes.hostile import DISGUISES, hostile_server
+from record_helpers import scrubbed_stream
 
 from lmreg_nb.probe import Target, stream_chat
-from lmreg_nb.runner.scrub import scrub_notebook
 from lmreg_nb.secret import WINDOW, Masker, assert_clean, find_leaks, mask, mask_text
 
 KEY = "sk-disguise-Qw3Er5Ty7Ui9Op1As"
@@ -124,13 +122,8 @@ def test_a_disguised_echo_is_not_readable_in_the_reply_or_the_record(
     assert readable(reply) == [], reply
     # The same text unmasked, as a notebook output: the scrubber makes the record clean.
     raw = "echo: " + DISGUISES[name](KEY) + " done"
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("chat()")
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=raw)]
-    nb.cells = [cell]
-    record = nbformat.writes(scrub_notebook(nb, {"LMREG_MODEL_API_KEY": KEY}))
-    text = json.loads(record)["cells"][0]["outputs"][0]["text"]  # a list of lines on disk
-    assert readable("".join(text) if isinstance(text, list) else text) == []
+    record, text = scrubbed_stream(raw, {"LMREG_MODEL_API_KEY": KEY})
+    assert readable(text) == []
     assert_clean(record, {"LMREG_MODEL_API_KEY": KEY}, what="the record")
 
 

@@ -14,17 +14,15 @@ from __future__ import annotations
 import base64
 import binascii
 import html
-import json
 import re
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote
 
-import nbformat
 import pytest
 from fakes.hostile import CYRILLIC, ENCODED_DISGUISES, hostile_server
+from record_helpers import scrubbed_stream
 
 from lmreg_nb.probe import Target, stream_chat
-from lmreg_nb.runner.scrub import scrub_notebook
 from lmreg_nb.secret import assert_clean, find_leaks, mask_text
 
 KEY = "sk-encoded-Qw3Er5Ty7Ui9Op1As"
@@ -111,11 +109,6 @@ def test_an_encoded_echo_is_masked_in_the_reply_and_the_record(echo_server: str,
     assert reply.startswith("echo: ") and reply.endswith(" done")
     assert readable(reply, name) == [], reply
     raw = "echo: " + ENCODED_DISGUISES[name](KEY) + " done"
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("chat()")
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=raw)]
-    nb.cells = [cell]
-    record = nbformat.writes(scrub_notebook(nb, {"LMREG_MODEL_API_KEY": KEY}))
-    text = json.loads(record)["cells"][0]["outputs"][0]["text"]
-    assert readable("".join(text) if isinstance(text, list) else text, name) == []
+    record, text = scrubbed_stream(raw, {"LMREG_MODEL_API_KEY": KEY})
+    assert readable(text, name) == []
     assert_clean(record, {"LMREG_MODEL_API_KEY": KEY}, what="the record")

@@ -239,3 +239,30 @@ def test_a_full_record_round_trips_through_its_json() -> None:
     }
     back = Summary.from_json(data)
     assert back == s and back.to_json() == data
+
+
+def test_a_registered_name_the_server_does_not_answer_to_blocks_go_live() -> None:
+    # Red-team pass (issue 44): the school configured the served name (the required chat
+    # checks passed with it) but registered another; the platform sends the registered
+    # one and gets 404 for every student. model-name-served is a warning (DESIGN's
+    # table), so the run is ok, but go-live is not.
+    from lmreg_nb.records.principal import obstacles
+
+    steps = [*_ok_steps(), Step("capacity", True, "done")]
+    detail = 'the platform will send model "school-assistant": a chat request with it got HTTP 404'
+    for unanswered, ready in ((True, False), (False, True)):
+        name = Check("model-name-served", False, "warning", detail, cause="not-served",
+                     facts={"unanswered": unanswered})  # fmt: skip
+        s = _summary(steps, [Check("chat-answers", True, "error", "200"), name],
+                     capacity=CapacityRecord(concurrency=48), class_size=40)  # fmt: skip
+        assert s.status == "ok" and s.go_live.ready is ready, s.go_live.blockers
+    assert s.go_live.blockers == []  # served, though not listed: a warning only
+    assert len(_summary(steps, [name], class_size=0).go_live.blockers) == 1  # capacity only
+    name = Check("model-name-served", False, "warning", detail, cause="not-served",
+                 facts={"unanswered": True})  # fmt: skip
+    s = _summary(steps, [name], capacity=CapacityRecord(concurrency=48), class_size=40)
+    (blocker,) = s.go_live.blockers
+    assert "every student's chat would fail" in blocker and "school-assistant" in blocker
+    (said,) = obstacles(s)
+    assert "registered name" in said.text
+

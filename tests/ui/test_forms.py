@@ -186,3 +186,25 @@ def test_chat_box_streams_and_escapes_the_reply(reply_html: str) -> None:
     assert "Hello" in seen[0] and "onerror" not in seen[0]  # shown as the first piece arrived
     assert "<img" not in box.reply.value and "&lt;img" in box.reply.value
     assert box.last_result == "Hello " + reply_html
+
+
+def test_a_key_pasted_as_the_model_name_is_refused_and_cleared() -> None:
+    # Red-team pass (issue 44): the apiKey pasted into the modelName field was registered
+    # as the name, and stayed on screen (and in widget state a save may keep).
+    from fakes.registry_fakes import API_KEY, FakePlatform
+
+    from lmreg_nb.registry.client import RegistryClient
+
+    platform = FakePlatform()
+    settings = platform.settings(model_url="http://127.0.0.1:9/v1/chat/completions",
+                                 model_api_key=API_KEY)  # fmt: skip
+    run = Onboarding("ui", settings=settings,
+                     client=RegistryClient(settings, transport=platform.transport()))  # fmt: skip
+    form = RegisterForm(run)
+    form.model_name.value = API_KEY
+    form.registry_url.value = "http://127.0.0.1:9/v1/chat/completions"
+    form.button.click()
+    assert form.last_error is not None and "Type the model's name" in form.last_error
+    assert API_KEY not in form.last_error and API_KEY not in form.message.value
+    assert form.model_name.value == ""  # off the screen
+    assert platform.models == []

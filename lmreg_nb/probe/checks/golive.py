@@ -424,6 +424,10 @@ def _name_served(seen: Seen, target: Target) -> Check | None:
     if not served:  # no list: the names that answered are what is known to be served
         served = [n for n, ok, _k in served_ok if ok]
     facts["also"] = "alias" if len(served_ok) > 1 else ""
+    # The platform sends the registered name (the alias, when it differs): a chat with it
+    # that got no reply is every student's chat failing, which stops go-live (rules.py).
+    sent = names[-1][1]
+    facts["unanswered"] = sent is not None and not _ok(sent)
     if all(ok for _n, ok, _k in served_ok):
         return MODEL_NAME_SERVED.passed(**facts)
     bad = [(n, k) for n, ok, k in served_ok if not ok]
@@ -504,8 +508,9 @@ def judge_certificate(cert: Certificate) -> Check:
     """Verified (error if not), expiring within 30 days (warning)."""
     days = cert.days_left
     when = cert.not_after.date().isoformat() if cert.not_after is not None else "?"
+    expired = days is not None and days < 0
     facts: dict[str, Fact] = {
-        "cert": "facts",
+        "cert": "expired" if expired else "facts",
         "issuer": cert.issuer or "?",
         "when": when,
         "days": "?" if days is None else days,
@@ -516,6 +521,8 @@ def judge_certificate(cert: Certificate) -> Check:
         return TLS_CERTIFICATE.failed("not-verified", why=cert.error or "?", **facts)
     if days is not None and days < EXPIRY_WARNING_DAYS:
         return TLS_CERTIFICATE.failed_as("warning", "expires-soon", **facts)
+    if cert.private_ca is not None:  # passes, as DESIGN says; the detail says for whom
+        return TLS_CERTIFICATE.passed("passed-private-ca", variable=cert.private_ca, **facts)
     return TLS_CERTIFICATE.passed(**facts)
 
 
@@ -533,6 +540,13 @@ TLS_CERTIFICATE = Declared(
     "error",
     says={
         "passed": Words(N_("verifies; {cert}")),
+        "passed-private-ca": Words(
+            N_(
+                "verifies here only with the CAs {variable} adds, not with the public ones "
+                "the platform trusts: unless {issuer} is a public CA, the platform will "
+                "refuse it; {cert}"
+            )
+        ),
         "handshake-failed": Words(
             N_("the TLS handshake failed ({why}): no certificate could be read")
         ),
@@ -547,7 +561,12 @@ TLS_CERTIFICATE = Declared(
             N_("the certificate expires soon: {cert}. Renew it (and automate renewal)")
         ),
     },
-    parts={"cert": {"facts": Words(N_("issuer {issuer}, expires {when} ({days} days left)"))}},
+    parts={
+        "cert": {
+            "facts": Words(N_("issuer {issuer}, expires {when} ({days} days left)")),
+            "expired": Words(N_("issuer {issuer}, expired on {when}")),
+        }
+    },
     sends=(CERT,),
     judge=_certificate,
     when=frozenset({"unreached", "wrong-path", "refused", "failed", "answered"}),

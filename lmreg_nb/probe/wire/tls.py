@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..._tls import tls_context
+from ..._tls import ca_variable, public_tls_context, tls_context
 from ...i18n import _
 
 __all__ = ["EXPIRY_WARNING_DAYS", "Certificate", "inspect_certificate"]
@@ -37,13 +37,18 @@ class Certificate:
     #: The TCP connection was made and the TLS handshake never finished (a plain-http
     #: port that waits for a request: llama.cpp's server), as against no connection.
     hung: bool = False
+    #: Verified only with the CAs a variable adds (SSL_CERT_FILE, SSL_CERT_DIR), which
+    #: the platform does not have: that variable's name; None otherwise.
+    private_ca: str | None = None
 
     @property
     def days_left(self) -> int | None:
-        """Whole days until expiry (negative when expired)."""
+        """Whole days until expiry; once expired, minus the whole days since (a day and a
+        half ago is -1, as people count it: a timedelta's own days would say -2)."""
         if self.not_after is None:
             return None
-        return (self.not_after - datetime.now(UTC)).days
+        left = self.not_after - datetime.now(UTC)
+        return left.days if left.days >= 0 else -(-left).days
 
 
 def _name(parts: tuple[tuple[tuple[str, str], ...], ...]) -> str:
@@ -109,6 +114,22 @@ async def _handshake(
     return obj if isinstance(obj, ssl.SSLObject) else None
 
 
+async def _private_ca(host: str, port: int, timeout: float) -> str | None:
+    """The variable whose CAs alone verify the certificate (a campus CA in SSL_CERT_FILE,
+    set for pip behind a TLS-inspecting proxy), or None: certifi's public CAs verify it
+    too, or no such variable is set. One more handshake, only when one is set."""
+    variable = ca_variable()
+    if variable is None:
+        return None
+    try:
+        await _handshake(host, port, public_tls_context(), timeout)
+    except ssl.SSLCertVerificationError:
+        return variable
+    except (OSError, TimeoutError, _Hung):
+        return None  # not said: the first handshake verified, this one did not finish
+    return None
+
+
 async def inspect_certificate(host: str, port: int, timeout: float) -> Certificate | None:
     """The certificate at ``host:port``; None when no TCP connection could be made.
 
@@ -136,7 +157,9 @@ async def inspect_certificate(host: str, port: int, timeout: float) -> Certifica
     else:
         peer = obj.getpeercert() if obj is not None else None
         issuer, when = _from_peercert(peer) if peer else (None, None)
-        return Certificate(True, issuer=issuer, not_after=when)
+        return Certificate(
+            True, issuer=issuer, not_after=when, private_ca=await _private_ca(host, port, timeout)
+        )
     unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE
