@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -465,16 +466,15 @@ def _unreachable_reason(host: str) -> str:
     if host == "localhost" or host.endswith(".localhost"):
         return "loopback"
     try:
-        ip = ipaddress.ip_address(host)
+        ip = _numeric_ipv4(host) or ipaddress.ip_address(host)
     except ValueError:
         if "." not in host:
             return "single-label"
         if host.endswith((".local", ".internal", ".lan", ".home.arpa")):
             return "local-name"
         return ""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        # ::ffff:127.0.0.1 is 127.0.0.1 (Python 3.11 does not see through it).
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = _embedded_ipv4(ip) or ip
     if ip.is_loopback:
         return "loopback"
     if ip.is_unspecified:
@@ -487,6 +487,33 @@ def _unreachable_reason(host: str) -> str:
 
 
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
+#: Shorthand and hex spellings of an IPv4 address a resolver accepts (127.1, 0x7f.1,
+#: 2130706433: each is 127.0.0.1 to inet_aton and getaddrinfo).
+_NUMERIC_IPV4 = re.compile(r"(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+)){0,3}")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a numeric host spells, in any form a resolver reads; None if none."""
+    if not _NUMERIC_IPV4.fullmatch(host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries and leads to (mapped ::ffff:a.b.c.d, which
+    Python 3.11 does not see through; 6to4; NAT64; the old IPv4-compatible ::a.b.c.d)."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
 
 _MOBILE = re.compile(r"^(?:\+?86)?1[3-9]\d{9}$")
 #: A top-level domain label: two letters or more, or an IDNA one (xn--...).
