@@ -515,6 +515,7 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 
+
 _MOBILE = re.compile(r"^(?:\+?86)?1[3-9]\d{9}$")
 #: A top-level domain label: two letters or more, or an IDNA one (xn--...).
 _TOP_LABEL = re.compile(r"^(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})$")

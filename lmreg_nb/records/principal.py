@@ -125,9 +125,7 @@ _CHECK_WORDS = {
     ),
     "plain-http": N_("The model server's connection is not encrypted (https)."),
     "not-served": N_("The model's registered name is not one the model server answers to."),
-    "not-served-unknown": N_(
-        "The model's registered name is not one the model server answers to."
-    ),
+    "not-served-unknown": N_("The model's registered name is not one the model server answers to."),
 }
 
 

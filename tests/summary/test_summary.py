@@ -265,4 +265,3 @@ def test_a_registered_name_the_server_does_not_answer_to_blocks_go_live() -> Non
     assert "every student's chat would fail" in blocker and "school-assistant" in blocker
     (said,) = obstacles(s)
     assert "registered name" in said.text
-
