@@ -323,6 +323,10 @@ def test_split_horizon_names_fail_url_public_host() -> None:
     assert row(["10.1.2.3", "93.184.216.34"]).passed
     assert row(None).passed
     assert private_only(["127.0.0.1", "::1", "fe80::1"]) and not private_only([])
+    # The same rule as a registryUrl written as an address (validate.unreachable_reason):
+    # carrier-grade NAT, and IPv6 addresses that carry a private IPv4 one.
+    assert private_only(["100.64.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "64:ff9b::a00:1"])
+    assert not private_only(["100.64.0.1", "8.8.8.8"])
 
 
 def test_reply_shapes() -> None:

@@ -202,19 +202,12 @@ def _public_host(seen: Seen, target: Target) -> Check:
 
 
 def private_only(addresses: list[str]) -> bool:
-    """Every address is loopback, private, link-local or unspecified."""
-    if not addresses:
-        return False
-    for text in addresses:
-        try:
-            ip = ipaddress.ip_address(text.split("%")[0])
-        except ValueError:
-            return False
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_unspecified):
-            return False
-    return True
+    """Every address is one the platform cannot reach (loopback, private, carrier-grade
+    NAT, link-local, unspecified): the rule a registryUrl written as an address gets."""
+    return bool(addresses) and all(
+        unreachable_reason(text.split("%")[0]) not in ("", "single-label", "local-name")
+        for text in addresses
+    )
 
 
 async def resolve(url: str, timeout: float) -> list[str] | None:
