@@ -304,9 +304,10 @@ class RegistryClient:
 
     def shown(self, models: list[RegisteredModel]) -> list[RegisteredModel]:
         """``models`` as people may see them: every secret this client knows (the
-        configuration's, each apiKey sent or listed, its tokens) masked in their names,
-        ids (whole secrets) and addresses. A key the school put in the registryUrl's query, or one
-        registered as a name before the toolkit refused that, shows as ``…abcd``."""
+        configuration's, each apiKey sent or listed, its tokens) masked in their names and
+        ids (whole secrets) and addresses. A key the school put in the registryUrl's
+        query, or one registered as a name before the toolkit refused that, shows as
+        ``…abcd``."""
         secrets = [*self._secrets, *(m.api_key.reveal() for m in models if m.api_key)]
         # Under 4 characters is no real key; masking it would garble every table cell.
         masker = Masker([s for s in secrets if len(s) >= 4])

@@ -424,9 +424,11 @@ def _name_served(seen: Seen, target: Target) -> Check | None:
     if not served:  # no list: the names that answered are what is known to be served
         served = [n for n, ok, _k in served_ok if ok]
     facts["also"] = "alias" if len(served_ok) > 1 else ""
-    # The platform sends the registered name (the alias, when it differs): a chat with it
-    # that got no reply is every student's chat failing, which stops go-live (rules.py).
-    sent = names[-1][1]
+    # The platform sends the registered name: when it differs from the one configured (the
+    # alias), a chat with it that got no reply is every student's chat failing though the
+    # required chat checks passed, which stops go-live (rules.py). The same name for both
+    # fails chat-answers itself.
+    sent = names[-1][1] if len(names) > 1 else None
     facts["unanswered"] = sent is not None and not _ok(sent)
     if all(ok for _n, ok, _k in served_ok):
         return MODEL_NAME_SERVED.passed(**facts)
