@@ -43,6 +43,7 @@ __all__ = [
     "looks_numeric",
     "model_body",
     "numeric_host_reason",
+    "unreachable_ip",
     "unreachable_reason",
     "url_warnings",
 ]
@@ -465,14 +466,34 @@ def _unreachable_reason(host: str) -> str:
     host = host.strip("[]").lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
         return "loopback"
-    try:
-        ip = _numeric_ipv4(host) or ipaddress.ip_address(host)
-    except ValueError:
+    ip = _ip(host)
+    if ip is None:
         if "." not in host:
             return "single-label"
         if host.endswith((".local", ".internal", ".lan", ".home.arpa")):
             return "local-name"
         return ""
+    return _address_reason(ip)
+
+
+def unreachable_ip(text: str) -> bool:
+    """Whether ``text`` is an IP address (a zone index, ``%eth0``, aside) the platform
+    cannot reach, by :func:`unreachable_reason`'s rule; False for a name (resolve it
+    first): the rule for what a name resolves to."""
+    ip = _ip(text.split("%", 1)[0].strip("[]").lower())
+    return ip is not None and bool(_address_reason(ip))
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` spells (in any form a resolver reads), or None for a name."""
+    try:
+        return _numeric_ipv4(host) or ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def _address_reason(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """Why the platform cannot reach the address ``ip`` (a key of _UNREACHABLE), or ""."""
     if isinstance(ip, ipaddress.IPv6Address):
         ip = _embedded_ipv4(ip) or ip
     if ip.is_loopback:

@@ -10,7 +10,6 @@ tell a TLS failure from other connection failures.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import math
 import time
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 from ..i18n import _
 from ..probe.wire.pool import pooled_transport
 from ..probe.wire.tls import Certificate, inspect_certificate
+from ..validate import unreachable_ip
 from .alerts import TlsSeen
 from .call import ProbeResult, probe_model, tls_failure
 from .slots import FairSlots
@@ -87,26 +87,17 @@ def _seen(cert: Certificate | None) -> TlsSeen | None:
     return TlsSeen(cert.days_left, expires, cert.issuer, cert.verified)
 
 
-def _blocked(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
-
-
 async def unreachable_address(host: str, timeout: float) -> str | None:
     """The address (after resolving ``host``) the platform cannot reach, or None.
 
-    Loopback, private, link-local and unspecified addresses: the platform cannot call
-    them, and a registration aimed there would make the watch post the apiKey to the
+    Loopback, private (carrier-grade NAT too), link-local and unspecified addresses, as
+    :func:`lmreg_nb.validate.unreachable_ip` judges them: the platform cannot call them,
+    and a registration aimed there would make the watch post the apiKey to the
     provider's own services. A name that does not resolve is left to the call.
     """
     if not host:
         return None
-    if _blocked(host):
+    if unreachable_ip(host):
         return host
     try:
         async with asyncio.timeout(timeout):
@@ -114,7 +105,7 @@ async def unreachable_address(host: str, timeout: float) -> str | None:
     except (OSError, TimeoutError, UnicodeError):
         return None
     found = [str(info[4][0]) for info in infos]
-    return next((a for a in found if _blocked(a)), None)
+    return next((a for a in found if unreachable_ip(a)), None)
 
 
 def _private_result(host: str, address: str) -> ProbeResult:

@@ -222,3 +222,20 @@ def test_a_refused_key_is_said_in_plain_words(
     assert report.states[0].kind == "refused-key"
     assert "refused the registered apiKey" in webhook.posts[0]["message"]
     assert MODEL_KEY not in webhook.posts[0]["message"]
+
+
+def test_the_watch_and_the_checks_judge_an_address_by_one_rule() -> None:
+    # The watch's guard (do not post the apiKey to the provider's own network) had its own
+    # copy of the rule, which the check's url-public-host had too, and both missed
+    # carrier-grade NAT and IPv6 addresses carrying a private IPv4 one.
+    import asyncio
+
+    from lmreg_nb.probe.checks.conformance import private_only
+    from lmreg_nb.watch.rounds import unreachable_address
+
+    for address in ("127.0.0.1", "100.64.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "fe80::1%2",
+                    "8.8.8.8", "2606:4700::1111"):  # fmt: skip
+        blocked = asyncio.run(unreachable_address(address, 1.0))
+        assert (blocked == address) is private_only([address]), address
+    assert asyncio.run(unreachable_address("100.64.0.1", 1.0)) == "100.64.0.1"
+    assert asyncio.run(unreachable_address("8.8.8.8", 1.0)) is None

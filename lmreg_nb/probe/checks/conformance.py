@@ -50,7 +50,13 @@ from urllib.parse import urlsplit
 from ...i18n import N_
 from ...summary import SEVERITIES, Check, Fact
 from ...terminal import snippet
-from ...validate import CHAT_PATH_SUFFIX, chat_path_fix, is_chat_path, unreachable_reason
+from ...validate import (
+    CHAT_PATH_SUFFIX,
+    chat_path_fix,
+    is_chat_path,
+    unreachable_ip,
+    unreachable_reason,
+)
 from ..target import Target
 from ..wire.exchange import Exchange, chat_body, completion_body, completions_url, send
 from ..wire.reasons import LOCAL_LIMIT
@@ -204,10 +210,7 @@ def _public_host(seen: Seen, target: Target) -> Check:
 def private_only(addresses: list[str]) -> bool:
     """Every address is one the platform cannot reach (loopback, private, carrier-grade
     NAT, link-local, unspecified): the rule a registryUrl written as an address gets."""
-    return bool(addresses) and all(
-        unreachable_reason(text.split("%")[0]) not in ("", "single-label", "local-name")
-        for text in addresses
-    )
+    return bool(addresses) and all(unreachable_ip(text) for text in addresses)
 
 
 async def resolve(url: str, timeout: float) -> list[str] | None:
