@@ -12,10 +12,9 @@ holds no 7-character piece of the key.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
 
 import pytest
-from fakes.hostile import DISGUISES, hostile_server
+from fakes.hostile import DISGUISES
 from record_helpers import scrubbed_stream
 
 from lmreg_nb.probe import Target, stream_chat
@@ -102,13 +101,6 @@ def test_the_stream_masker_holds_back_invisible_marks_between_pieces() -> None:
     out = "".join(mask.push(disguised[i : i + 3]) for i in range(0, len(disguised), 3))
     out += mask.flush()
     assert readable(out) == [], out
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[str]:
-    """A hostile endpoint on loopback: /disguise/NAME/ streams the key back disguised."""
-    with hostile_server() as base:
-        yield base
 
 
 @pytest.mark.parametrize("name", list(DISGUISES))

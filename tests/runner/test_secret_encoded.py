@@ -15,11 +15,11 @@ import base64
 import binascii
 import html
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from urllib.parse import unquote
 
 import pytest
-from fakes.hostile import CYRILLIC, ENCODED_DISGUISES, hostile_server
+from fakes.hostile import CYRILLIC, ENCODED_DISGUISES
 from record_helpers import scrubbed_stream
 
 from lmreg_nb.probe import Target, stream_chat
@@ -93,13 +93,6 @@ def test_ordinary_encoded_looking_text_is_left_alone() -> None:
     )
     assert mask_text(text, [KEY]) == text
     assert find_leaks(text, [KEY]) == []
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[str]:
-    """/disguise/NAME/ streams the key back, two characters per event."""
-    with hostile_server() as base:
-        yield base
 
 
 @pytest.mark.parametrize("name", list(ENCODED_DISGUISES))

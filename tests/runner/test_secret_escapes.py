@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from fakes.hostile import RENDERED_DISGUISES, hostile_server
+from fakes.hostile import RENDERED_DISGUISES
 from nbconvert.filters.ansi import ansi2html
 
 from lmreg_nb.errors import SecretLeakError
@@ -33,12 +32,6 @@ CHAT = "/v1/chat/completions"
 def shown(text: str) -> str:
     """What a person sees once the escapes (and, in a page, the tags) are rendered."""
     return html.unescape(re.sub(r"<[^>]*>", "", strip_escapes(text)))
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[str]:
-    with hostile_server() as base:
-        yield base
 
 
 @pytest.mark.parametrize("name", list(RENDERED_DISGUISES))
