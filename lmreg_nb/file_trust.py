@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .i18n import _, ngettext
 
-__all__ = ["AclEntry", "others_can_change", "others_can_write", "parse_posix_acl"]
+__all__ = ["AclEntry", "above_reason", "others_can_change", "others_can_write", "parse_posix_acl"]
 
 _ACL_XATTR = "system.posix_acl_access"
 _ACL_VERSION = 2
@@ -164,14 +164,16 @@ def others_can_change(path: Path) -> str | None:
     if reason:
         return reason
     given = path.absolute()
-    for folder in dict.fromkeys((*given.parents, *given.resolve().parents)):
-        reason = folder_above_reason(folder, owners)
-        if reason:
-            return reason
-    return None
+    return above_reason(given, owners) or above_reason(given.resolve(), owners)
 
 
-def folder_above_reason(folder: Path, owners: frozenset[int]) -> str | None:
+def above_reason(path: Path, owners: frozenset[int]) -> str | None:
+    """Why another user can swap ``path`` from a folder over it, naming the folder (a
+    sticky one, as /tmp, is no reason); None when none can."""
+    return next(filter(None, (_folder_reason(f, owners) for f in path.parents)), None)
+
+
+def _folder_reason(folder: Path, owners: frozenset[int]) -> str | None:
     """Why another user can swap what ``folder`` holds, naming the folder; None if none can."""
     reason = others_can_write(folder, owners=owners)
     if reason is None or _sticky(folder, owners):

@@ -29,7 +29,7 @@ import json
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from .errors import SecretLeakError
@@ -72,32 +72,29 @@ def _fold_char(ch: str) -> str:
     )
 
 
-class _FoldTable(dict[int, str]):
-    """A ``str.translate`` table of :func:`_fold_char`, filled as characters are met."""
-
-    def __missing__(self, code: int) -> str:
-        folded = _fold_char(chr(code))
-        if len(self) < 1 << 16:  # bounded: a text of every code point cannot grow it forever
-            self[code] = folded
-        return folded
-
-
-_FOLD = _FoldTable()
-
-
-class _ReadTable(dict[int, str]):
+def _read_char(ch: str) -> str:
     """:func:`_fold_char`, then each character as its look-alike class's prototype."""
+    from .confusables import prototype
+
+    return "".join(prototype(c) for c in _fold_char(ch))
+
+
+class _CharTable(dict[int, str]):
+    """A ``str.translate`` table of one character's reading, filled as characters are met."""
+
+    def __init__(self, reading: Callable[[str], str]) -> None:
+        super().__init__()
+        self._reading = reading
 
     def __missing__(self, code: int) -> str:
-        from .confusables import prototype
-
-        read = "".join(prototype(c) for c in _fold_char(chr(code)))
-        if len(self) < 1 << 16:
+        read = self._reading(chr(code))
+        if len(self) < 1 << 16:  # bounded: a text of every code point cannot grow it forever
             self[code] = read
         return read
 
 
-_READ = _ReadTable()
+_FOLD = _CharTable(_fold_char)
+_READ = _CharTable(_read_char)
 
 
 def _read(text: str) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
-from .file_trust import folder_above_reason, others_can_write
+from .file_trust import above_reason, others_can_write
 from .i18n import _, listing, normalize_language
 from .secret import Secret, split_urls, url_secrets
 from .validate import is_header_value, looks_numeric, numeric_host_reason
@@ -341,8 +341,7 @@ def _distrust_above(folder: Path) -> str | None:
     this user's or root's, and only they can write it, or it is sticky, as /tmp)."""
     if getattr(os, "getuid", None) is None:
         return None
-    owners = frozenset({os.getuid(), 0})
-    return next(filter(None, (folder_above_reason(p, owners) for p in folder.parents)), None)
+    return above_reason(folder, frozenset({os.getuid(), 0}))
 
 
 def _read_env_file(target: Path | None, *, interpolate: bool = True) -> dict[str, str]:
