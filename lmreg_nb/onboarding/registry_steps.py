@@ -146,8 +146,8 @@ def modify(
         model_name=model_name, registry_url=registry_url, api_key=key, model_id=model_id
     )
     model = client.modify_model(draft)
-    old = client.shown([current])[0] if current is not None else None
-    return model, _changes(old, client.shown([model])[0], key_changed=bool(api_key))
+    *before, after = client.shown([m for m in (current, model) if m is not None])
+    return model, _changes(before[0] if before else None, after, key_changed=bool(api_key))
 
 
 def modify_outcome(model: RegisteredModel, changes: Sequence[Change]) -> Outcome:
