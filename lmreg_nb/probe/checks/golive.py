@@ -499,7 +499,9 @@ async def _cert_request(ctx: Context, target: Target) -> Certificate | None:
     parts = urlsplit(target.url)
     if parts.scheme != "https" or not parts.hostname:
         return None
-    return await inspect_certificate(parts.hostname, parts.port or 443, target.timeout)
+    return await inspect_certificate(
+        parts.hostname, parts.port or 443, target.timeout, ask_public=True
+    )
 
 
 #: The TLS handshake with the host (https only).

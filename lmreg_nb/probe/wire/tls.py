@@ -130,12 +130,15 @@ async def _private_ca(host: str, port: int, timeout: float) -> str | None:
     return None
 
 
-async def inspect_certificate(host: str, port: int, timeout: float) -> Certificate | None:
+async def inspect_certificate(
+    host: str, port: int, timeout: float, *, ask_public: bool = False
+) -> Certificate | None:
     """The certificate at ``host:port``; None when no TCP connection could be made.
 
     A handshake that fails for another reason than verification gives
     ``handshake_failed`` (the connection checks explain it further); one that never
-    finishes is also ``hung``.
+    finishes is also ``hung``. ``ask_public`` (the check's row, which says it; not the
+    watch's rounds): whether only the CAs of SSL_CERT_FILE/SSL_CERT_DIR verify it.
     """
     try:
         obj = await _handshake(host, port, tls_context(), timeout)
@@ -157,9 +160,8 @@ async def inspect_certificate(host: str, port: int, timeout: float) -> Certifica
     else:
         peer = obj.getpeercert() if obj is not None else None
         issuer, when = _from_peercert(peer) if peer else (None, None)
-        return Certificate(
-            True, issuer=issuer, not_after=when, private_ca=await _private_ca(host, port, timeout)
-        )
+        private = await _private_ca(host, port, timeout) if ask_public else None
+        return Certificate(True, issuer=issuer, not_after=when, private_ca=private)
     unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE
